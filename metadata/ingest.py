@@ -1,0 +1,210 @@
+"""Ingest: decode inputs on Spark in parallel, stage them, then MERGE into the Delta lake.
+
+1. Discover the input files and cut large segments into byte ranges at batch boundaries.
+2. Decode on Spark: one task per file or range (``mapInArrow`` over :func:`decode_to_arrow`);
+   the output, records plus reported issues, is staged as Parquet under ``<lake>/_staging``.
+   The driver only collects issues and small aggregates, never the records.
+3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
+   ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
+4. ``MERGE`` the staged records into ``records`` and each typed table, and the staged
+   snapshot records into ``snapshots`` (insert-if-absent on the key, so re-runs add nothing),
+   then commit the new table versions in ``_ingests`` (see :mod:`metadata.lake`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+from delta.tables import DeltaTable
+from pydantic import BaseModel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import Window
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql import types as T
+
+from metadata.columns import DECODED_SCHEMA, decode_to_arrow
+from metadata.lake import Lake, LakeState
+from metadata.progress import spark_progress
+from metadata.readers import InputFile, ReadOptions, discover, plan_ranges
+from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
+from metadata.spark import get_spark
+
+DEFAULT_SPLIT_BYTES = 64 << 20
+
+
+class IngestError(RuntimeError):
+    """Bad input; the lake was left unchanged."""
+
+
+class IngestReport(BaseModel):
+    """What an ingest read and what it added."""
+
+    lake: str
+    run_id: str
+    files: list[str]
+    bytes_read: int
+    records_decoded: int
+    records_added: int
+    snapshot_records_added: int
+    snapshots: list[str]
+    by_type: dict[str, int]
+    control_records: int
+    first_offset: int | None
+    last_offset: int | None
+    high_water_mark: int
+    warnings: list[str]
+    skipped: list[str]
+    seconds: float
+
+
+_TASK_SCHEMA = T.StructType([T.StructField("file", T.StringType()), T.StructField("start", T.LongType()),
+                             T.StructField("end", T.LongType()), T.StructField("options", T.StringType())])
+
+
+def _decode_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Spark task body: decode the files/ranges listed in the input rows."""
+    for batch in batches:
+        for task in batch.to_pylist():
+            yield from decode_to_arrow(InputFile.model_validate_json(task["file"]),
+                                       ReadOptions.model_validate_json(task["options"]), task["start"], task["end"])
+
+
+def plan(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[tuple[InputFile, int, int | None]]:
+    """Decode tasks for ``paths``: (file, start byte, end byte or None)."""
+    tasks = []
+    for path in paths:
+        for f in discover(path):
+            tasks.extend((f, start, end) for start, end in plan_ranges(f, split_bytes))
+    return tasks
+
+
+def _stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
+           staging: str) -> DataFrame:
+    rows = [(f.model_dump_json(), start, end, options.model_dump_json()) for f, start, end in tasks]
+    frame = spark.createDataFrame(rows, _TASK_SCHEMA).repartition(max(1, len(rows)))
+    frame.mapInArrow(_decode_tasks, from_arrow_schema(DECODED_SCHEMA)).write.mode("overwrite").parquet(staging)
+    return spark.read.parquet(staging)
+
+
+def _merge(lake: Lake, name: str, source: DataFrame, keys: Sequence[str], lo: int, hi: int) -> int:
+    """Insert the rows of ``source`` whose key is not in table ``name``; returns rows inserted."""
+    target = DeltaTable.forPath(lake.spark, lake.path(name))
+    cond = " AND ".join(f"t.{k} <=> s.{k}" for k in keys) + f" AND t.{keys[0]} BETWEEN {lo} AND {hi}"
+    target.alias("t").merge(source.alias("s"), cond).whenNotMatchedInsertAll().execute()
+    metrics = target.history(1).select("operationMetrics").first()[0] or {}
+    return int(metrics.get("numTargetRowsInserted", 0))
+
+
+def _check_conflicts(log: DataFrame) -> None:
+    """Two inputs holding different metadata records at one offset (divergent logs) is an error."""
+    clash = (log.where("NOT is_control").groupBy("offset")
+             .agg(F.countDistinct(F.coalesce("payload", F.lit("")), "type").alias("n"),
+                                       F.collect_set("source_file").alias("files"))
+             .where("n > 1").orderBy("offset").limit(1).collect())
+    if clash:
+        raise IngestError(f"offset {clash[0]['offset']} holds different records in {', '.join(clash[0]['files'])}"
+                          " (divergent logs?)")
+
+
+def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
+           spark: SparkSession | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+           progress: bool = True) -> IngestReport:
+    """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent."""
+    options = options or ReadOptions()
+    started = time.monotonic()
+    tasks = plan(paths, split_bytes)
+    spark = spark or get_spark()
+    lake = Lake(lake_location, spark)
+    run_id = uuid.uuid4().hex
+    staging = lake.path(f"_staging/{run_id}")
+    with spark_progress(spark, "decoding", enabled=progress):
+        staged = _stage(spark, tasks, options, staging)
+    try:
+        issues = staged.where("issue_severity IS NOT NULL").select("issue_severity", "issue").collect()
+        fatal = [i["issue"] for i in issues if i["issue_severity"] == "fatal"]
+        if fatal:
+            raise IngestError(fatal[0] + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
+        records = staged.where("issue_severity IS NULL")
+        log = records.where("snapshot_end_offset IS NULL")
+        _check_conflicts(log)
+        # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
+        pick = Window.partitionBy("offset").orderBy(F.length(F.coalesce("payload", F.lit(""))).desc(), "source_file")
+        log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
+        stats = log.agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+                        F.sum(F.col("is_control").cast("long")).alias("control")).first()
+        by_type = {r["type"]: r["count"] for r in log.where("type IS NOT NULL").groupBy("type").count().collect()}
+        with spark_progress(spark, "writing Delta tables", enabled=progress):
+            state = lake.prepare()
+            added, snap_added, snapshots = _write(lake, state, log, records, stats, by_type)
+        gaps = _file_gaps(log) if stats["n"] else []
+        hwm = max(state.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
+        lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(), inputs=[str(p) for p in paths],
+                              records_added=added, snapshots_added=len(snapshots), high_water_mark=hwm,
+                              versions=state.versions))
+    finally:
+        _remove(spark, staging)
+    return IngestReport(
+        lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks}),
+        bytes_read=sum(f.size for f, s, e in tasks if s == 0), records_decoded=stats["n"], records_added=added,
+        snapshot_records_added=snap_added, snapshots=snapshots, by_type=dict(sorted(by_type.items())),
+        control_records=int(stats["control"] or 0), first_offset=stats["lo"], last_offset=stats["hi"],
+        high_water_mark=hwm, warnings=[i["issue"] for i in issues if i["issue_severity"] == "warning"] + gaps,
+        skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started)
+
+
+def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, stats, by_type: dict[str, int]
+           ) -> tuple[int, int, list[str]]:
+    added = 0
+    if stats["n"]:
+        lo, hi = stats["lo"], stats["hi"]
+        added = _merge(lake, "records", log.select(*RECORDS_SCHEMA.names), ["offset"], lo, hi)
+        state.versions["records"] = lake.current_version("records")
+        def merge_typed(name: str) -> tuple[str, int]:
+            _merge(lake, name, typed_rows(name, log), ["offset"], lo, hi)
+            return name, lake.current_version(name)
+        wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
+        with ThreadPoolExecutor(4) as pool:  # one commit per table; tables are independent
+            state.versions.update(pool.map(merge_typed, wanted))
+    snaps = records.where("snapshot_end_offset IS NOT NULL")
+    ids = [(r[0], r[1]) for r in snaps.select("snapshot_end_offset", "snapshot_epoch").distinct().collect()]
+    snap_added = 0
+    if ids:
+        header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
+                  .select("snapshot_end_offset", "snapshot_epoch",
+                          F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
+                          .alias("last_contained_timestamp")))
+        rows = (snaps.join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
+                .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
+                            .otherwise("snapshot"))
+                .select(*[F.col("offset").alias("position") if c == "position" else F.col(c)
+                          for c in SNAPSHOTS_SCHEMA.names]))
+        lo = min(i[0] for i in ids)
+        hi = max(i[0] for i in ids)
+        snap_added = _merge(lake, "snapshots", rows, ["snapshot_end_offset", "snapshot_epoch", "position"], lo, hi)
+        state.versions["snapshots"] = lake.current_version("snapshots")
+    return added, snap_added, [f"{e:020d}-{p:010d}" for e, p in sorted(ids)]
+
+
+def _file_gaps(log: DataFrame) -> list[str]:
+    """Non-consecutive offsets between input files (within a file the reader reports them)."""
+    spans = (log.groupBy("source_file").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+             .orderBy("lo").collect())
+    return [f"non-consecutive offsets: {a['source_file']} ends at {a['hi']}, {b['source_file']} starts at {b['lo']}"
+            for a, b in zip(spans, spans[1:]) if b["lo"] != a["hi"] + 1]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _remove(spark: SparkSession, uri: str) -> None:
+    """Delete the staging directory (through Hadoop's FileSystem, so any URI works)."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)

@@ -1,0 +1,130 @@
+"""The Delta lake: table locations, the commit log readers trust, and recovery.
+
+Atomicity scheme. Every table is a standard Delta table under ``<lake>/<name>``. An ingest
+writes each table with one Delta commit, then appends one row to ``<lake>/_ingests`` naming the
+Delta version of every table it produced and the log high-water mark. Readers read every table
+*at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
+ingest become visible together, and a run that dies half-way is invisible. The next ingest
+first restores any table whose latest version is beyond the recorded one (``RESTORE``), then
+writes again: repeating or resuming never duplicates rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+
+from delta.tables import DeltaTable
+from pydantic import BaseModel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from metadata.spark import get_spark
+from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
+
+INGESTS = "_ingests"
+
+INGESTS_SCHEMA = T.StructType([
+    T.StructField("seq", T.LongType(), False), T.StructField("run_id", T.StringType()),
+    T.StructField("committed_at", T.TimestampType()), T.StructField("inputs", T.ArrayType(T.StringType())),
+    T.StructField("records_added", T.LongType()), T.StructField("snapshots_added", T.LongType()),
+    T.StructField("high_water_mark", T.LongType()),
+    T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
+])
+
+
+def table_schemas() -> dict[str, T.StructType]:
+    """Every data table of a lake and its schema."""
+    return {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA,
+            **{name: t.schema() for name, t in TYPED_TABLES.items()}}
+
+
+class LakeState(BaseModel):
+    """The newest committed ingest: what readers see."""
+
+    seq: int
+    run_id: str
+    committed_at: dt.datetime
+    inputs: list[str]
+    records_added: int
+    snapshots_added: int
+    high_water_mark: int
+    versions: dict[str, int]
+
+
+class LakeError(RuntimeError):
+    """The lake is missing or not a kraft-replay lake."""
+
+
+def _uri(location: str) -> str:
+    if "://" in location or location.startswith("file:"):
+        return location.rstrip("/")
+    return os.path.abspath(location)
+
+
+class Lake:
+    """A kraft-replay lake at ``location`` (a directory or any URI Spark can write)."""
+
+    def __init__(self, location: str, spark: SparkSession | None = None) -> None:
+        self.uri = _uri(location)
+        self._spark = spark
+
+    @cached_property
+    def spark(self) -> SparkSession:
+        return self._spark or get_spark()
+
+    def path(self, name: str) -> str:
+        return f"{self.uri}/{name}"
+
+    def exists(self) -> bool:
+        return DeltaTable.isDeltaTable(self.spark, self.path(INGESTS))
+
+    def state(self) -> LakeState:
+        """The committed state; :class:`LakeError` if there is no lake here."""
+        if not self.exists():
+            raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
+        row = (self.spark.read.format("delta").load(self.path(INGESTS)).orderBy("seq", ascending=False)
+               .limit(1).collect())
+        if not row:
+            raise LakeError(f"lake at {self.uri} has no committed ingest")
+        return LakeState(**row[0].asDict(recursive=True))
+
+    def table(self, name: str, state: LakeState | None = None) -> DataFrame:
+        """Table ``name`` as of the committed state (time travel to the recorded version)."""
+        state = state or self.state()
+        if name not in state.versions:
+            raise LakeError(f"lake at {self.uri} has no table {name!r}")
+        return (self.spark.read.format("delta").option("versionAsOf", state.versions[name])
+                .load(self.path(name)))
+
+    def current_version(self, name: str) -> int:
+        return DeltaTable.forPath(self.spark, self.path(name)).history(1).select("version").first()[0]
+
+    def prepare(self) -> LakeState:
+        """Create the lake if needed, undo the commits of an interrupted ingest; the state to build on."""
+        if not self.exists():
+            def create(item: tuple[str, T.StructType]) -> tuple[str, int]:
+                DeltaTable.createIfNotExists(self.spark).location(self.path(item[0])).addColumns(item[1]).execute()
+                return item[0], self.current_version(item[0])
+            with ThreadPoolExecutor(4) as pool:  # independent tables: commit them concurrently
+                versions = dict(pool.map(create, table_schemas().items()))
+            state = LakeState(seq=0, run_id="init", committed_at=dt.datetime.now(dt.timezone.utc), inputs=[],
+                              records_added=0, snapshots_added=0, high_water_mark=-1, versions=versions)
+            self.commit(state)
+            return state
+        state = self.state()
+        for name, schema in table_schemas().items():
+            if name not in state.versions:  # a table added by a newer kraft-replay
+                DeltaTable.createIfNotExists(self.spark).location(self.path(name)).addColumns(schema).execute()
+                state.versions[name] = self.current_version(name)
+            elif self.current_version(name) > state.versions[name]:
+                DeltaTable.forPath(self.spark, self.path(name)).restoreToVersion(state.versions[name])
+                state.versions[name] = self.current_version(name)
+        return state
+
+    def commit(self, state: LakeState) -> None:
+        """Publish ``state``: the one write that makes an ingest visible."""
+        row = state.model_dump()
+        self.spark.createDataFrame([row], INGESTS_SCHEMA).write.format("delta").mode("append").save(self.path(INGESTS))

@@ -1,0 +1,393 @@
+"""Readers of metadata log inputs: log directories, segments, snapshots, and kafka-dump-log text.
+
+Every reader produces the same decoded rows (:data:`ROW_FIELDS`), which feed both the Arrow
+builder of the Spark ingest (:mod:`metadata.columns`) and :class:`metadata.log.LogRecord` for the
+reference engine. Problems are collected as :class:`Issue` values (warnings) or raised as
+:class:`~metadata.errors.DecodeError` naming the file, byte position and base offset.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from metadata.codec.batch import (ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER_SIZE, LOG_OVERHEAD, _PREFIX,
+                                  batch_payload, check_batch, iter_records)
+from metadata.codec.records import decode_control_record, decode_metadata_value, read_frame
+from metadata.errors import DecodeError, UnknownRecordError
+from metadata.log import LogRecord
+from metadata.schema import metadata_specs, record_type_name
+
+SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+BOOTSTRAP_NAME = "bootstrap.checkpoint"
+METADATA_DIR = "__cluster_metadata-0"
+
+# One decoded record: the columns of the ``records`` table (plus ``data`` as a dict).
+ROW_FIELDS = ("offset", "batch_base_offset", "batch_last_offset", "batch_leader_epoch", "timestamp",
+              "producer_id", "producer_epoch", "is_transactional", "is_control", "control_type", "type",
+              "api_key", "version", "data", "raw", "position")
+Row = tuple
+
+
+class InputKind(str, Enum):
+    SEGMENT = "segment"
+    SNAPSHOT = "snapshot"
+    BOOTSTRAP = "bootstrap"
+    DUMP = "dump"
+
+
+class InputFile(BaseModel):
+    """One file to ingest."""
+
+    path: str
+    kind: InputKind
+    size: int
+    base_offset: int | None = None  # segments: from the file name
+    end_offset: int | None = None  # snapshots: exclusive end offset from the file name
+    epoch: int | None = None  # snapshots: epoch from the file name
+
+
+class Issue(BaseModel):
+    """Something a reader noticed and did not stop for (a warning) or stopped for (an error)."""
+
+    file: str
+    severity: str  # "warning"; "error" (a bad batch skipped under --allow-gaps); "fatal" (ingest stops)
+    message: str
+    position: int | None = None
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        where = ", ".join(x for x in (self.file, None if self.position is None else f"byte {self.position}",
+                                      None if self.offset is None else f"offset {self.offset}") if x)
+        return f"{where}: {self.message}"
+
+
+class ReadOptions(BaseModel):
+    """Policies for bad input."""
+
+    allow_gaps: bool = False  # skip corrupt batches (reported) instead of stopping
+    skip_unknown: bool = False  # keep unknown record types as raw bytes instead of stopping
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def _classify(path: Path) -> InputFile | None:
+    name = path.name
+    size = path.stat().st_size
+    if m := SEGMENT_RE.match(name):
+        return InputFile(path=str(path), kind=InputKind.SEGMENT, size=size, base_offset=int(m.group(1)))
+    if m := SNAPSHOT_RE.match(name):
+        return InputFile(path=str(path), kind=InputKind.SNAPSHOT, size=size, end_offset=int(m.group(1)),
+                         epoch=int(m.group(2)))
+    if name == BOOTSTRAP_NAME:
+        return InputFile(path=str(path), kind=InputKind.BOOTSTRAP, size=size, end_offset=0, epoch=0)
+    return None
+
+
+def discover(path: str | os.PathLike[str]) -> list[InputFile]:
+    """The files to read under ``path``, segments in offset order.
+
+    ``path`` may be a node's metadata log dir (holding ``__cluster_metadata-0`` and
+    ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself, a single segment
+    or snapshot, or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
+    Indexes, ``quorum-state``, producer-state ``.snapshot`` files, partial or deleted snapshots
+    and lock files are not inputs.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DecodeError("no such file or directory", file=str(p))
+    if p.is_file():
+        found = _classify(p)
+        if found is not None:
+            return [found]
+        if p.suffix == ".log":  # a segment copied under another name
+            return [InputFile(path=str(p), kind=InputKind.SEGMENT, size=p.stat().st_size)]
+        return [InputFile(path=str(p), kind=InputKind.DUMP, size=p.stat().st_size)]
+    dirs = [p / METADATA_DIR] if (p / METADATA_DIR).is_dir() else [p]
+    files: list[InputFile] = []
+    for boot in {p / BOOTSTRAP_NAME, *( [p.parent / BOOTSTRAP_NAME] if p.name == METADATA_DIR else [])}:
+        if boot.is_file():
+            files.append(_classify(boot))  # type: ignore[arg-type]
+    for d in dirs:
+        for child in sorted(d.iterdir()):
+            if child.is_file() and child.name != BOOTSTRAP_NAME and (found := _classify(child)) is not None:
+                files.append(found)
+    order = {InputKind.BOOTSTRAP: 0, InputKind.SNAPSHOT: 1, InputKind.SEGMENT: 2}
+    files.sort(key=lambda f: (order[f.kind], f.end_offset or 0, f.base_offset or 0))
+    if not files:
+        raise DecodeError("no metadata log segments or snapshots found", file=str(p))
+    return files
+
+
+# ---------------------------------------------------------------- binary decoding
+
+
+def _data_record(value: bytes | None, key: bytes | None, options: ReadOptions) -> tuple:
+    """(type name, apiKey, version, data, raw) of a data record's value."""
+    if key is not None:
+        raise DecodeError("metadata record has a key")
+    if not value:
+        raise DecodeError("metadata record has no value")
+    try:
+        spec, version, data = decode_metadata_value(value)
+        return spec.type_name, spec.key, version, data, None
+    except UnknownRecordError:
+        if not options.skip_unknown:
+            raise
+        api_key, version, _ = read_frame(value)
+        return None, api_key, version, None, value
+
+
+def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadOptions,
+                      start: int = 0, end: int | None = None) -> Iterator[Row]:
+    """Decode the batches in ``buf[start:end]`` (a segment or snapshot file) into rows.
+
+    A partially written last batch and a zero-filled tail are reported and end the scan; a
+    corrupt batch raises (or, with ``allow_gaps``, is reported and skipped when the next batch
+    can still be found from its length field).
+    """
+    end = len(buf) if end is None else end
+    pos = start
+    expected: int | None = None
+    while pos < end:
+        if end - pos < 17:
+            issues.append(Issue(file=file, severity="warning", position=pos,
+                                message=f"{end - pos} trailing byte(s) too short for a batch; ignored"))
+            break
+        base_offset, batch_length = _PREFIX.unpack_from(buf, pos)
+        batch_end = pos + LOG_OVERHEAD + batch_length
+        if batch_length == 0 and base_offset == 0 and not any(buf[pos:min(end, pos + 4096)]):
+            issues.append(Issue(file=file, severity="warning", position=pos,
+                                message=f"zero-filled tail of {end - pos} byte(s); end of data"))
+            break
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            err = DecodeError(f"batch length {batch_length} is smaller than the minimum record overhead",
+                              file=file, position=pos, offset=base_offset)
+            if not options.allow_gaps:
+                raise err
+            issues.append(Issue(file=file, severity="error", position=pos, offset=base_offset,
+                                message=err.message + "; cannot resynchronise, rest of file skipped"))
+            break
+        if batch_end > end:
+            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
+                                message=f"truncated last batch: {end - pos} of {batch_end - pos} byte(s) "
+                                        "present; the valid prefix before it is kept"))
+            break
+        try:
+            header = check_batch(buf, pos, batch_end)
+            rows = list(_batch_rows(buf, pos, batch_end, header, file, options))
+        except DecodeError as exc:
+            located = exc.located(file=file, position=pos, offset=base_offset)
+            if not options.allow_gaps:
+                raise located from None
+            issues.append(Issue(file=file, severity="error", position=pos, offset=base_offset,
+                                message=located.message + "; batch skipped (--allow-gaps)"))
+            pos = batch_end
+            continue
+        last_offset = base_offset + header[6]
+        if expected is not None and base_offset != expected:
+            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
+                                message=f"non-consecutive offsets: expected {expected}, batch starts at {base_offset}"))
+        expected = last_offset + 1
+        yield from rows
+        pos = batch_end
+
+
+def _batch_rows(buf: bytes, pos: int, end: int, header: tuple, file: str, options: ReadOptions) -> Iterator[Row]:
+    (base_offset, _, epoch, _, _, attributes, last_delta, _, max_ts, pid, pepoch, _, count) = header
+    if count == 0:
+        raise DecodeError("Batch must contain at least one record")
+    control = bool(attributes & ATTR_CONTROL)
+    txn = bool(attributes & ATTR_TRANSACTIONAL)
+    last_offset = base_offset + last_delta
+    index = 0
+    try:
+        for _, ts_delta, offset_delta, key, value, headers in iter_records(batch_payload(buf, pos, end, attributes), count):
+            offset = base_offset + index
+            try:
+                if offset_delta != index:
+                    raise DecodeError(f"record {index} has offset delta {offset_delta}")
+                if control:
+                    control_type, data = decode_control_record(key, value)
+                    row = (offset, base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, True, control_type,
+                           None, None, 0, data, None, pos)
+                else:
+                    type_name, api_key, version, data, raw = _data_record(value, key, options)
+                    row = (offset, base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, False, None,
+                           type_name, api_key, version, data, raw, pos)
+            except DecodeError as exc:
+                raise exc.located(offset=offset) from None
+            yield row
+            index += 1
+    except IndexError:
+        raise DecodeError("record runs past the end of the batch") from None
+    if index - 1 != last_delta:
+        raise DecodeError(f"lastOffsetDelta {last_delta} does not match {index} record(s)")
+
+
+# ---------------------------------------------------------------- kafka-dump-log text
+
+_KV = re.compile(r"(\w+): (\S+)")
+_TIME = re.compile(r"(?:CreateTime|LogAppendTime|NO_TIMESTAMP_TYPE): (-?\d+)")
+_CONTROL_JSON = re.compile(r"\s(SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) (\{.*\})\s*$")
+_CONTROL_TYPE = re.compile(r"controlType: (\w+)\((\d+)\)")
+_CONTROL_NAMES = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
+                  "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
+_TYPE_KEYS = {record_type_name(s.name): s.key for s in metadata_specs().values()}
+
+
+def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iterator[tuple[str, Row]]:
+    """Rows from ``kafka-dump-log.sh --cluster-metadata-decoder`` output, each with its section
+    (``"log"``, or ``"snapshot:<end>:<epoch>"`` / ``"bootstrap"`` for dumped checkpoint files).
+
+    Batch lines give offsets, epochs, producer fields and times; record lines give payloads
+    (with or without ``--skip-record-metadata``). Control records other than snapshot
+    header/footer and KRaft version/voters carry no body in the text, so their ``data`` is empty.
+    """
+    section = "log"
+    batch: dict[str, Any] | None = None
+    index = 0
+    for lineno, line in enumerate(lines, 1):
+        line = line.rstrip("\n")
+        if line.startswith("Dumping "):
+            batch, section = None, "log"
+            continue
+        if line.startswith("Log starting offset:"):
+            section = "log"
+            continue
+        if line.startswith("Snapshot end offset:"):
+            m = re.match(r"Snapshot end offset: (\d+), epoch: (\d+)", line)
+            section = f"snapshot:{m.group(1)}:{m.group(2)}" if m else "snapshot:0:0"
+            continue
+        if line.startswith("KRaft bootstrap snapshot"):
+            section = "bootstrap"
+            continue
+        if line.startswith("baseOffset:"):
+            kv = dict(_KV.findall(line))
+            t = _TIME.search(line)
+            batch = {"base": int(kv["baseOffset"]), "last": int(kv["lastOffset"]),
+                     "epoch": int(kv["partitionLeaderEpoch"]), "pid": int(kv["producerId"]),
+                     "pepoch": int(kv["producerEpoch"]), "txn": kv["isTransactional"] == "true",
+                     "control": kv["isControl"] == "true", "time": int(t.group(1)) if t else -1,
+                     "position": int(kv.get("position", -1))}
+            index = 0
+            continue
+        if batch is None or not (line.startswith("|") or line.startswith(" payload:") or line == ""):
+            if line.strip() and not line.startswith(("Found ", "Starting offset", "Non-consecutive")):
+                issues.append(Issue(file=file, severity="warning", message=f"line {lineno}: not understood, ignored"))
+            continue
+        if line == "" and not batch["control"]:
+            continue
+        m = re.search(r"offset: (\d+)", line) if line.startswith("| offset:") else None
+        offset = int(m.group(1)) if m else batch["base"] + index
+        index += 1
+        common = (offset, batch["base"], batch["last"], batch["epoch"], batch["time"], batch["pid"],
+                  batch["pepoch"], batch["txn"])
+        if batch["control"]:
+            cj = _CONTROL_JSON.search(line)
+            ct = _CONTROL_TYPE.search(line)
+            name = _CONTROL_NAMES[cj.group(1)] if cj else (ct.group(1) if ct else "UNKNOWN")
+            yield section, common + (True, name, None, None, 0, json.loads(cj.group(2)) if cj else {}, None,
+                                     batch["position"])
+            continue
+        p = line.find(" payload: ")
+        if p < 0:
+            raise DecodeError(f"line {lineno}: record line without payload", file=file, offset=offset)
+        text = line[p + len(" payload: "):]
+        if text.startswith("Error at"):
+            raise DecodeError(f"line {lineno}: kafka-dump-log could not decode the record: {text}", file=file,
+                              offset=offset)
+        try:
+            payload = json.loads(text)
+            type_name, version, data = payload["type"], int(payload["version"]), payload["data"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DecodeError(f"line {lineno}: bad payload JSON ({exc})", file=file, offset=offset) from None
+        if type_name not in _TYPE_KEYS:
+            raise UnknownRecordError(f"line {lineno}: unknown record type {type_name}", file=file, offset=offset)
+        yield section, common + (False, None, type_name, _TYPE_KEYS[type_name], version, data, None, batch["position"])
+
+
+# ---------------------------------------------------------------- convenience
+
+
+def open_bytes(path: str) -> bytes | mmap.mmap:
+    """The file's bytes (memory-mapped; empty files give b"")."""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
+                   end: int | None = None) -> Iterator[tuple[str, Row]]:
+    """(section, row) for every record of one input file (or of the byte range ``[start, end)`` of a
+    segment); see :func:`iter_dump_rows` for sections. Snapshots must open with a SNAPSHOT_HEADER;
+    a missing SNAPSHOT_FOOTER is reported as a truncated snapshot."""
+    if f.kind is InputKind.DUMP:
+        with open(f.path, encoding="utf-8", errors="replace") as fh:
+            yield from iter_dump_rows(fh, f.path, issues)
+        return
+    if f.kind is InputKind.SEGMENT:
+        for row in iter_segment_rows(open_bytes(f.path), f.path, issues, options, start, end):
+            yield "log", row
+        return
+    section = "bootstrap" if f.kind is InputKind.BOOTSTRAP else f"snapshot:{f.end_offset}:{f.epoch}"
+    last = None
+    for row in iter_segment_rows(open_bytes(f.path), f.path, issues, options):
+        if last is None and row[9] != "SNAPSHOT_HEADER":
+            raise DecodeError("First control record is not a snapshot header", file=f.path, position=row[15])
+        last = row
+        yield section, row
+    if last is None:
+        issues.append(Issue(file=f.path, severity="warning", message="empty snapshot file"))
+    elif last[9] != "SNAPSHOT_FOOTER":
+        issues.append(Issue(file=f.path, severity="warning", message="snapshot has no SNAPSHOT_FOOTER (truncated?)"))
+
+
+def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
+    """Byte ranges of a segment cut at batch boundaries, each about ``split_bytes`` long, so that a
+    large segment decodes in several tasks. Found by hopping over batch headers only."""
+    if f.kind is not InputKind.SEGMENT or f.size <= split_bytes:
+        return [(0, None)]
+    buf = open_bytes(f.path)
+    ranges: list[tuple[int, int | None]] = []
+    start = pos = 0
+    size = len(buf)
+    while pos + LOG_OVERHEAD <= size:
+        _, batch_length = _PREFIX.unpack_from(buf, pos)
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            break
+        pos += LOG_OVERHEAD + batch_length
+        if pos - start >= split_bytes and pos < size:
+            ranges.append((start, pos))
+            start = pos
+    ranges.append((start, None))
+    return ranges
+
+
+def to_log_record(row: Row, source_file: str = "") -> LogRecord:
+    """A decoded row as the engines' :class:`LogRecord`."""
+    (offset, base, last, epoch, ts, pid, pepoch, txn, _, control_type, type_name, _, version, data, _, _) = row
+    return LogRecord(offset=offset, batch_base_offset=base, batch_last_offset=last, epoch=epoch, timestamp=ts,
+                     type=type_name, version=version, data=data or {}, control_type=control_type,
+                     is_transactional=txn, producer_id=pid, producer_epoch=pepoch, source_file=source_file)
+
+
+def decode_path(path: str | os.PathLike[str], options: ReadOptions | None = None) -> Iterator[dict[str, Any]]:
+    """Every record under ``path`` as ``{offset, timestamp, control_type, type, version, data, section}``."""
+    options = options or ReadOptions()
+    issues: list[Issue] = []
+    for f in discover(path):
+        for section, row in iter_file_rows(f, issues, options):
+            yield {"offset": row[0], "timestamp": row[4], "control_type": row[9], "type": row[10],
+                   "version": row[12], "data": row[13], "section": section, "file": f.path}

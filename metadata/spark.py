@@ -1,0 +1,53 @@
+"""The SparkSession kraft-replay runs on, with the Delta Lake connector.
+
+Delta's jars come from Maven Central through Spark's own resolver
+(``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache.
+``SPARK_REMOTE`` selects Spark Connect; ``--master``/``KRAFT_REPLAY_MASTER`` any master.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from pyspark.sql import SparkSession
+
+_LOCK = threading.Lock()
+
+DEFAULT_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
+
+
+def get_spark(master: str | None = None, *, shuffle_partitions: int | None = None,
+              driver_memory: str | None = None) -> SparkSession:
+    """The active session, or a new one configured for Delta (idempotent, thread-safe)."""
+    with _LOCK:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        builder = SparkSession.builder.appName("kraft-replay")
+        if os.environ.get("SPARK_REMOTE"):
+            builder = builder.remote(os.environ["SPARK_REMOTE"])
+        else:
+            builder = builder.master(master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]"))
+            builder = builder.config("spark.driver.memory",
+                                     driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
+        for key, value in DEFAULT_CONF.items():
+            builder = builder.config(key, value)
+        builder = builder.config("spark.sql.shuffle.partitions",
+                                 str(shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)))
+        if not os.environ.get("SPARK_REMOTE"):
+            from delta import configure_spark_with_delta_pip
+            builder = configure_spark_with_delta_pip(builder)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("KRAFT_REPLAY_SPARK_LOG_LEVEL", "ERROR"))
+        return spark
