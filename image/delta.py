@@ -1,0 +1,223 @@
+"""MetadataDelta: routes records to per-part deltas (replay-semantics.md §0) and applies them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from image.acls import AclsDelta
+from image.client_quotas import ClientQuotasDelta
+from image.cluster import ClusterDelta
+from image.configs import ConfigurationsDelta
+from image.delegation_tokens import DelegationTokenDelta
+from image.errors import ReplayError
+from image.features import FeaturesDelta
+from image.image import MetadataImage
+from image.producer_ids import ProducerIdsDelta
+from image.provenance import MetadataProvenance
+from image.scram import ScramDelta
+from image.topics import TopicsDelta
+from metadata.log import LogRecord
+
+
+class MetadataDelta:
+    """Pending changes against ``image``; each part's delta is created on first use.
+
+    Every sub-delta compares against the base ``image`` (never against intermediate states).
+    ``snapshot=True`` marks a delta that will be finished with :meth:`finish_snapshot`; it only
+    disables the name-collision check against base-image topics (which the snapshot replaces).
+    """
+
+    def __init__(self, image: MetadataImage, *, snapshot: bool = False) -> None:
+        self.image = image
+        self.snapshot = snapshot
+        self.features_delta: FeaturesDelta | None = None
+        self.cluster_delta: ClusterDelta | None = None
+        self.topics_delta: TopicsDelta | None = None
+        self.configs_delta: ConfigurationsDelta | None = None
+        self.client_quotas_delta: ClientQuotasDelta | None = None
+        self.producer_ids_delta: ProducerIdsDelta | None = None
+        self.acls_delta: AclsDelta | None = None
+        self.scram_delta: ScramDelta | None = None
+        self.delegation_token_delta: DelegationTokenDelta | None = None
+
+    def get_or_create_features_delta(self) -> FeaturesDelta:
+        if self.features_delta is None:
+            self.features_delta = FeaturesDelta(self.image.features)
+        return self.features_delta
+
+    def get_or_create_cluster_delta(self) -> ClusterDelta:
+        if self.cluster_delta is None:
+            self.cluster_delta = ClusterDelta(self.image.cluster)
+        return self.cluster_delta
+
+    def get_or_create_topics_delta(self) -> TopicsDelta:
+        if self.topics_delta is None:
+            self.topics_delta = TopicsDelta(self.image.topics, check_base_names=not self.snapshot)
+        return self.topics_delta
+
+    def get_or_create_configs_delta(self) -> ConfigurationsDelta:
+        if self.configs_delta is None:
+            self.configs_delta = ConfigurationsDelta(self.image.configs)
+        return self.configs_delta
+
+    def get_or_create_client_quotas_delta(self) -> ClientQuotasDelta:
+        if self.client_quotas_delta is None:
+            self.client_quotas_delta = ClientQuotasDelta(self.image.client_quotas)
+        return self.client_quotas_delta
+
+    def get_or_create_producer_ids_delta(self) -> ProducerIdsDelta:
+        if self.producer_ids_delta is None:
+            self.producer_ids_delta = ProducerIdsDelta(self.image.producer_ids)
+        return self.producer_ids_delta
+
+    def get_or_create_acls_delta(self) -> AclsDelta:
+        if self.acls_delta is None:
+            self.acls_delta = AclsDelta(self.image.acls)
+        return self.acls_delta
+
+    def get_or_create_scram_delta(self) -> ScramDelta:
+        if self.scram_delta is None:
+            self.scram_delta = ScramDelta(self.image.scram)
+        return self.scram_delta
+
+    def get_or_create_delegation_token_delta(self) -> DelegationTokenDelta:
+        if self.delegation_token_delta is None:
+            self.delegation_token_delta = DelegationTokenDelta(self.image.delegation_tokens)
+        return self.delegation_token_delta
+
+    @property
+    def metadata_version_changed(self) -> int | None:
+        """The new metadata.version level if this delta changes it."""
+        return None if self.features_delta is None else self.features_delta.metadata_version_change
+
+    @property
+    def is_empty(self) -> bool:
+        """No record touched any part yet."""
+        return all(delta is None for delta in self._deltas())
+
+    def _deltas(self) -> tuple[object | None, ...]:
+        return (
+            self.features_delta,
+            self.cluster_delta,
+            self.topics_delta,
+            self.configs_delta,
+            self.client_quotas_delta,
+            self.producer_ids_delta,
+            self.acls_delta,
+            self.scram_delta,
+            self.delegation_token_delta,
+        )
+
+    def replay(self, record: LogRecord, location: str | None = None) -> None:
+        """Replay one metadata record (Kafka ``MetadataDelta.replay``).
+
+        Raises ReplayError naming ``location`` (default ``"offset N"``), the record type and the
+        problem. Transaction markers and control records are not accepted here (the batch loader
+        handles them). Kafka ≥ 4.0's CLEAR_ELR_RECORD is accepted.
+        """
+        handler = _HANDLERS.get(record.type) if record.type is not None else None
+        where = location or f"offset {record.offset}"
+        if handler is None:
+            raise ReplayError(
+                f"Unknown metadata record type {record.type or record.control_type}",
+                location=where,
+                offset=record.offset,
+                record_type=record.type,
+            )
+        try:
+            handler(self, record.data)
+        except ReplayError as error:
+            raise error.at(where, record.offset, record.type) from None
+        except (KeyError, TypeError, ValueError) as error:
+            raise ReplayError(
+                f"malformed record ({type(error).__name__}: {error})",
+                location=where,
+                offset=record.offset,
+                record_type=record.type,
+            ) from error
+
+    def _replay_remove_topic(self, data: Mapping[str, Any]) -> None:
+        name = self.get_or_create_topics_delta().replay_remove_topic(data)
+        self.get_or_create_configs_delta().replay_remove_topic(name)
+
+    def _replay_feature_level(self, data: Mapping[str, Any]) -> None:
+        features = self.get_or_create_features_delta()
+        features.replay_feature_level(data)
+        if features.metadata_version_change is not None:
+            # Kafka calls handleMetadataVersionChange on every part (all no-ops); the only effect
+            # is that every sub-delta now exists.
+            for create in _ALL_PARTS:
+                create(self)
+
+    def finish_snapshot(self) -> None:
+        """Mark as deleted everything of the base image the snapshot did not mention (§10)."""
+        for create in _ALL_PARTS:
+            create(self)
+        for delta in self._deltas():
+            delta.finish_snapshot()  # type: ignore[union-attr]
+
+    def build(self, provenance: MetadataProvenance, *, in_place: bool) -> MetadataImage:
+        """The next image (parts may be live copy-on-write maps). With ``in_place`` the live maps
+        of a live base image are updated directly; only the batch loader, which owns that image
+        and discards this delta afterwards, uses it."""
+        image = self.image
+        return MetadataImage(
+            provenance,
+            image.features if self.features_delta is None else self.features_delta.build(in_place),
+            image.cluster if self.cluster_delta is None else self.cluster_delta.build(in_place),
+            image.topics if self.topics_delta is None else self.topics_delta.build(in_place),
+            image.configs if self.configs_delta is None else self.configs_delta.build(in_place),
+            image.client_quotas if self.client_quotas_delta is None else self.client_quotas_delta.build(in_place),
+            image.producer_ids if self.producer_ids_delta is None else self.producer_ids_delta.build(in_place),
+            image.acls if self.acls_delta is None else self.acls_delta.build(in_place),
+            image.scram if self.scram_delta is None else self.scram_delta.build(in_place),
+            image.delegation_tokens
+            if self.delegation_token_delta is None
+            else self.delegation_token_delta.build(in_place),
+        )
+
+    def apply(self, provenance: MetadataProvenance) -> MetadataImage:
+        """The next immutable image; the base image is left untouched."""
+        return self.build(provenance, in_place=False).frozen()
+
+
+_ALL_PARTS: tuple[Callable[[MetadataDelta], object], ...] = (
+    MetadataDelta.get_or_create_features_delta,
+    MetadataDelta.get_or_create_cluster_delta,
+    MetadataDelta.get_or_create_topics_delta,
+    MetadataDelta.get_or_create_configs_delta,
+    MetadataDelta.get_or_create_client_quotas_delta,
+    MetadataDelta.get_or_create_producer_ids_delta,
+    MetadataDelta.get_or_create_acls_delta,
+    MetadataDelta.get_or_create_scram_delta,
+    MetadataDelta.get_or_create_delegation_token_delta,
+)
+
+_Handler = Callable[[MetadataDelta, Mapping[str, Any]], None]
+
+_HANDLERS: dict[str, _Handler] = {
+    "REGISTER_BROKER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_register_broker(r),
+    "UNREGISTER_BROKER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_unregister_broker(r),
+    "FENCE_BROKER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_fence_broker(r),
+    "UNFENCE_BROKER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_unfence_broker(r),
+    "BROKER_REGISTRATION_CHANGE_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_registration_change(r),
+    "REGISTER_CONTROLLER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_register_controller(r),
+    "TOPIC_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_topic(r),
+    "PARTITION_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_partition(r),
+    "PARTITION_CHANGE_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_partition_change(r),
+    "CLEAR_ELR_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_clear_elr(r),
+    "REMOVE_TOPIC_RECORD": MetadataDelta._replay_remove_topic,
+    "CONFIG_RECORD": lambda d, r: d.get_or_create_configs_delta().replay_config(r),
+    "FEATURE_LEVEL_RECORD": MetadataDelta._replay_feature_level,
+    "ZK_MIGRATION_STATE_RECORD": lambda d, r: d.get_or_create_features_delta().replay_zk_migration_state(r),
+    "PRODUCER_IDS_RECORD": lambda d, r: d.get_or_create_producer_ids_delta().replay_producer_ids(r),
+    "CLIENT_QUOTA_RECORD": lambda d, r: d.get_or_create_client_quotas_delta().replay_client_quota(r),
+    "ACCESS_CONTROL_ENTRY_RECORD": lambda d, r: d.get_or_create_acls_delta().replay_acl(r),
+    "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": lambda d, r: d.get_or_create_acls_delta().replay_remove_acl(r),
+    "USER_SCRAM_CREDENTIAL_RECORD": lambda d, r: d.get_or_create_scram_delta().replay_credential(r),
+    "REMOVE_USER_SCRAM_CREDENTIAL_RECORD": lambda d, r: d.get_or_create_scram_delta().replay_remove_credential(r),
+    "DELEGATION_TOKEN_RECORD": lambda d, r: d.get_or_create_delegation_token_delta().replay_token(r),
+    "REMOVE_DELEGATION_TOKEN_RECORD": lambda d, r: d.get_or_create_delegation_token_delta().replay_remove_token(r),
+    "NO_OP_RECORD": lambda d, r: None,
+}

@@ -1,0 +1,46 @@
+"""Replay errors (inconsistent input, see replay-semantics.md §11)."""
+
+from __future__ import annotations
+
+
+class ReplayError(Exception):
+    """A record that cannot be replayed consistently.
+
+    ``detail`` says what is wrong; ``location`` (e.g. ``"offset 1234"`` or
+    ``"snapshot 00000000000000000100-0000000001 offset 7"``) and ``record_type`` are attached by
+    the delta/loader that replayed the record. ``str(error)`` reads
+    ``"offset 1234: PARTITION_CHANGE_RECORD: unknown partition <topicId>:3"``.
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        location: str | None = None,
+        offset: int | None = None,
+        record_type: str | None = None,
+    ) -> None:
+        self.detail = detail
+        self.location = location
+        self.offset = offset
+        self.record_type = record_type
+        super().__init__(str(self))
+
+    def at(self, location: str, offset: int, record_type: str | None) -> ReplayError:
+        """This error with the record's position attached (unchanged if already attached)."""
+        if self.location is not None:
+            return self
+        return ReplayError(self.detail, location=location, offset=offset, record_type=record_type)
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.location, self.record_type) if p]
+        return ": ".join([*parts, self.detail])
+
+    def to_json(self) -> dict[str, object]:
+        """``{"offset", "recordType", "location", "message"}`` for reports."""
+        return {
+            "offset": self.offset,
+            "recordType": self.record_type,
+            "location": self.location,
+            "message": self.detail,
+        }
