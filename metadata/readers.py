@@ -159,6 +159,7 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
     end = len(buf) if end is None else end
     pos = start
     expected: int | None = None
+    epoch = -1
     while pos < end:
         if end - pos < 17:
             issues.append(Issue(file=file, severity="warning", position=pos,
@@ -198,7 +199,10 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
         if expected is not None and base_offset != expected:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
                                 message=f"non-consecutive offsets: expected {expected}, batch starts at {base_offset}"))
-        expected = last_offset + 1
+        if header[2] < epoch:
+            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
+                                message=f"partition leader epoch went back from {epoch} to {header[2]}"))
+        expected, epoch = last_offset + 1, max(epoch, header[2])
         yield from rows
         pos = batch_end
 

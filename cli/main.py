@@ -1,0 +1,197 @@
+"""The ``kraft-replay`` command line: parses, calls the library, prints."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Replay Apache Kafka KRaft metadata logs: ingest into Delta, replay, diff, per-broker changes.")
+out = Console()
+err = Console(stderr=True)
+
+_state = {"debug": False, "master": None}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LakeOpt = Annotated[str, typer.Option("--lake", help="Lake location (directory or any URI Spark writes).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+def handles_errors(fn: F) -> F:
+    """Bad input → one clear line on stderr and exit code 1 (a traceback only with --debug)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except Exception as exc:  # noqa: BLE001 — the CLI boundary
+            if _state["debug"]:
+                raise
+            err.print(f"[bold red]error:[/] {_one_line(exc)}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(1) from None
+    return wrapper  # type: ignore[return-value]
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if "Py4JJavaError" in type(exc).__name__ or "AnalysisException" in type(exc).__name__:
+        text = text.splitlines()[0]
+    return " ".join(text.split())
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+         master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]; "
+                                                     "SPARK_REMOTE selects Spark Connect).")] = None) -> None:
+    _state["debug"] = debug
+    _state["master"] = master
+
+
+def spark():
+    from metadata.spark import get_spark
+    return get_spark(_state["master"])
+
+
+def lake(location: str):
+    from metadata.lake import Lake
+    return Lake(location, spark())
+
+
+def print_json(value: Any) -> None:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
+
+
+def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for k, v in rows:
+        table.add_row(k, "" if v is None else str(v))
+    return table
+
+
+def counts_table(title: str, counts: dict[str, int], what: str = "type") -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(what)
+    table.add_column("count", justify="right")
+    for k, v in counts.items():
+        table.add_row(k, f"{v:,}")
+    return table
+
+
+@app.command()
+@handles_errors
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments, snapshots or kafka-dump-log texts.")],
+           lake_location: LakeOpt,
+           allow_gaps: Annotated[bool, typer.Option(help="Skip corrupt batches (reported) instead of stopping.")] = False,
+           skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
+           as_json: JsonOpt = False) -> None:
+    """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
+    from metadata.ingest import ingest as run
+    from metadata.readers import ReadOptions
+    report = run([str(p) for p in paths], lake_location, spark=spark(),
+                 options=ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown), progress=not as_json)
+    for w in report.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for s in report.skipped:
+        err.print(f"[red]skipped:[/] {s}", highlight=False)
+    if as_json:
+        print_json(report)
+        return
+    out.print(kv_table(f"ingested into {report.lake}", [
+        ("files", len(report.files)), ("bytes read", f"{report.bytes_read:,}"),
+        ("records decoded", f"{report.records_decoded:,}"), ("records added", f"{report.records_added:,}"),
+        ("offsets", f"{report.first_offset} … {report.last_offset}"), ("high-water mark", report.high_water_mark),
+        ("snapshots", ", ".join(report.snapshots) or "none"),
+        ("snapshot records added", f"{report.snapshot_records_added:,}"), ("seconds", f"{report.seconds:.1f}")]))
+
+
+@app.command("log-info")
+@handles_errors
+def log_info(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
+    """Summary of the ingested log: offsets, times, counts by type, snapshots."""
+    from metadata.query import log_info as run
+    info = run(lake(lake_location))
+    if as_json:
+        print_json(info)
+        return
+    out.print(kv_table(f"log in {info.lake}", [
+        ("offsets", f"{info.first_offset} … {info.last_offset}"), ("metadata records", f"{info.records:,}"),
+        ("control records", f"{info.control_records:,}"), ("missing offsets", info.missing_offsets),
+        ("first timestamp", info.first_timestamp), ("last timestamp", info.last_timestamp),
+        ("ingests", info.ingests)]))
+    out.print(counts_table("records by type", {**info.by_type, **info.control_by_type}))
+    if info.snapshots:
+        table = Table(title="snapshots", title_justify="left")
+        for c in ("end offset", "epoch", "kind", "records", "last contained timestamp"):
+            table.add_column(c)
+        for s in info.snapshots:
+            table.add_row(str(s.end_offset), str(s.epoch), s.kind, str(s.records), str(s.last_contained_timestamp))
+        out.print(table)
+
+
+@app.command()
+@handles_errors
+def dump(lake_location: LakeOpt,
+         from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
+         to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
+         types: Annotated[list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")] = None,
+         control: Annotated[bool, typer.Option(help="Include control records.")] = False,
+         as_json: JsonOpt = False) -> None:
+    """List records with their decoded payloads (one JSON object per line with --json)."""
+    from metadata.query import dump as run
+    rows = run(lake(lake_location), from_offset, to_offset, types or (), control)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")
+        return
+    table = Table(title_justify="left")
+    for c in ("offset", "timestamp", "type", "v", "data"):
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        table.add_row(str(r.offset), str(r.timestamp), r.type, str(r.version), json.dumps(r.data))
+    out.print(table)
+
+
+@app.command()
+@handles_errors
+def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to write (gets __cluster_metadata-0/).")],
+             seed: Annotated[int, typer.Option(help="RNG seed; same arguments → identical bytes.")] = 7,
+             brokers: Annotated[int, typer.Option(help="Brokers.")] = 5,
+             topics: Annotated[int, typer.Option(help="Topics created at start.")] = 20,
+             partitions: Annotated[int, typer.Option(help="Partitions per topic.")] = 6,
+             churn: Annotated[int, typer.Option(help="Churn events after the initial layout.")] = 2000,
+             rf: Annotated[int, typer.Option("--rf", help="Replication factor.")] = 3,
+             snapshot_at: Annotated[int | None, typer.Option(help="Also write a snapshot at about this offset.")] = None,
+             noop_interval_ms: Annotated[int, typer.Option(help="NoOp interval of the idle controller.")] = 500,
+             compression: Annotated[str, typer.Option(help="none, gzip, snappy, lz4 or zstd.")] = "none",
+             as_json: JsonOpt = False) -> None:
+    """Write a deterministic, real-format metadata log of a simulated cluster."""
+    from metadata.generator import generate as run
+    report = run(seed, brokers, topics, partitions, churn, out_dir, replication_factor=rf, snapshot_at=snapshot_at,
+                 noop_interval_ms=noop_interval_ms, compression=compression)
+    if as_json:
+        print_json(report)
+        return
+    out.print(kv_table(f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items()
+                                                  if not isinstance(v, (dict, list))]))
+    by_type = report.model_dump().get("by_type")
+    if by_type:
+        out.print(counts_table("records by type", by_type))
+
+
+if __name__ == "__main__":
+    app()

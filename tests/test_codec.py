@@ -1,0 +1,186 @@
+"""Codec: byte-exact round trips for every record type and version, worked examples, framings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metadata.codec.batch import Record, RecordBatch, decode_batch, encode_batch, encode_record_batch
+from metadata.codec.compression import CODECS, compress, decompress, xxhash32
+from metadata.codec.message import decode_body, encode_body
+from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint, varlong
+from metadata.codec.records import (decode_control_record, decode_metadata_value, encode_control_record,
+                                    encode_metadata_value)
+from metadata.errors import CorruptBatchError, DecodeError, UnknownRecordError
+from metadata.schema import control_specs, metadata_specs
+from tests.recordgen import body
+
+SPEC_VERSIONS = [(s, v) for s in metadata_specs().values() for v in range(s.valid_versions.low, s.valid_versions.high + 1)]
+
+
+@pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_record_type_and_version_round_trips(spec, version, data):
+    value = data.draw(body(spec, version))
+    raw = encode_metadata_value(spec.type_name, version, value)
+    decoded_spec, decoded_version, decoded = decode_metadata_value(raw)
+    assert (decoded_spec.key, decoded_version) == (spec.key, version)
+    assert decoded == value
+    assert encode_metadata_value(spec.type_name, version, decoded) == raw
+
+
+@pytest.mark.parametrize("spec", list(control_specs().values()), ids=lambda s: s.type_name)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_control_records_round_trip(spec, data):
+    value = data.draw(body(spec, 0))
+    key, raw = encode_control_record(spec.type_name, value)
+    assert decode_control_record(key, raw) == (spec.type_name, value)
+    assert encode_control_record(spec.type_name, value) == (key, raw)
+
+
+def test_worked_example_topic_record_batch():
+    """log-format.md §10.1–10.3, byte for byte, including the CRC."""
+    value = encode_metadata_value("TOPIC_RECORD", 0, {"name": "foo", "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"})
+    assert value.hex() == "010200" + "04666f6f" + "4e121a37046748cd8db7d331d6fd11bc" + "00"
+    batch = encode_batch(5, [(None, value)], leader_epoch=1, timestamp=1700000000000)
+    assert len(batch) == 92
+    assert batch[17:21].hex() == "35c291dc"
+    assert batch[61:].hex() == "3c0000000130" + value.hex() + "00"
+    decoded, end = decode_batch(batch)
+    assert end == 92 and decoded.base_offset == 5 and decoded.max_timestamp == 1700000000000
+    assert encode_record_batch(decoded) == batch
+
+
+def test_worked_example_partition_change_tagged_fields():
+    """log-format.md §10.4: tags written in ascending order, defaults omitted."""
+    raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw",
+                                                               "isr": [1, 2], "leader": 1})
+    assert raw.hex() == ("010500" "00000000" "7fada9b721134e37adf122f965e4448b" "02"
+                         "0009030000000100000002" "010400000001")
+    assert decode_metadata_value(raw)[2] == {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw",
+                                             "isr": [1, 2], "leader": 1}
+
+
+def test_empty_list_is_not_null_in_tagged_fields():
+    spec = metadata_specs()[5]
+    for isr in ([], None):
+        data = {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"} | ({} if isr is None else {"isr": isr})
+        assert decode_metadata_value(encode_metadata_value(spec.type_name, 0, data))[2] == data
+
+
+@pytest.mark.parametrize("n,signed,unsigned", [(0, "00", "00"), (-1, "01", None), (1, "02", "01"), (-2, "03", None),
+                                               (63, "7e", None), (-64, "7f", None), (64, "8001", None),
+                                               (300, "d804", "ac02"), (127, None, "7f"), (128, None, "8001"),
+                                               (16384, None, "808001")])
+def test_varint_examples(n, signed, unsigned):
+    if signed:
+        assert varint(n).hex() == signed and read_varint(bytes.fromhex(signed), 0) == (n, len(signed) // 2)
+        assert read_varlong(varlong(n), 0)[0] == n
+    if unsigned:
+        assert uvarint(n).hex() == unsigned and read_uvarint(bytes.fromhex(unsigned), 0) == (n, len(unsigned) // 2)
+
+
+def test_varint_too_long_is_an_error():
+    with pytest.raises(DecodeError, match="too long"):
+        read_uvarint(bytes.fromhex("ffffffffff01"), 0)
+
+
+@given(st.integers(-2**63, 2**63 - 1))
+def test_varlong_round_trip(n):
+    assert read_varlong(varlong(n), 0) == (n, len(varlong(n)))
+
+
+def _sample_batch(compression: str) -> bytes:
+    values = [encode_metadata_value("NO_OP_RECORD", 0, {})] + [
+        encode_metadata_value("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": f"t{i}", "name": "retention.ms",
+                                                   "value": str(i) * 40}) for i in range(400)]
+    return encode_batch(10, [(None, v) for v in values], leader_epoch=3, timestamp=1_700_000_000_000,
+                        compression=compression)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_batch_codecs(codec):
+    raw = _sample_batch(codec)
+    batch, end = decode_batch(raw)
+    assert end == len(raw) and batch.compression == codec and len(batch.records) == 401
+    assert decode_metadata_value(batch.records[5].value)[2]["resourceName"] == "t4"
+    again = encode_record_batch(batch)
+    assert decode_batch(again)[0] == batch
+    if codec == "none":
+        assert again == raw
+
+
+def test_lz4_frame_interoperates_with_reference_library():
+    lz4_frame = pytest.importorskip("lz4.frame")
+    data = bytes(range(256)) * 600
+    assert lz4_frame.decompress(compress(3, data)) == data
+    theirs = lz4_frame.compress(data, block_linked=False, block_size=lz4_frame.BLOCKSIZE_MAX64KB,
+                                content_checksum=True, block_checksum=True)
+    assert decompress(3, theirs) == data
+
+
+def test_xerial_snappy_framing_and_raw_block():
+    import cramjam
+    data = b"kraft" * 20000
+    framed = compress(2, data)
+    assert framed.startswith(b"\x82SNAPPY\x00") and decompress(2, framed) == data
+    assert decompress(2, bytes(cramjam.snappy.compress_raw(data))) == data
+
+
+def test_gzip_accepts_concatenated_members():
+    assert decompress(1, compress(1, b"ab") + compress(1, b"cd")) == b"abcd"
+
+
+def test_xxhash32_known_values():
+    assert xxhash32(b"") == 0x02CC5D05
+    assert xxhash32(b"a") == 0x550D7456
+    assert xxhash32(b"abc") == 0x32D153FF
+
+
+def test_unknown_api_key_and_frame_version():
+    with pytest.raises(UnknownRecordError, match="Unknown metadata id 13"):
+        decode_metadata_value(bytes.fromhex("010d0000"))
+    with pytest.raises(DecodeError, match="frame version 0"):
+        decode_metadata_value(bytes.fromhex("000200"))
+
+
+def test_garbage_after_body_and_bad_tag_are_errors():
+    raw = encode_metadata_value("TOPIC_RECORD", 0, {"name": "x", "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"})
+    with pytest.raises(DecodeError, match="garbage"):
+        decode_metadata_value(raw + b"\x00")
+    spec = metadata_specs()[3]  # PartitionRecord: tag 1 (ELR) is not valid in v0
+    v0 = encode_body(spec, 0, {"partitionId": 0, "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA", "replicas": [1], "isr": [1],
+                               "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderEpoch": 0,
+                               "partitionEpoch": 0})
+    bad = v0[:-1] + bytes.fromhex("01" "01" "01" "01")  # 1 tagged field: tag 1 (ELR), size 1, empty array
+    with pytest.raises(DecodeError, match="Tag 1 is not valid for version 0"):
+        decode_body(spec, 0, bad)
+
+
+def test_unknown_tagged_fields_are_kept_and_reencoded():
+    spec = metadata_specs()[2]
+    raw = encode_body(spec, 0, {"name": "x", "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"})
+    with_tag = raw[:-1] + bytes.fromhex("01" "09" "02" "abcd")
+    data = decode_body(spec, 0, with_tag)
+    assert data["_unknownTaggedFields"] == [{"tag": 9, "data": "q80="}]
+    assert encode_body(spec, 0, data) == with_tag
+
+
+def test_record_with_headers_and_key_round_trips():
+    batch = RecordBatch(0, 0, 0x10, 1, 5, 6, 77, 1, 0,
+                        [Record(0, b"v", key=b"k", headers=[("h", b"x"), ("n", None)], timestamp_delta=1),
+                         Record(1, None)])
+    raw = encode_record_batch(batch)
+    assert decode_batch(raw)[0].records == batch.records
+    assert decode_batch(raw)[0].is_transactional
+
+
+def test_crc_mismatch_is_reported_with_position_and_offset():
+    raw = bytearray(_sample_batch("none"))
+    raw[100] ^= 0x01
+    with pytest.raises(CorruptBatchError, match="CRC mismatch") as info:
+        decode_batch(bytes(raw))
+    assert info.value.offset == 10 and info.value.position == 0
