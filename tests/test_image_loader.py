@@ -155,7 +155,8 @@ def test_transaction_misuse_in_lenient_mode_keeps_the_state() -> None:
     assert names(image) == {"a", "b", "c"}
     assert [e.offset for e in image.errors] == [0, 4]
     assert str(image.errors[0]) == (
-        "offset 0: END_TRANSACTION_RECORD: Encountered EndTransactionRecord without having seen a BeginTransactionRecord"
+        "offset 0: END_TRANSACTION_RECORD: "
+        "Encountered EndTransactionRecord without having seen a BeginTransactionRecord"
     )
 
 
@@ -286,7 +287,7 @@ def test_snapshot_onto_a_non_empty_image_deletes_what_it_omits() -> None:
 def test_snapshot_rejects_transaction_records_and_needs_a_timestamp() -> None:
     snap = snapshot_log()
     snap.batch(begin())
-    with pytest.raises(ReplayError, match="snapshot 00000000000000000100-0000000003 offset 9: .*Unknown metadata"):
+    with pytest.raises(ReplayError, match=r"snapshot 00000000000000000100-0000000003 offset 9: .*Unknown metadata"):
         load_snapshot(MetadataImage.EMPTY, snap.records, 100, 3)
     lenient = load_snapshot(MetadataImage.EMPTY, snap.records, 100, 3, lenient=True)
     assert len(lenient.errors) == 1 and lenient.provenance.last_contained_offset == 99
