@@ -1,0 +1,422 @@
+"""Scenarios driven against a real KRaft cluster through an Admin client.
+
+Every scenario records, after each step, the cluster's own view plus the metadata-log offset at which
+that view holds (see ``views.py``), and at the end saves the controller's ``__cluster_metadata-0``
+directory, ``views.json``, ``meta.json`` and Kafka's own ``kafka-dump-log`` output.
+
+Admin operations go through kafka-python (create/delete topics, create partitions, incremental config
+alteration of topics and individual brokers, partition reassignment, preferred leader election, feature
+updates, ACLs, SCRAM users).  Two operations kafka-python cannot do are done with Kafka's own
+``kafka.admin.ConfigCommand`` from the fetched jars: cluster-wide default broker configs (resource name
+``""``) and client quotas.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kafka import TopicPartition
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+from . import tools
+from .cluster import ClusterSpec, KafkaCluster
+from .kafka_dist import KafkaDist, ensure_kafka
+from .views import settle_and_record
+
+IGNORED_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".lock")
+
+
+def log(msg: str) -> None:
+    print(f"[harness {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class ScenarioRun:
+    name: str
+    dist: KafkaDist
+    cluster: KafkaCluster
+    out: Path
+    command: str
+    steps: list[dict] = field(default_factory=list)
+    with_acls: bool = False
+    t0: float = field(default_factory=time.monotonic)
+
+    @property
+    def admin(self):
+        return self.cluster.admin()
+
+    # -- recording
+    def step(self, name: str, description: str, check: Callable[[dict], bool] | None = None,
+             timeout: float = 90) -> dict:
+        view = settle_and_record(self.cluster, check=check, timeout=timeout, with_acls=self.with_acls)
+        rec = {"step": len(self.steps), "name": name, "description": description, **view}
+        self.steps.append(rec)
+        log(f"step {rec['step']:2d} {name:28s} offset={rec['offset']} "
+            f"(+{time.monotonic() - self.t0:.0f}s)")
+        return rec
+
+    # -- helpers
+    def create_topics(self, spec: dict[str, dict]) -> None:
+        self.admin.create_topics(spec)
+        self.admin.wait_for_topics(list(spec), timeout_ms=30000)
+
+    def alter_configs(self, rtype: ConfigResourceType, name: str, changes: dict[str, str | None]) -> None:
+        cfg = {k: ((AlterConfigOp.DELETE, None) if v is None else (AlterConfigOp.SET, v)) for k, v in changes.items()}
+        res = self.admin.alter_configs([ConfigResource(rtype, name, configs=cfg)], incremental=True)
+        bad = [(t, n, r) for t, m in res.items() for n, r in m.items() if r not in ("OK", None)]
+        if bad:
+            raise RuntimeError(f"alter_configs failed: {bad}")
+
+    def alter_default_broker_configs(self, add: dict[str, str] | None = None, delete: list[str] | None = None):
+        args = ["--entity-type", "brokers", "--entity-default", "--alter"]
+        if add:
+            args += ["--add-config", ",".join(f"{k}={v}" for k, v in add.items())]
+        if delete:
+            args += ["--delete-config", ",".join(delete)]
+        tools.config_command(self.dist, self.cluster.bootstrap_servers(), args)
+
+    def reassign(self, moves: dict[tuple[str, int], list[int] | None]) -> None:
+        res = self.admin.alter_partition_reassignments({TopicPartition(t, p): r for (t, p), r in moves.items()})
+        bad = {tp: e for tp, e in (res or {}).items() if e is not None}
+        if bad:
+            raise RuntimeError(f"reassignment rejected: {bad}")
+
+    def wait_no_reassignments(self, timeout: float = 60) -> None:
+        self.cluster.wait_for(lambda: not self.admin.list_partition_reassignments(), timeout,
+                              "all reassignments to complete")
+
+    def elect_preferred(self, topics: dict[str, list[int]] | None = None) -> None:
+        self.admin.elect_leaders(0, topics, raise_errors=False)
+
+    def stop_broker(self, node_id: int) -> None:
+        self.cluster.stop_node(node_id)
+
+    def kill_broker(self, node_id: int) -> None:
+        self.cluster.kill_node(node_id)
+
+    def start_broker(self, node_id: int) -> None:
+        self.cluster.start_node(node_id, wait=True, timeout=90)
+
+
+# ----------------------------------------------------------------------------- view predicates
+def parts(view: dict, topic: str) -> list[dict]:
+    return view["topics"].get(topic, {}).get("partitions", [])
+
+
+def alive_ids(view: dict) -> set[int]:
+    return {b["id"] for b in view["cluster"]["brokers"] if not b.get("fenced")}
+
+
+def full_isr(view: dict, topics: list[str] | None = None) -> bool:
+    alive = alive_ids(view)
+    for name, t in view["topics"].items():
+        if topics is not None and name not in topics:
+            continue
+        for p in t["partitions"]:
+            want = [r for r in p["replicas"] if r in alive]
+            if sorted(p["isr"]) != sorted(want):
+                return False
+    return True
+
+
+def no_leader_on(view: dict, broker: int) -> bool:
+    return all(p["leader"] != broker for t in view["topics"].values() for p in t["partitions"])
+
+
+# ----------------------------------------------------------------------------- scenarios
+def scenario_smoke(run: ScenarioRun) -> None:
+    """Tiny scenario for the live CI test (one combined node)."""
+    run.step("cluster-up", "cluster formatted and started")
+    run.create_topics({"smoke-a": {"num_partitions": 2, "replication_factor": 1},
+                       "smoke-b": {"num_partitions": 1, "replication_factor": 1,
+                                   "configs": {"cleanup.policy": "compact"}}})
+    run.step("create-topics", "smoke-a (2 partitions), smoke-b (1 partition, compacted)",
+             check=lambda v: len(parts(v, "smoke-a")) == 2 and len(parts(v, "smoke-b")) == 1)
+    run.alter_configs(ConfigResourceType.TOPIC, "smoke-a", {"retention.ms": "123456"})
+    run.admin.delete_topics(["smoke-b"])
+    run.step("alter-and-delete", "set retention.ms on smoke-a, delete smoke-b",
+             check=lambda v: "smoke-b" not in v["topics"]
+             and v["configs"]["TOPIC"].get("smoke-a", {}).get("retention.ms") == "123456")
+
+
+def scenario_basic(run: ScenarioRun) -> None:
+    n = len(run.cluster.brokers)
+    rf = min(3, n)
+    run.step("cluster-up", f"controller + {n} brokers formatted at an older metadata.version and started",
+             check=lambda v: len(alive_ids(v)) == n)
+    run.create_topics({
+        "alpha": {"num_partitions": 1, "replication_factor": 1},
+        "beta": {"num_partitions": 3, "replication_factor": rf},
+        "gamma": {"num_partitions": 6, "replication_factor": min(2, n),
+                  "configs": {"cleanup.policy": "compact", "segment.bytes": "1048576"}},
+        "delta": {"assignments": {0: [1, 2][:n], 1: [2, 3][:n] if n >= 3 else [1]}},
+    })
+    run.step("create-topics", "alpha 1xRF1, beta 3xRF3, gamma 6xRF2 compacted, delta manual assignment",
+             check=lambda v: all(t in v["topics"] for t in ("alpha", "beta", "gamma", "delta")) and full_isr(v))
+    run.alter_configs(ConfigResourceType.TOPIC, "alpha", {"retention.ms": "3600000", "max.message.bytes": "2000000"})
+    run.alter_configs(ConfigResourceType.TOPIC, "gamma", {"segment.bytes": None, "min.compaction.lag.ms": "1000"})
+    run.step("alter-topic-configs", "set retention.ms/max.message.bytes on alpha; delete segment.bytes and set "
+             "min.compaction.lag.ms on gamma",
+             check=lambda v: v["configs"]["TOPIC"].get("alpha", {}).get("retention.ms") == "3600000"
+             and "segment.bytes" not in v["configs"]["TOPIC"].get("gamma", {}))
+    run.alter_configs(ConfigResourceType.BROKER, "1", {"log.retention.bytes": "1073741824"})
+    run.alter_default_broker_configs(add={"log.retention.ms": "7200000", "log.cleaner.delete.retention.ms": "3600000"})
+    run.step("alter-broker-configs", "broker 1 log.retention.bytes=1073741824; cluster default log.retention.ms "
+             "and log.cleaner.delete.retention.ms (via kafka.admin.ConfigCommand)",
+             check=lambda v: v["configs"]["BROKER"].get("1", {}).get("log.retention.bytes") == "1073741824"
+             and v["configs"]["BROKER"].get("", {}).get("log.retention.ms") == "7200000")
+    run.alter_configs(ConfigResourceType.BROKER, "1", {"log.retention.bytes": None})
+    run.alter_default_broker_configs(delete=["log.cleaner.delete.retention.ms"])
+    run.step("delete-broker-configs", "delete broker 1 log.retention.bytes and the default "
+             "log.cleaner.delete.retention.ms",
+             check=lambda v: "1" not in v["configs"]["BROKER"]
+             and "log.cleaner.delete.retention.ms" not in v["configs"]["BROKER"].get("", {}))
+    run.admin.create_partitions({"beta": 5, "alpha": 2})
+    run.step("create-partitions", "beta 3->5 partitions, alpha 1->2",
+             check=lambda v: len(parts(v, "beta")) == 5 and len(parts(v, "alpha")) == 2 and full_isr(v))
+    run.admin.delete_topics(["alpha"])
+    run.step("delete-topic", "delete alpha", check=lambda v: "alpha" not in v["topics"])
+    run.create_topics({"alpha": {"num_partitions": 2, "replication_factor": rf,
+                                 "configs": {"retention.ms": "60000"}}})
+    run.step("recreate-topic", "re-create alpha (2 partitions, RF3, new topic id)",
+             check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]))
+    if run.with_acls:
+        from kafka.admin import ACL, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType, \
+            ACLResourcePatternType
+        acls = [ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                    ResourcePattern(ResourceType.TOPIC, "beta", ACLResourcePatternType.LITERAL)),
+                ACL("User:bob", "127.0.0.1", ACLOperation.WRITE, ACLPermissionType.DENY,
+                    ResourcePattern(ResourceType.TOPIC, "gam", ACLResourcePatternType.PREFIXED))]
+        run.admin.create_acls(acls)
+        tools.config_command(run.dist, run.cluster.bootstrap_servers(),
+                             ["--entity-type", "users", "--entity-name", "alice", "--alter",
+                              "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"])
+        run.step("acls-and-quotas", "two ACLs (literal allow, prefixed deny) and client quotas for user alice",
+                 check=lambda v: len(v.get("acls", [])) == 2)
+    _maybe_upgrade_features(run)
+    time.sleep(4)
+    run.step("idle", "4 s without changes (NoOp records every 500 ms)")
+
+
+def _maybe_upgrade_features(run: ScenarioRun) -> None:
+    feats = run.admin.describe_features()
+    mv = feats.get("metadata.version", {})
+    sup, fin = mv.get("supported"), mv.get("finalized")
+    if not (sup and fin) or fin[1] >= sup[1]:
+        return
+    target = sup[1]
+    if run.dist.major >= 4:  # newest production level of this release (unstable levels need a flag)
+        target = min(target, _latest_production_mv_level(run))
+    if target <= fin[1]:
+        return
+    res = run.admin.update_features({"metadata.version": ("UPGRADE", target)})
+    if any(v != "OK" for v in res.values()):
+        raise RuntimeError(f"metadata.version upgrade failed: {res}")
+    desc = f"metadata.version {fin[1]} -> {target}"
+    elr = feats.get("eligible.leader.replicas.version")
+    if elr and elr.get("supported", (0, 0))[1] >= 1 and not elr.get("finalized"):
+        res = run.admin.update_features({"eligible.leader.replicas.version": ("UPGRADE", 1)})
+        if any(v != "OK" for v in res.values()):
+            raise RuntimeError(f"eligible.leader.replicas.version upgrade failed: {res}")
+        desc += ", eligible.leader.replicas.version 0 -> 1"
+    run.step("upgrade-features", desc, check=lambda v: v["features"].get("metadata.version") == target)
+
+
+def _latest_production_mv_level(run: ScenarioRun) -> int:
+    out = tools.run_java(run.dist, "kafka.tools.StorageTool", ["version-mapping"]).stdout
+    for line in out.splitlines():
+        if line.startswith("metadata.version="):
+            return int(line.split("=")[1].split()[0])
+    raise RuntimeError(f"cannot parse kafka-storage version-mapping output: {out!r}")
+
+
+def scenario_reassign(run: ScenarioRun) -> None:
+    n = len(run.cluster.brokers)
+    if n < 3:
+        raise SystemExit("the reassign scenario needs --brokers 3 or more")
+    run.step("cluster-up", f"controller + {n} brokers", check=lambda v: len(alive_ids(v)) == n)
+    run.create_topics({"r1": {"assignments": {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}},
+                       "r2": {"assignments": {0: [1, 2, 3], 1: [2, 3, 1]}}})
+    run.step("create-topics", "r1 4 partitions RF2 and r2 2 partitions RF3 with manual assignments",
+             check=lambda v: full_isr(v) and len(parts(v, "r1")) == 4)
+    run.reassign({("r1", 0): [1, 2, 3], ("r1", 1): [3, 1]})
+    run.wait_no_reassignments()
+    run.step("reassign-add", "r1-0 [1,2]->[1,2,3] (add a replica); r1-1 [2,3]->[3,1] (move)",
+             check=lambda v: parts(v, "r1")[0]["replicas"] == [1, 2, 3] and parts(v, "r1")[1]["replicas"] == [3, 1]
+             and full_isr(v))
+    run.reassign({("r2", 0): [1, 2], ("r2", 1): [3, 1]})
+    run.wait_no_reassignments()
+    run.step("reassign-remove", "r2-0 [1,2,3]->[1,2]; r2-1 [2,3,1]->[3,1] (remove replicas, leader 2 moves away)",
+             check=lambda v: parts(v, "r2")[0]["replicas"] == [1, 2] and parts(v, "r2")[1]["replicas"] == [3, 1]
+             and full_isr(v))
+    run.elect_preferred()
+    run.step("elect-preferred", "preferred leader election on all partitions",
+             check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)))
+    # an in-flight reassignment: the target broker is down, so adding/removing replicas stay visible
+    run.stop_broker(3)
+    run.step("stop-broker-3", "controlled shutdown of broker 3",
+             check=lambda v: 3 not in alive_ids(v) and no_leader_on(v, 3))
+    run.reassign({("r1", 2): [1, 2], ("r1", 3): [2, 3], ("r2", 1): [1, 2]})
+    run.step("reassign-pending", "r1-3 [1,3]->[2,3] and r2-1 [3,1]->[1,2] while broker 3 is down (pending: "
+             "adding/removing replicas); r1-2 [3,1]->[1,2] completes",
+             check=lambda v: bool(v["reassignments"]) and parts(v, "r1")[2]["replicas"] == [1, 2])
+    run.reassign({("r1", 3): None})
+    run.step("reassign-cancel", "cancel the pending reassignment of r1-3",
+             check=lambda v: "3" not in v["reassignments"].get("r1", {}))
+    run.start_broker(3)
+    run.wait_no_reassignments(timeout=90)
+    run.step("start-broker-3", "broker 3 restarted; pending reassignment of r2-1 completes",
+             check=lambda v: 3 in alive_ids(v) and not v["reassignments"] and full_isr(v)
+             and parts(v, "r2")[1]["replicas"] == [1, 2])
+    run.elect_preferred()
+    run.step("elect-preferred-2", "preferred leader election after the restart",
+             check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)))
+    time.sleep(3)
+    run.step("idle", "3 s without changes")
+
+
+def scenario_rolling_restart(run: ScenarioRun) -> None:
+    n = len(run.cluster.brokers)
+    ids = [b.node_id for b in run.cluster.brokers]
+    run.step("cluster-up", f"controller + {n} brokers", check=lambda v: len(alive_ids(v)) == n)
+    run.create_topics({"rr1": {"num_partitions": 3, "replication_factor": min(3, n)},
+                       "rr2": {"num_partitions": 6, "replication_factor": min(2, n)},
+                       "rr3": {"assignments": {0: [ids[min(1, n - 1)]]}}})
+    run.step("create-topics", "rr1 3xRF3, rr2 6xRF2, rr3 1xRF1 on the second broker",
+             check=lambda v: full_isr(v) and len(parts(v, "rr2")) == 6)
+    for b in ids:
+        run.stop_broker(b)
+        run.step(f"stop-broker-{b}", f"controlled shutdown of broker {b} (SIGTERM)",
+                 check=lambda v, b=b: b not in alive_ids(v) and no_leader_on(v, b) and full_isr(v))
+        run.start_broker(b)
+        run.step(f"start-broker-{b}", f"broker {b} restarted, ISR restored",
+                 check=lambda v, b=b: b in alive_ids(v) and full_isr(v))
+    victim = ids[0]
+    run.kill_broker(victim)
+    run.step(f"kill-broker-{victim}", f"broker {victim} killed with SIGKILL; fenced after the session timeout",
+             check=lambda v: victim not in alive_ids(v) and no_leader_on(v, victim) and full_isr(v), timeout=120)
+    run.start_broker(victim)
+    run.step(f"restart-broker-{victim}", f"broker {victim} restarted after the hard kill",
+             check=lambda v: victim in alive_ids(v) and full_isr(v))
+    run.elect_preferred()
+    run.step("elect-preferred", "preferred leader election to rebalance leadership",
+             check=lambda v: all(p["leader"] == p["replicas"][0] for t in v["topics"].values()
+                                 for p in t["partitions"]))
+    time.sleep(6)
+    run.step("idle", "6 s without changes (snapshots are taken every few seconds in this scenario)")
+
+
+SCENARIOS: dict[str, tuple[Callable[[ScenarioRun], None], dict]] = {
+    "smoke": (scenario_smoke, {"combined": True, "brokers": 1}),
+    "basic": (scenario_basic, {"older_mv": True, "acls": True}),
+    "reassign": (scenario_reassign, {}),
+    "rolling-restart": (scenario_rolling_restart, {"snapshots": True}),
+}
+
+# Force frequent metadata snapshots (``.checkpoint`` files) in the scenarios that ask for them.
+SNAPSHOT_PROPS = {
+    "metadata.log.max.snapshot.interval.ms": "5000",
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+}
+ACL_PROPS = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+}
+OLDER_MV = {3: "3.8-IV0", 4: "4.0-IV3"}
+
+
+def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool | None,
+               quorum: str, snapshots: bool | None) -> ClusterSpec:
+    fn, opts = SCENARIOS[name]
+    comb = opts.get("combined", False) if combined is None else combined
+    nb = brokers if brokers is not None else opts.get("brokers", 3)
+    spec = ClusterSpec(brokers=1 if comb else nb, combined=comb, quorum=quorum)
+    if opts.get("older_mv"):
+        spec.release_version = OLDER_MV.get(dist.major)
+    props: dict[str, str] = {}
+    if opts.get("snapshots") if snapshots is None else snapshots:
+        props.update(SNAPSHOT_PROPS)
+    if opts.get("acls"):
+        props.update(ACL_PROPS)
+    spec.controller_props.update(props)
+    spec.broker_props.update({k: v for k, v in props.items() if k in ACL_PROPS})
+    return spec
+
+
+def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = None,
+                 combined: bool | None = None, quorum: str = "dynamic", snapshots: bool | None = None,
+                 keep_indexes: bool = False, command: str | None = None, keep_workdir: bool = False) -> Path:
+    if name not in SCENARIOS:
+        raise SystemExit(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    fn, opts = SCENARIOS[name]
+    dist = ensure_kafka(version)
+    spec = build_spec(name, dist, brokers, combined, quorum, snapshots)
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    t0 = time.monotonic()
+    cluster = KafkaCluster(dist, spec, keep_workdir=keep_workdir)
+    log(f"scenario {name} on Kafka {version}: workdir {cluster.workdir}")
+    run = ScenarioRun(name, dist, cluster, out, command or "", with_acls=bool(opts.get("acls")))
+    try:
+        with cluster:
+            log(f"cluster up in {time.monotonic() - t0:.1f}s")
+            fn(run)
+            cluster.stop()  # clean shutdown flushes the metadata log; the work dir lives until the with ends
+            save_outputs(run, keep_indexes=keep_indexes, spec=spec, wall=time.monotonic() - t0)
+    except BaseException:
+        # keep what we have for debugging
+        if run.steps:
+            (out / "views.partial.json").write_text(json.dumps(run.steps, indent=1))
+        raise
+    log(f"scenario {name} done in {time.monotonic() - t0:.1f}s -> {out}")
+    return out
+
+
+def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wall: float) -> None:
+    ctrl = run.cluster.controller
+    src = ctrl.metadata_log_dir
+    dst = run.out / "__cluster_metadata-0"
+    dst.mkdir(parents=True)
+    for f in sorted(src.iterdir()):
+        if f.is_file() and (keep_indexes or not f.name.endswith(IGNORED_FILE_SUFFIXES)):
+            shutil.copy2(f, dst / f.name)
+    for extra in ("meta.properties", "bootstrap.checkpoint"):
+        if (ctrl.data_dir / extra).exists():
+            shutil.copy2(ctrl.data_dir / extra, run.out / extra)
+    views = {"scenario": run.name, "kafkaVersion": run.dist.version, "clusterId": run.cluster.cluster_id,
+             "controllerNodeId": ctrl.node_id, "brokerIds": [b.node_id for b in run.cluster.brokers],
+             "steps": run.steps}
+    (run.out / "views.json").write_text(json.dumps(views, indent=1, sort_keys=False) + "\n")
+    segs = tools.segment_files(dst)
+    (run.out / "dump-log.txt").write_text(tools.dump_log(run.dist, segs, cwd=run.out))
+    (run.out / "dump-log-skip-metadata.txt").write_text(
+        tools.dump_log(run.dist, segs, skip_record_metadata=True, cwd=run.out))
+    cps = tools.checkpoint_files(dst)
+    if cps:
+        (run.out / "dump-log-snapshots.txt").write_text(tools.dump_log(run.dist, cps, cwd=run.out))
+    meta = {
+        "kafkaVersion": run.dist.version,
+        "scenario": run.name,
+        "command": run.command,
+        "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "wallSeconds": round(wall, 1),
+        "clusterId": run.cluster.cluster_id,
+        "layout": "combined" if spec.combined else f"1 controller (node {ctrl.node_id}) + {spec.brokers} brokers",
+        "quorum": spec.quorum,
+        "releaseVersion": spec.release_version,
+        "controllerProps": spec.controller_props,
+        "brokerProps": spec.broker_props,
+        "metadataDirFrom": f"node {ctrl.node_id} (controller)",
+        "files": sorted(p.name for p in dst.iterdir()),
+        "steps": len(run.steps),
+        "dumpLog": "kafka.tools.DumpLogSegments --cluster-metadata-decoder --files <segments> "
+                   "[--skip-record-metadata], run with the output directory as working directory",
+    }
+    (run.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -1,0 +1,47 @@
+"""Kafka's own command-line tools, run from the cached jars: dump-log, metadata shell, configs, quorum."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .cluster import run_java
+from .kafka_dist import KafkaDist
+
+DUMP_LOG_CLASS = "kafka.tools.DumpLogSegments"  # same class in 3.9 and 4.x (core)
+SHELL_CLASS = "org.apache.kafka.shell.MetadataShell"
+CONFIG_CLASS = "kafka.admin.ConfigCommand"
+QUORUM_CLASS = "org.apache.kafka.tools.MetadataQuorumCommand"
+
+
+def segment_files(meta_dir: Path) -> list[Path]:
+    return sorted(p for p in Path(meta_dir).glob("*.log") if p.stem.isdigit())
+
+
+def checkpoint_files(meta_dir: Path) -> list[Path]:
+    return sorted(Path(meta_dir).glob("*.checkpoint"))
+
+
+def dump_log(dist: KafkaDist, files: list[Path], *, skip_record_metadata: bool = False,
+             cwd: Path | None = None, timeout: float = 180) -> str:
+    """``kafka-dump-log --cluster-metadata-decoder --files a,b`` (paths made relative to ``cwd`` if given,
+    so the ``Dumping <file>`` header lines are stable)."""
+    names = [os.path.relpath(f, cwd) if cwd else str(f) for f in files]
+    args = ["--cluster-metadata-decoder", "--files", ",".join(names)]
+    if skip_record_metadata:
+        args.append("--skip-record-metadata")
+    return run_java(dist, DUMP_LOG_CLASS, args, cwd=cwd, timeout=timeout).stdout
+
+
+def metadata_shell(dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 120) -> str:
+    """Run the metadata shell non-interactively (``--snapshot <file> <command...>``), e.g. ``["tree", "/"]``.
+
+    The shell reads a snapshot (``.checkpoint``) or a log segment (``.log``) file."""
+    return run_java(dist, SHELL_CLASS, ["--snapshot", str(snapshot_or_segment), *command], timeout=timeout).stdout
+
+
+def config_command(dist: KafkaDist, bootstrap: str, args: list[str], timeout: float = 120) -> str:
+    return run_java(dist, CONFIG_CLASS, ["--bootstrap-server", bootstrap, *args], timeout=timeout).stdout
+
+
+def quorum_describe(dist: KafkaDist, bootstrap: str, what: str = "--status", timeout: float = 120) -> str:
+    return run_java(dist, QUORUM_CLASS, ["--bootstrap-server", bootstrap, "describe", what], timeout=timeout).stdout
