@@ -22,7 +22,7 @@ EXPECTED_METADATA_VERSION = 21
 
 
 class _Broker:
-    __slots__ = ("epoch", "incarnation", "fenced", "in_cs", "dirs", "features")
+    __slots__ = ("dirs", "epoch", "features", "fenced", "in_cs", "incarnation")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.epoch = data["brokerEpoch"]
@@ -35,7 +35,7 @@ class _Broker:
 
 
 class _Part:
-    __slots__ = ("replicas", "isr", "removing", "adding", "leader", "leader_epoch", "partition_epoch", "dirs")
+    __slots__ = ("adding", "dirs", "isr", "leader", "leader_epoch", "partition_epoch", "removing", "replicas")
 
 
 class ControllerRuleChecker:

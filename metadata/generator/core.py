@@ -124,8 +124,7 @@ def _write_aux_files(log_dir: str, writer: LogWriter, sim: Simulator) -> None:
         fh.write(f"version: 0\ntopic_id: {METADATA_TOPIC_ID}\n")
     with open(os.path.join(log_dir, "leader-epoch-checkpoint"), "w", newline="\n") as fh:
         fh.write(f"0\n{len(writer.epoch_starts)}\n")
-        for epoch, start in writer.epoch_starts:
-            fh.write(f"{epoch} {start}\n")
+        fh.writelines(f"{epoch} {start}\n" for epoch, start in writer.epoch_starts)
     quorum = {"clusterId": "", "leaderId": sim.raft_leader, "leaderEpoch": sim.raft_epoch, "votedId": -1,
               "appliedOffset": 0, "currentVoters": [{"voterId": c} for c in CONTROLLER_IDS], "data_version": 0}
     with open(os.path.join(log_dir, "quorum-state"), "w", newline="\n") as fh:

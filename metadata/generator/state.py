@@ -40,7 +40,7 @@ def random_uuid(rng: random.Random) -> str:
 
 
 class Broker:
-    __slots__ = ("id", "epoch", "incarnation", "fenced", "in_cs", "dirs", "rack", "endpoints", "features")
+    __slots__ = ("dirs", "endpoints", "epoch", "features", "fenced", "id", "in_cs", "incarnation", "rack")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.id: int = data["brokerId"]
@@ -60,8 +60,17 @@ class Broker:
 
 
 class Partition:
-    __slots__ = ("replicas", "dirs", "isr", "removing", "adding", "leader", "leader_epoch",
-                 "partition_epoch", "lrs")
+    __slots__ = (
+        "adding",
+        "dirs",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "lrs",
+        "partition_epoch",
+        "removing",
+        "replicas",
+    )
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.replicas: list[int] = data["replicas"]

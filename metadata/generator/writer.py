@@ -28,7 +28,7 @@ RecordSink = Callable[[int, int, int, str, int, dict[str, Any], bool], None]
 
 
 class SegmentStats:
-    __slots__ = ("file", "base_offset", "last_offset", "batches", "records", "bytes")
+    __slots__ = ("base_offset", "batches", "bytes", "file", "last_offset", "records")
 
     def __init__(self, file: str, base_offset: int) -> None:
         self.file = file
@@ -197,7 +197,7 @@ class LogWriter:
         if self._file is not None:
             self._file.close()
         name = f"{base_offset:020d}.log"
-        self._file = open(os.path.join(self.log_dir, name), "wb", buffering=1 << 20)
+        self._file = open(os.path.join(self.log_dir, name), "wb", buffering=1 << 20)  # noqa: SIM115 (closed on roll/close)
         self._segment = SegmentStats(name, base_offset)
         self.segments.append(self._segment)
 
