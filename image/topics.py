@@ -50,8 +50,15 @@ class TopicsImage:
         """A read-only copy of a live image (self if already read-only)."""
         if not isinstance(self.topics_by_id, CowMap) and not isinstance(self.topics_by_name, CowMap):
             return self
-        by_id = {topic_id: topic.frozen() for topic_id, topic in self.topics_by_id.items()}
-        by_name = {name: by_id.get(topic.id) or topic.frozen() for name, topic in self.topics_by_name.items()}
+        frozen_topics: dict[int, TopicImage] = {}  # by object identity: both maps keep sharing objects
+
+        def freeze(topic: TopicImage) -> TopicImage:
+            if id(topic) not in frozen_topics:
+                frozen_topics[id(topic)] = topic.frozen()
+            return frozen_topics[id(topic)]
+
+        by_id = {topic_id: freeze(topic) for topic_id, topic in self.topics_by_id.items()}
+        by_name = {name: freeze(topic) for name, topic in self.topics_by_name.items()}
         return TopicsImage(read_only(by_id), read_only(by_name))
 
 

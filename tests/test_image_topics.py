@@ -251,3 +251,14 @@ def test_delta_between_exposes_local_changes_inputs() -> None:
     assert topics.deleted_topic_ids == {A} and set(topics.changed_topics) == {C, B}
     assert topics.changed_topic(B).image is start.topics.get_topic(B)
     assert end == replay_to(log.records)
+
+
+def test_redeclaring_a_topic_id_under_another_name_keeps_the_old_name_entry() -> None:
+    """Kafka's TopicsDelta.apply never removes the base name of a re-declared id."""
+    log = LogBuilder()
+    log.batch(topic("a", A), partition(A, 0, [1]))
+    log.batch(topic("b", A))
+    image = replay_to(log.records)
+    assert image.topics.get_topic(A).name == "b" and image.topics.get_topic(A).partitions == {}
+    assert image.topics.topics_by_name["a"].name == "a"  # stale entry, as in Kafka
+    assert image.to_json()["topics"] == [{"name": "b", "topicId": A}]
