@@ -87,7 +87,7 @@ class _BatchReader:
         self.errors.append(error)
 
     def replay(self, record: LogRecord) -> None:
-        """Read the next record of the log (records must come in offset order)."""
+        """Read the next record of the log; ValueError unless it comes after the last one read."""
         if record.offset <= self._last_offset:
             raise ValueError(f"record offset {record.offset} is not after offset {self._last_offset}")
         if self._batch_last_offset is not None and record.offset > self._batch_last_offset:
@@ -138,8 +138,7 @@ class _BatchReader:
 
     def _end_batch(self) -> None:
         assert self._batch_last_offset is not None
-        self._last_offset = max(self._last_offset, self._batch_last_offset)
-        self._batch_last_offset = None
+        self._last_offset, self._batch_last_offset = self._batch_last_offset, None
         if not self.in_transaction:
             self._publish(MetadataProvenance(self._last_offset, self._last_epoch, self._last_time, True))
             self._txn = TransactionState.NONE

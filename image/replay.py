@@ -55,7 +55,7 @@ def replay_to(
     base: MetadataImage | None = None,
     lenient: bool = False,
 ) -> MetadataImage:
-    """The image at ``offset`` (None = after the last record).
+    """The image at ``offset`` (None, or an offset past the log: after the last record).
 
     Starts from ``base`` (default: empty), then loads ``snapshot`` (``(records, end_offset,
     epoch[, last_contained_timestamp])``; its end offset must be ≤ offset + 1), then replays the
