@@ -350,7 +350,7 @@ def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool |
 
 def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = None,
                  combined: bool | None = None, quorum: str = "dynamic", snapshots: bool | None = None,
-                 keep_indexes: bool = False, command: str | None = None, keep_workdir: bool = False) -> Path:
+                 keep_indexes: bool = False, command: str | None = None, keep_workdir: bool = False) -> ScenarioRun:
     if name not in SCENARIOS:
         raise SystemExit(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     fn, opts = SCENARIOS[name]
@@ -376,7 +376,7 @@ def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = No
             (out / "views.partial.json").write_text(json.dumps(run.steps, indent=1))
         raise
     log(f"scenario {name} done in {time.monotonic() - t0:.1f}s -> {out}")
-    return out
+    return run
 
 
 def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wall: float) -> None:

@@ -127,14 +127,14 @@ def _acls(admin) -> list[dict]:
         return []
     out = []
     for a in acls or []:
-        out.append({
-            "resourceType": a.resource_pattern.resource_type.name,
+        out.append({  # Kafka's enum codes, as in the image JSON
+            "resourceType": int(a.resource_pattern.resource_type.value),
             "resourceName": a.resource_pattern.resource_name,
-            "patternType": a.resource_pattern.pattern_type.name,
+            "patternType": int(a.resource_pattern.pattern_type.value),
             "principal": a.principal,
             "host": a.host,
-            "operation": a.operation.name,
-            "permissionType": a.permission_type.name,
+            "operation": int(a.operation.value),
+            "permissionType": int(a.permission_type.value),
         })
     return sorted(out, key=lambda d: tuple(str(v) for v in d.values()))
 

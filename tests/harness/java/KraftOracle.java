@@ -372,17 +372,33 @@ public class KraftOracle {
             o.put("name", e.getKey());
             o.put("host", e.getValue().host());
             o.put("port", e.getValue().port());
-            o.put("securityProtocol", e.getValue().securityProtocol() == null ? null : e.getValue().securityProtocol().name());
+            o.put("securityProtocol", e.getValue().securityProtocol() == null ? null : (int) e.getValue().securityProtocol().id);
             out.add(o);
         }
         return out;
     }
 
-    static Map<String, Object> versionRanges(Map<String, VersionRange> m) {
-        Map<String, Object> o = new TreeMap<>();
-        for (Map.Entry<String, VersionRange> e : m.entrySet())
-            o.put(e.getKey(), Arrays.asList((int) e.getValue().min(), (int) e.getValue().max()));
-        return o;
+    static List<Object> versionRanges(Map<String, VersionRange> m) {
+        List<Object> out = new ArrayList<>();
+        for (Map.Entry<String, VersionRange> e : new TreeMap<>(m).entrySet()) {
+            Map<String, Object> o = obj();
+            o.put("name", e.getKey());
+            o.put("minSupportedVersion", (int) e.getValue().min());
+            o.put("maxSupportedVersion", (int) e.getValue().max());
+            out.add(o);
+        }
+        return out;
+    }
+
+    /** BrokerRegistration.isMigratingZkBroker() exists in 3.x only (ZK migration was removed in 4.0). */
+    static boolean isMigratingZkBroker(BrokerRegistration b) {
+        try {
+            return (Boolean) BrokerRegistration.class.getMethod("isMigratingZkBroker").invoke(b);
+        } catch (NoSuchMethodException e) {
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new RuntimeException(e);
+        }
     }
 
     static Map<String, Object> partitionJson(String topic, Uuid topicId, int pid, PartitionRegistration p) {
@@ -407,19 +423,23 @@ public class KraftOracle {
     static Map<String, Object> imageJson(MetadataImage img) {
         Map<String, Object> o = obj();
         o.put("offset", img.provenance().lastContainedOffset());
+        o.put("epoch", img.provenance().lastContainedEpoch());
         o.put("timestamp", img.provenance().lastContainedLogTimeMs());
 
-        TreeMap<String, TopicImage> byName = new TreeMap<>();
-        for (TopicImage t : img.topics().topicsById().values()) byName.put(t.name(), t);
+        List<TopicImage> byName = new ArrayList<>(img.topics().topicsById().values());
+        byName.sort(Comparator.comparing(TopicImage::name).thenComparing(t -> t.id().toString()));
         List<Object> topics = new ArrayList<>(), parts = new ArrayList<>();
-        for (TopicImage t : byName.values()) {
+        for (TopicImage t : byName) {
             Map<String, Object> to = obj();
             to.put("name", t.name());
             to.put("topicId", uuid(t.id()));
             topics.add(to);
-            for (Map.Entry<Integer, PartitionRegistration> e : new TreeMap<>(t.partitions()).entrySet())
+            for (Map.Entry<Integer, PartitionRegistration> e : t.partitions().entrySet())
                 parts.add(partitionJson(t.name(), t.id(), e.getKey(), e.getValue()));
         }
+        parts.sort(Comparator.comparing((Object m) -> (String) ((Map<?, ?>) m).get("topic"))
+            .thenComparingInt(m -> (Integer) ((Map<?, ?>) m).get("partitionId"))
+            .thenComparing(m -> (String) ((Map<?, ?>) m).get("topicId")));
         o.put("topics", topics);
         o.put("partitions", parts);
 
@@ -431,6 +451,7 @@ public class KraftOracle {
             bo.put("incarnationId", uuid(b.incarnationId()));
             bo.put("fenced", b.fenced());
             bo.put("inControlledShutdown", b.inControlledShutdown());
+            bo.put("isMigratingZkBroker", isMigratingZkBroker(b));
             bo.put("rack", b.rack().orElse(null));
             bo.put("endPoints", endpoints(b.listeners()));
             bo.put("features", versionRanges(b.supportedFeatures()));
@@ -492,8 +513,7 @@ public class KraftOracle {
                 quotas.add(qo);
             }
         }
-        quotas.sort(Comparator.comparing((Map<String, Object> m) -> toJson(m.get("entity")))
-            .thenComparing(m -> (String) m.get("key")));
+        quotas.sort(KraftOracle::compareQuota);
         o.put("clientQuotas", new ArrayList<Object>(quotas));
 
         List<Map<String, Object>> acls = new ArrayList<>();
@@ -501,13 +521,13 @@ public class KraftOracle {
             StandardAcl a = e.getValue();
             Map<String, Object> ao = obj();
             ao.put("id", uuid(e.getKey()));
-            ao.put("resourceType", a.resourceType().name());
+            ao.put("resourceType", (int) a.resourceType().code());
             ao.put("resourceName", a.resourceName());
-            ao.put("patternType", a.patternType().name());
+            ao.put("patternType", (int) a.patternType().code());
             ao.put("principal", a.principal());
             ao.put("host", a.host());
-            ao.put("operation", a.operation().name());
-            ao.put("permissionType", a.permissionType().name());
+            ao.put("operation", (int) a.operation().code());
+            ao.put("permissionType", (int) a.permissionType().code());
             acls.add(ao);
         }
         acls.sort(Comparator.comparing(m -> (String) m.get("id")));
@@ -516,12 +536,12 @@ public class KraftOracle {
         List<Object> scram = new ArrayList<>();
         Base64.Encoder b64 = Base64.getEncoder();
         TreeMap<String, Map<String, ScramCredentialData>> mechs = new TreeMap<>();
-        img.scram().mechanisms().forEach((k, v) -> mechs.put(k.name(), v));
+        img.scram().mechanisms().forEach((k, v) -> mechs.put(k.mechanismName(), v));
         for (Map.Entry<String, Map<String, ScramCredentialData>> me : mechs.entrySet()) {
             for (Map.Entry<String, ScramCredentialData> ue : new TreeMap<>(me.getValue()).entrySet()) {
                 Map<String, Object> so = obj();
                 so.put("mechanism", me.getKey());
-                so.put("user", ue.getKey());
+                so.put("name", ue.getKey());
                 so.put("salt", b64.encodeToString(ue.getValue().salt()));
                 so.put("storedKey", b64.encodeToString(ue.getValue().storedKey()));
                 so.put("serverKey", b64.encodeToString(ue.getValue().serverKey()));
@@ -539,13 +559,11 @@ public class KraftOracle {
             to.put("owner", principal(ti.owner()));
             to.put("requester", principal(ti.tokenRequester()));
             List<Object> renewers = new ArrayList<>();
-            TreeSet<String> rs = new TreeSet<>();
-            for (KafkaPrincipal p : ti.renewers()) rs.add(principal(p));
-            renewers.addAll(rs);
+            for (KafkaPrincipal p : ti.renewers()) renewers.add(principal(p));   // record order
             to.put("renewers", renewers);
             to.put("issueTimestamp", ti.issueTimestamp());
             to.put("maxTimestamp", ti.maxTimestamp());
-            to.put("expiryTimestamp", ti.expiryTimestamp());
+            to.put("expirationTimestamp", ti.expiryTimestamp());
             tokens.add(to);
         }
         o.put("delegationTokens", tokens);
@@ -553,6 +571,24 @@ public class KraftOracle {
     }
 
     static String principal(KafkaPrincipal p) { return p == null ? null : p.toString(); }
+
+    /** Client quota order: entity (type, name) pairs sorted by type, compared pairwise (type; a null name
+     *  before any name; name), a prefix first; then the quota key. */
+    @SuppressWarnings("unchecked")
+    static int compareQuota(Map<String, Object> a, Map<String, Object> b) {
+        List<Map.Entry<String, Object>> ea = new ArrayList<>(((Map<String, Object>) a.get("entity")).entrySet());
+        List<Map.Entry<String, Object>> eb = new ArrayList<>(((Map<String, Object>) b.get("entity")).entrySet());
+        for (int i = 0; i < Math.min(ea.size(), eb.size()); i++) {
+            int c = ea.get(i).getKey().compareTo(eb.get(i).getKey());
+            if (c != 0) return c;
+            String na = (String) ea.get(i).getValue(), nb = (String) eb.get(i).getValue();
+            if (na == null || nb == null) {
+                if (na != nb) return na == null ? -1 : 1;
+            } else if ((c = na.compareTo(nb)) != 0) return c;
+        }
+        if (ea.size() != eb.size()) return Integer.compare(ea.size(), eb.size());
+        return ((String) a.get("key")).compareTo((String) b.get("key"));
+    }
 
     static Map<String, Object> partitionInfoJson(TopicPartition tp, LocalReplicaChanges.PartitionInfo pi) {
         PartitionRegistration p = pi.partition();
