@@ -566,3 +566,20 @@ def test_invalid_arguments(tmp_path):
         generate(1, 1, 1, 1, 1, tmp_path, replication_factor=1, compression="brotli")
     with pytest.raises(ValueError):
         generate(1, 1, 1, 0, 1, tmp_path, replication_factor=1)
+
+
+def test_module_entry_point(tmp_path, capsys):
+    import json
+
+    from metadata.generator.__main__ import main, parse_args
+
+    argv = ["--seed", "3", "--brokers", "3", "--topics", "2", "--partitions", "2", "--churn", "40",
+            "--out", str(tmp_path), "--rf=2", "--snapshot-at", "30", "--compression", "lz4"]
+    args = parse_args(argv)
+    assert args["replication_factor"] == 2 and args["snapshot_at"] == 30 and args["segment_bytes"] == 1 << 20
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(generate(out_dir=tmp_path, **{k: v for k, v in args.items() if k != "out_dir"})
+                                 .model_dump_json())
+    assert main(["--seed", "1", "--bogus", "2"]) == 2
+    assert main(["--seed", "1"]) == 2

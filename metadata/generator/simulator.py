@@ -17,7 +17,6 @@ check 300 s after leaders moved. After the last churn event the pending follow-u
 from __future__ import annotations
 
 import heapq
-import random
 from bisect import bisect
 from collections.abc import Callable
 from itertools import accumulate
@@ -29,6 +28,7 @@ from metadata.generator.controller import (
     reassignment_revert,
     reassignment_target,
 )
+from metadata.generator.rng import DetRandom
 from metadata.generator.state import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -105,7 +105,7 @@ class Simulator:
                  replication_factor: int, noop_interval_ms: int, writer: LogWriter,
                  snapshot_at: int | None = None,
                  on_snapshot: Callable[[ClusterState, int, int, int, int], None] | None = None) -> None:
-        self.rng = random.Random(seed)
+        self.rng = DetRandom(seed)
         self.n_brokers = brokers
         self.n_topics = topics
         self.n_partitions = partitions

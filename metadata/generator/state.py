@@ -11,8 +11,7 @@ Lists held in the state are never mutated in place (records may share them), onl
 from __future__ import annotations
 
 import base64
-import random
-from typing import Any
+from typing import Any, Protocol
 
 MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"  # DirectoryId.MIGRATING (0,0)
 UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"  # DirectoryId.UNASSIGNED (0,1)
@@ -25,7 +24,11 @@ NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 
 
-def random_uuid(rng: random.Random) -> str:
+class _Bits(Protocol):
+    def getrandbits(self, k: int, /) -> int: ...
+
+
+def random_uuid(rng: _Bits) -> str:
     """A Kafka ``Uuid.randomUuid()`` drawn from ``rng``: a version-4 UUID whose text form does not
     start with ``-`` and that is not one of the reserved ids (msb 0, lsb < 100)."""
     while True:
