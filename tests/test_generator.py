@@ -583,3 +583,15 @@ def test_module_entry_point(tmp_path, capsys):
                                  .model_dump_json())
     assert main(["--seed", "1", "--bogus", "2"]) == 2
     assert main(["--seed", "1"]) == 2
+
+
+def test_committed_sample_is_reproducible(tmp_path):
+    """data/README.md names the command that made data/sample; it must still give exactly those bytes."""
+    import json
+
+    sample = Path(__file__).resolve().parent.parent / "data" / "sample"
+    report = generate(7, 5, 20, 6, 2000, tmp_path, snapshot_at=3000, segment_bytes=262144)
+    assert _files(tmp_path / LOG_DIR_NAME) == _files(sample / LOG_DIR_NAME)
+    committed = json.loads((sample / "generate-report.json").read_text())
+    assert committed.pop("log_dir") == "data/sample/__cluster_metadata-0"
+    assert committed == json.loads(report.model_dump_json(exclude={"log_dir"}))
