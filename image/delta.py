@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from image.acls import AclsDelta
 from image.client_quotas import ClientQuotasDelta
@@ -18,6 +18,10 @@ from image.provenance import MetadataProvenance
 from image.scram import ScramDelta
 from image.topics import TopicsDelta
 from metadata.log import LogRecord
+
+
+class _PartDelta(Protocol):
+    def finish_snapshot(self) -> None: ...
 
 
 class MetadataDelta:
@@ -96,7 +100,7 @@ class MetadataDelta:
         """No record touched any part yet."""
         return all(delta is None for delta in self._deltas())
 
-    def _deltas(self) -> tuple[object | None, ...]:
+    def _deltas(self) -> tuple[_PartDelta | None, ...]:
         return (
             self.features_delta,
             self.cluster_delta,
@@ -153,9 +157,7 @@ class MetadataDelta:
     def finish_snapshot(self) -> None:
         """Mark as deleted everything of the base image the snapshot did not mention (§10)."""
         for create in _ALL_PARTS:
-            create(self)
-        for delta in self._deltas():
-            delta.finish_snapshot()  # type: ignore[union-attr]
+            create(self).finish_snapshot()
 
     def build(self, provenance: MetadataProvenance, *, in_place: bool) -> MetadataImage:
         """The next image (parts may be live copy-on-write maps). With ``in_place`` the live maps
@@ -182,7 +184,7 @@ class MetadataDelta:
         return self.build(provenance, in_place=False).frozen()
 
 
-_ALL_PARTS: tuple[Callable[[MetadataDelta], object], ...] = (
+_ALL_PARTS: tuple[Callable[[MetadataDelta], _PartDelta], ...] = (
     MetadataDelta.get_or_create_features_delta,
     MetadataDelta.get_or_create_cluster_delta,
     MetadataDelta.get_or_create_topics_delta,
