@@ -544,6 +544,16 @@ def test_snapshot_equals_the_replayed_log_prefix(standard):
     assert from_snapshot["topics"] and from_snapshot["brokers"] and from_snapshot["configs"]
 
 
+def test_the_snapshot_does_not_change_the_log(standard, tmp_path):
+    """The snapshot is taken at the first natural batch boundary >= snapshot_at: the segments are the
+    same bytes as without a snapshot."""
+    report, log_dir, _ = standard
+    without = generate(out_dir=tmp_path, **{**STANDARD, "snapshot_at": None})
+    segments = {k: v for k, v in _files(log_dir).items() if k.endswith(".log")}
+    assert segments == {k: v for k, v in _files(tmp_path / LOG_DIR_NAME).items() if k.endswith(".log")}
+    assert without.snapshots_written == 0 and without.total_records == report.total_records
+
+
 def test_snapshot_after_the_log_end_is_taken_at_the_end(tmp_path):
     report = generate(2, 3, 2, 2, 50, tmp_path, snapshot_at=10**9)
     assert report.snapshots[0].end_offset == report.last_offset + 1

@@ -142,6 +142,7 @@ class Simulator:
         self.min_active = max(1, min(self.rf, brokers) - 1)
         self._cum_weights = list(accumulate(w for _, w in CHURN_KINDS))
         self._handlers: dict[str, Callable[[], bool]] = {k: getattr(self, "_ev_" + k) for k, _ in CHURN_KINDS}
+        writer.on_boundary = self._at_boundary
 
     # ================================================================== plumbing
 
@@ -170,6 +171,10 @@ class Simulator:
             self.balance_scheduled = True
             self.schedule(LEADER_IMBALANCE_CHECK_MS, self._balance_leaders, periodic=True)
         self.leaders_changed = False
+
+    def _at_boundary(self) -> None:
+        """The writer is at a batch boundary between operations, outside transactions: the state is
+        exactly the replay of every record written so far."""
         if (self.snapshot_at is not None and not self.snapshot_taken and self.state.metadata_version is not None
                 and self.w.next_offset >= self.snapshot_at):
             self.take_snapshot()

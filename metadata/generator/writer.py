@@ -49,6 +49,8 @@ class LogWriter:
         self.segment_bytes = segment_bytes
         self.linger_ms = linger_ms
         self.sink = sink
+        # called at batch boundaries between controller operations, outside metadata transactions
+        self.on_boundary: Callable[[], None] | None = None
 
         self.epoch = 0
         self.next_offset = 0
@@ -95,6 +97,8 @@ class LogWriter:
         linger has expired."""
         if self._pending and t - self._pending_time > self.linger_ms:
             self.flush()
+        if not self._pending:
+            self._boundary()
         self._op_time = t
         self._op_start = len(self._pending)
 
@@ -169,12 +173,18 @@ class LogWriter:
         self.control_by_type[control_type] = self.control_by_type.get(control_type, 0) + 1
         if self.sink is not None:
             self.sink(offset, self.epoch, t, control_type, 0, data, True)
+        self._boundary()
         return offset
 
     def set_epoch(self, epoch: int) -> None:
         self.flush()
+        self._boundary()
         self.epoch = epoch
         self.epoch_starts.append((epoch, self.next_offset))
+
+    def _boundary(self) -> None:
+        if self.on_boundary is not None and not self._txn_open:
+            self.on_boundary()
 
     # ------------------------------------------------------------------ files
 
