@@ -15,12 +15,13 @@ SECURITY_PROTOCOLS: Mapping[int, str] = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAI
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A listener. ``security_protocol`` is the record's id (brokers accept unknown ids)."""
+    """A listener. ``security_protocol`` is the protocol id, None for an id Kafka does not know
+    (brokers accept it, as ``SecurityProtocol.forId`` gives null)."""
 
     name: str
     host: str
     port: int
-    security_protocol: int
+    security_protocol: int | None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "host": self.host, "port": self.port, "securityProtocol": self.security_protocol}
@@ -44,7 +45,15 @@ class VersionRange:
 
 def _listeners(endpoints: Iterable[Mapping[str, Any]]) -> tuple[Endpoint, ...]:
     """Listener map as a tuple sorted by name; a later endpoint with the same name wins."""
-    by_name = {e["name"]: Endpoint(e["name"], e["host"], e["port"], e["securityProtocol"]) for e in endpoints}
+    by_name = {
+        e["name"]: Endpoint(
+            e["name"],
+            e["host"],
+            e["port"],
+            e["securityProtocol"] if e["securityProtocol"] in SECURITY_PROTOCOLS else None,
+        )
+        for e in endpoints
+    }
     return tuple(by_name[name] for name in sorted(by_name))
 
 

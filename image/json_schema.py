@@ -40,7 +40,7 @@ class EndPointJson(_Strict):
     name: str
     host: str
     port: int
-    securityProtocol: int
+    securityProtocol: int | None
 
 
 class SupportedFeatureJson(_Strict):

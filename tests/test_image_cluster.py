@@ -154,8 +154,12 @@ def test_controller_registration() -> None:
         replay_to(log.records)
 
 
-def test_broker_accepts_unknown_security_protocol() -> None:
+def test_broker_accepts_unknown_security_protocol_as_null() -> None:
     endpoint = {"name": "X", "host": "h", "port": 1, "securityProtocol": 9}
     log = LogBuilder()
     log.batch(register_broker(1, 1, endpoints=[endpoint]))
-    assert replay_to(log.records).cluster.broker(1).listeners == (Endpoint("X", "h", 1, 9),)
+    image = replay_to(log.records)
+    assert image.cluster.broker(1).listeners == (Endpoint("X", "h", 1, None),)
+    assert image.to_json()["brokers"][0]["endPoints"] == [
+        {"name": "X", "host": "h", "port": 1, "securityProtocol": None}
+    ]
