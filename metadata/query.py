@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 from pyspark.sql import functions as F
 
-from metadata.lake import Lake
+from metadata.lake import Lake, LakeState
+from metadata.log import LogRecord
 
 
 class SnapshotInfo(BaseModel):
@@ -85,3 +86,51 @@ def dump(lake: Lake, from_offset: int | None = None, to_offset: int | None = Non
                          "payload").orderBy("offset").toLocalIterator():
         yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["t"] or "UNKNOWN",
                          version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
+
+
+class SnapshotId(BaseModel):
+    """A snapshot stored in the lake."""
+
+    end_offset: int
+    epoch: int
+    kind: str
+    last_contained_timestamp: int | None
+
+
+def _log_record(r, offset_column: str = "offset") -> LogRecord:
+    return LogRecord(offset=r[offset_column], batch_base_offset=r["batch_base_offset"],
+                     batch_last_offset=r["batch_last_offset"], epoch=r["batch_leader_epoch"], timestamp=r["timestamp"],
+                     type=r["type"], version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {},
+                     control_type=r["control_type"], is_transactional=bool(r["is_transactional"]),
+                     producer_id=r["producer_id"], producer_epoch=r["producer_epoch"], source_file=r["source_file"])
+
+
+def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | None = None,
+                state: LakeState | None = None) -> Iterator[LogRecord]:
+    """Committed log records in offset order, streamed to the driver (for the reference engine)."""
+    rows = lake.table("records", state)
+    if from_offset is not None:
+        rows = rows.where(F.col("offset") >= from_offset)
+    if to_offset is not None:
+        rows = rows.where(F.col("offset") <= to_offset)
+    for r in rows.orderBy("offset").toLocalIterator():
+        yield _log_record(r)
+
+
+def snapshot_ids(lake: Lake, state: LakeState | None = None) -> list[SnapshotId]:
+    """Snapshots in the lake (``bootstrap.checkpoint`` included, kind ``bootstrap``), by end offset."""
+    rows = (lake.table("snapshots", state).groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+            .agg(F.max("last_contained_timestamp").alias("ts")).orderBy("snapshot_end_offset", "snapshot_epoch")
+            .collect())
+    return [SnapshotId(end_offset=r[0], epoch=r[1], kind=r[2], last_contained_timestamp=r[3]) for r in rows]
+
+
+def snapshot_records(lake: Lake, end_offset: int, epoch: int, state: LakeState | None = None) -> list[LogRecord]:
+    """The records of one stored snapshot in file order (``offset`` = position inside the snapshot)."""
+    rows = (lake.table("snapshots", state).where((F.col("snapshot_end_offset") == end_offset)
+                                                 & (F.col("snapshot_epoch") == epoch))
+            .withColumn("batch_base_offset", F.col("position"))
+            .withColumn("batch_last_offset", F.col("position"))
+            .withColumn("is_transactional", F.lit(False)).withColumn("producer_id", F.lit(-1).cast("long"))
+            .withColumn("producer_epoch", F.lit(-1)).orderBy("position").collect())
+    return [_log_record(r, "position") for r in rows]
