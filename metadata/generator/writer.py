@@ -19,7 +19,7 @@ from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_control_record, encode_metadata_value
 
 LINGER_MS = 25
-MAX_RECORDS_PER_BATCH = 10_000  # QuorumController.MAX_RECORDS_PER_BATCH
+MAX_RECORDS_PER_BATCH = 10_000  # QuorumController.MAX_RECORDS_PER_BATCH: records per append of an operation
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 RECORD_OVERHEAD = 8  # generous estimate of the per-record framing, for the size limit only
 
@@ -104,7 +104,7 @@ class LogWriter:
 
     def end_op(self) -> None:
         """End an operation; if it overflowed the open batch, the records before it form their own batch."""
-        if (len(self._pending) > MAX_RECORDS_PER_BATCH or self._pending_bytes > MAX_BATCH_BYTES) and self._op_start:
+        if self._pending_bytes > MAX_BATCH_BYTES and self._op_start:
             head, tail = self._pending[:self._op_start], self._pending[self._op_start:]
             self._pending = head
             self.flush()
@@ -116,6 +116,11 @@ class LogWriter:
     def add(self, type_name: str, version: int, data: dict[str, Any]) -> int:
         """Append a metadata record to the open batch; returns its offset."""
         value = encode_metadata_value(type_name, version, data) if type_name != "NO_OP_RECORD" else self._noop_value
+        if (self._pending_bytes > MAX_BATCH_BYTES // 2
+                and (len(self._pending) - self._op_start) % MAX_RECORDS_PER_BATCH == 0):
+            # a huge non-atomic operation is appended in chunks of 10,000 records; a chunk that no
+            # longer fits starts a new batch
+            self.flush()
         if not self._pending:
             self._pending_time = self._op_time
         self._pending.append((None, value))
