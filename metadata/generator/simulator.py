@@ -12,6 +12,19 @@ is unfenced, its followers rejoin ISRs; a reassignment's adding replicas catch u
 re-created...). The controller writes a NoOpRecord every ``noop_interval_ms`` (Kafka's
 ``metadata.max.idle.interval.ms`` task is periodic, idle or not) and runs the leader-imbalance
 check 300 s after leaders moved. After the last churn event the pending follow-ups are drained.
+
+Known differences from a real 3.9 controller (deliberate simplifications):
+
+* Large CreateTopics results (more than ``TXN_RECORD_THRESHOLD`` records, and every ``bulk_create``)
+  are written as a metadata transaction ``Begin("CreateTopics") … End`` spread over batches of
+  ``TXN_CHUNK`` records; Kafka 3.9/4.0 writes CreateTopics atomically and uses transactions only for
+  the bootstrap (and ZK migration). The log shape is one Kafka's loader handles (KIP-868). Aborted
+  transactions come from a controller failover in the middle of such a transaction.
+* Replica placement is a rack-less striped round robin over active brokers (fenced ones last); all
+  brokers have rack null.
+* Never generated: unclean elections / leader recovery, ELR, offline log directories, client quotas,
+  ACLs, SCRAM credentials, delegation tokens, KRaft voter changes (static quorum, kraft.version 0),
+  metadata.version changes.
 """
 
 from __future__ import annotations
