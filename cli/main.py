@@ -104,11 +104,12 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
              snapshot_at: Annotated[int | None, typer.Option(help="Also write a snapshot at about this offset.")] = None,
              noop_interval_ms: Annotated[int, typer.Option(help="NoOp interval of the idle controller.")] = 500,
              compression: Annotated[str, typer.Option(help="none, gzip, snappy, lz4 or zstd.")] = "none",
+             segment_bytes: Annotated[int, typer.Option(help="Roll segments at about this size.")] = 1 << 20,
              as_json: JsonOpt = False) -> None:
     """Write a deterministic, real-format metadata log of a simulated cluster."""
     from metadata.generator import generate as run
     report = run(seed, brokers, topics, partitions, churn, out_dir, replication_factor=rf, snapshot_at=snapshot_at,
-                 noop_interval_ms=noop_interval_ms, compression=compression)
+                 noop_interval_ms=noop_interval_ms, compression=compression, segment_bytes=segment_bytes)
     if as_json:
         print_json(report)
         return

@@ -12,11 +12,13 @@ import json
 import mmap
 import os
 import re
+import struct
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from crc32c import crc32c
 from pydantic import BaseModel
 
 from metadata.codec.batch import (ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER_SIZE, LOG_OVERHEAD, _PREFIX,
@@ -176,9 +178,14 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
                               file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
                 raise err
-            issues.append(Issue(file=file, severity="error", position=pos, offset=base_offset,
-                                message=err.message + "; cannot resynchronise, rest of file skipped"))
-            break
+            pos = _skip_to_next_batch(buf, pos, end, file, err.message, issues)
+            continue
+        if batch_end > end and _next_batch(buf, pos + 1, end) is not None:  # not a torn tail: bad bytes
+            message = f"batch length {batch_length} overruns the file, yet valid batches follow"
+            if not options.allow_gaps:
+                raise DecodeError(message, file=file, position=pos, offset=base_offset)
+            pos = _skip_to_next_batch(buf, pos, end, file, message, issues)
+            continue
         if batch_end > end:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
                                 message=f"truncated last batch: {end - pos} of {batch_end - pos} byte(s) "
@@ -191,9 +198,7 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
             located = exc.located(file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
                 raise located from None
-            issues.append(Issue(file=file, severity="error", position=pos, offset=base_offset,
-                                message=located.message + "; batch skipped (--allow-gaps)"))
-            pos = batch_end
+            pos = _skip_to_next_batch(buf, pos, end, file, f"offset {base_offset}: {located.message}", issues)
             continue
         last_offset = base_offset + header[6]
         if expected is not None and base_offset != expected:
@@ -205,6 +210,29 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
         expected, epoch = last_offset + 1, max(epoch, header[2])
         yield from rows
         pos = batch_end
+
+
+def _next_batch(buf: bytes, pos: int, end: int) -> int | None:
+    """The first position ≥ ``pos`` where a whole batch with magic 2 and a valid CRC starts."""
+    view = memoryview(buf)
+    while pos + HEADER_SIZE <= end:
+        if buf[pos + 16] == 2:
+            _, batch_length = _PREFIX.unpack_from(buf, pos)
+            stop = pos + LOG_OVERHEAD + batch_length
+            if batch_length >= HEADER_SIZE - LOG_OVERHEAD and stop <= end and \
+                    crc32c(view[pos + 21:stop]) == struct.unpack_from(">I", buf, pos + 17)[0]:
+                return pos
+        pos += 1
+    return None
+
+
+def _skip_to_next_batch(buf: bytes, pos: int, end: int, file: str, why: str, issues: list[Issue]) -> int:
+    """``--allow-gaps``: report the bad bytes at ``pos`` and resume at the next valid batch (or the end)."""
+    resume = _next_batch(buf, pos + 1, end)
+    stop = end if resume is None else resume
+    issues.append(Issue(file=file, severity="error", position=pos,
+                        message=f"{why}; skipped bytes {pos}..{stop} ({stop - pos} bytes) under --allow-gaps"))
+    return stop
 
 
 def _batch_rows(buf: bytes, pos: int, end: int, header: tuple, file: str, options: ReadOptions) -> Iterator[Row]:
@@ -243,9 +271,9 @@ def _batch_rows(buf: bytes, pos: int, end: int, header: tuple, file: str, option
 
 _KV = re.compile(r"(\w+): (\S+)")
 _TIME = re.compile(r"(?:CreateTime|LogAppendTime|NO_TIMESTAMP_TYPE): (-?\d+)")
-_CONTROL_JSON = re.compile(r"\s(SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) (\{.*\})\s*$")
+_CONTROL_JSON = re.compile(r"\s(LeaderChange|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters):? (\{.*\})\s*$")
 _CONTROL_TYPE = re.compile(r"controlType: (\w+)\((\d+)\)")
-_CONTROL_NAMES = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
+_CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
                   "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
 _TYPE_KEYS = {record_type_name(s.name): s.key for s in metadata_specs().values()}
 
@@ -255,8 +283,9 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
     (``"log"``, or ``"snapshot:<end>:<epoch>"`` / ``"bootstrap"`` for dumped checkpoint files).
 
     Batch lines give offsets, epochs, producer fields and times; record lines give payloads
-    (with or without ``--skip-record-metadata``). Control records other than snapshot
-    header/footer and KRaft version/voters carry no body in the text, so their ``data`` is empty.
+    (with or without ``--skip-record-metadata``). Control records whose body the text does not show
+    (LeaderChange before Kafka 4.x) get empty ``data``; under ``--skip-record-metadata`` control
+    records are blank lines, so their type is ``UNKNOWN``.
     """
     section = "log"
     batch: dict[str, Any] | None = None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import struct
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 from metadata.codec.primitives import read_uvarint, uuid_from_str, uuid_to_str, uvarint
@@ -161,10 +160,16 @@ def _struct_reader(fields: tuple[FieldSpec, ...], version: int, what: str) -> Re
     return read_struct
 
 
-@cache
+_READERS: dict[tuple[str, int], Reader] = {}
+_WRITERS: dict[tuple[str, int], Writer] = {}
+
+
 def body_reader(spec: MessageSpec, version: int) -> Reader:
     """The compiled reader of ``spec`` at ``version`` (highest known layout for newer versions)."""
-    return _struct_reader(spec.fields, version, spec.name)
+    reader = _READERS.get((spec.name, version))
+    if reader is None:
+        reader = _READERS[(spec.name, version)] = _struct_reader(spec.fields, version, spec.name)
+    return reader
 
 
 def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None) -> dict[str, Any]:
@@ -252,10 +257,12 @@ def _struct_writer(fields: tuple[FieldSpec, ...], version: int) -> Writer:
     return write_struct
 
 
-@cache
 def body_writer(spec: MessageSpec, version: int) -> Writer:
     """The compiled writer of ``spec`` at ``version``."""
-    return _struct_writer(spec.fields, version)
+    writer = _WRITERS.get((spec.name, version))
+    if writer is None:
+        writer = _WRITERS[(spec.name, version)] = _struct_writer(spec.fields, version)
+    return writer
 
 
 def encode_body(spec: MessageSpec, version: int, data: dict[str, Any]) -> bytes:

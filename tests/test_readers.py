@@ -1,0 +1,191 @@
+"""Readers: directory discovery, damaged files, unknown records, snapshots, kafka-dump-log text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from metadata.codec.batch import encode_batch
+from metadata.codec.records import encode_metadata_value
+from metadata.errors import DecodeError, UnknownRecordError
+from metadata.readers import (InputKind, Issue, ReadOptions, decode_path, discover, iter_file_rows,
+                              iter_segment_rows, plan_ranges)
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+SEGMENT = SAMPLE / "__cluster_metadata-0" / "00000000000000000000.log"
+KAFKA = ROOT / "tests" / "fixtures" / "kafka"
+
+
+def _batch_bounds(buf: bytes, count: int) -> list[int]:
+    pos, bounds = 0, [0]
+    for _ in range(count):
+        pos += 12 + struct.unpack_from(">i", buf, pos + 8)[0]
+        bounds.append(pos)
+    return bounds
+
+
+def _rows(buf: bytes, options: ReadOptions | None = None) -> tuple[list, list[Issue]]:
+    issues: list[Issue] = []
+    return list(iter_segment_rows(buf, "seg.log", issues, options or ReadOptions())), issues
+
+
+def test_discover_reads_segments_and_snapshots_in_order_and_ignores_the_rest(tmp_path):
+    d = tmp_path / "__cluster_metadata-0"
+    shutil.copytree(SAMPLE / "__cluster_metadata-0", d)
+    for junk in ("00000000000000000000.index", "00000000000000000000.timeindex", "00000000000000003012.snapshot",
+                 "00000000000000003012-0000000008-123.checkpoint.part", "quorum-state", ".lock"):
+        (d / junk).write_bytes(b"junk")
+    files = discover(tmp_path)
+    assert [f.kind for f in files] == [InputKind.SNAPSHOT] + [InputKind.SEGMENT] * 4
+    assert [f.base_offset for f in files[1:]] == sorted(f.base_offset for f in files[1:])
+    assert (files[0].end_offset, files[0].epoch) == (3012, 8)
+    assert discover(d) == files
+
+
+def test_sample_decodes_to_the_generator_report():
+    report = json.loads((SAMPLE / "generate-report.json").read_text())
+    rows = [r for r in decode_path(SAMPLE) if r["section"] == "log"]
+    assert len(rows) == report["total_records"]
+    assert [r["offset"] for r in rows] == list(range(report["first_offset"], report["last_offset"] + 1))
+    by_type: dict[str, int] = {}
+    for r in rows:
+        if r["type"]:
+            by_type[r["type"]] = by_type.get(r["type"], 0) + 1
+    assert by_type == report["by_type"]
+
+
+def test_a_flipped_bit_anywhere_in_a_batch_is_caught():
+    whole = SEGMENT.read_bytes()
+    bounds = _batch_bounds(whole, 4)
+    clean, _ = _rows(whole[:bounds[4]])
+    lo, hi = bounds[1], bounds[2]  # flip every bit of the second batch
+    for byte in range(lo, hi):
+        for bit in range(8):
+            damaged = bytearray(whole[:bounds[4]])
+            damaged[byte] ^= 1 << bit
+            try:
+                rows, issues = _rows(bytes(damaged))
+            except DecodeError as exc:
+                assert exc.file == "seg.log" and exc.position is not None, exc
+                continue
+            assert issues, f"flip of byte {byte} bit {bit} went unnoticed"
+            assert rows != clean or any("epoch" in i.message or "offset" in i.message for i in issues)
+
+
+def test_crc_mismatch_names_file_position_and_base_offset_and_allow_gaps_skips_it():
+    whole = SEGMENT.read_bytes()
+    bounds = _batch_bounds(whole, 3)
+    damaged = bytearray(whole)
+    damaged[bounds[1] + 70] ^= 0xFF
+    base_offset = struct.unpack_from(">q", whole, bounds[1])[0]
+    with pytest.raises(DecodeError) as info:
+        _rows(bytes(damaged))
+    assert "CRC mismatch" in str(info.value)
+    assert (info.value.file, info.value.position, info.value.offset) == ("seg.log", bounds[1], base_offset)
+    rows, issues = _rows(bytes(damaged), ReadOptions(allow_gaps=True))
+    clean, _ = _rows(whole)
+    missing = {r[0] for r in clean} - {r[0] for r in rows}
+    assert missing == {r[0] for r in clean if r[1] == base_offset}
+    assert any(i.severity == "error" and i.position == bounds[1] for i in issues)
+
+
+def test_garbage_in_the_middle_is_an_error_and_allow_gaps_resynchronises():
+    whole = SEGMENT.read_bytes()
+    bounds = _batch_bounds(whole, 3)
+    damaged = whole[:bounds[2]] + bytes(range(1, 40)) + whole[bounds[2]:]
+    with pytest.raises(DecodeError) as info:
+        _rows(damaged)
+    assert info.value.position == bounds[2]
+    rows, issues = _rows(damaged, ReadOptions(allow_gaps=True))
+    clean, _ = _rows(whole)
+    assert [r[0] for r in rows] == [r[0] for r in clean]
+    assert any("skipped bytes" in i.message and i.position == bounds[2] for i in issues)
+
+
+def test_truncated_last_batch_is_reported_and_the_prefix_kept():
+    whole = SEGMENT.read_bytes()
+    bounds = _batch_bounds(whole, 5)
+    rows, issues = _rows(whole[:bounds[5] - 7])
+    clean, _ = _rows(whole[:bounds[4]])
+    assert rows == clean
+    assert len(issues) == 1 and "truncated last batch" in issues[0].message and issues[0].position == bounds[4]
+
+
+def test_zero_filled_tail_ends_the_data():
+    whole = SEGMENT.read_bytes()
+    bounds = _batch_bounds(whole, 2)
+    rows, issues = _rows(whole[:bounds[2]] + bytes(8192))
+    assert len(rows) == len(_rows(whole[:bounds[2]])[0]) and "zero-filled" in issues[0].message
+
+
+def _segment_with(values: list[bytes]) -> bytes:
+    return b"".join(encode_batch(i, [(None, v)], leader_epoch=1, timestamp=1000 + i) for i, v in enumerate(values))
+
+
+def test_unknown_record_type_names_file_and_offset_or_is_kept_raw(tmp_path):
+    noop = encode_metadata_value("NO_OP_RECORD", 0, {})
+    unknown = bytes.fromhex("01" "63" "00" "00")  # apiKey 99
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(_segment_with([noop, unknown, noop]))
+    with pytest.raises(UnknownRecordError) as info:
+        list(decode_path(path))
+    assert info.value.offset == 1 and info.value.file == str(path)
+    assert "Unknown metadata id 99" in str(info.value) and str(path) in str(info.value)
+    f = discover(path)[0]
+    rows = [r for _, r in iter_file_rows(f, [], ReadOptions(skip_unknown=True))]
+    assert rows[1][10] is None and rows[1][11] == 99 and rows[1][14] == unknown
+
+
+def test_non_consecutive_offsets_are_reported():
+    noop = encode_metadata_value("NO_OP_RECORD", 0, {})
+    buf = encode_batch(0, [(None, noop)], leader_epoch=1, timestamp=1) + \
+        encode_batch(5, [(None, noop)], leader_epoch=1, timestamp=2)
+    rows, issues = _rows(buf)
+    assert [r[0] for r in rows] == [0, 5] and "expected 1, batch starts at 5" in issues[0].message
+
+
+def test_snapshot_must_start_with_a_header(tmp_path):
+    path = tmp_path / "00000000000000000010-0000000001.checkpoint"
+    path.write_bytes(_segment_with([encode_metadata_value("NO_OP_RECORD", 0, {})]))
+    with pytest.raises(DecodeError, match="snapshot header"):
+        list(decode_path(path))
+
+
+def test_sample_snapshot_has_header_and_footer():
+    snapshot = next(f for f in discover(SAMPLE) if f.kind is InputKind.SNAPSHOT)
+    issues: list[Issue] = []
+    rows = [r for _, r in iter_file_rows(snapshot, issues, ReadOptions())]
+    assert rows[0][9] == "SNAPSHOT_HEADER" and rows[-1][9] == "SNAPSHOT_FOOTER" and not issues
+    assert rows[1][10] == "FEATURE_LEVEL_RECORD"
+
+
+def test_byte_ranges_cover_a_segment_exactly():
+    f = discover(SEGMENT)[0]
+    ranges = plan_ranges(f, 20_000)
+    assert len(ranges) > 3 and ranges[0][0] == 0 and ranges[-1][1] is None
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    pieces = [r for start, end in ranges for _, r in iter_file_rows(f, [], ReadOptions(), start, end)]
+    assert pieces == [r for _, r in iter_file_rows(f, [], ReadOptions())]
+
+
+KAFKA_SCENARIOS = sorted(p for p in KAFKA.glob("*/*") if (p / "dump-log.txt").is_file())
+
+
+@pytest.mark.parametrize("scenario", KAFKA_SCENARIOS, ids=lambda p: f"{p.parent.name}-{p.name}")
+@pytest.mark.parametrize("dump", ["dump-log.txt", "dump-log-skip-metadata.txt"])
+def test_dump_log_text_reads_like_the_binary_log(scenario, dump):
+    """Kafka's own kafka-dump-log rendering gives the same records as our binary decoder."""
+    binary = [r for r in decode_path(scenario / "__cluster_metadata-0") if r["section"] == "log"]
+    text = list(decode_path(scenario / dump))
+    assert [r["offset"] for r in text] == [r["offset"] for r in binary]
+    for ours, theirs in zip(binary, text):
+        assert (ours["type"], ours["timestamp"]) == (theirs["type"], theirs["timestamp"]), ours["offset"]
+        if ours["control_type"] and dump == "dump-log.txt":
+            assert (ours["control_type"], ours["data"]) == (theirs["control_type"], theirs["data"]), ours["offset"]
+        if ours["type"]:
+            assert (ours["version"], ours["data"]) == (theirs["version"], theirs["data"]), ours["offset"]
