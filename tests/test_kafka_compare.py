@@ -135,7 +135,7 @@ def test_decoder_matches_kafka_dump_log(fixture):
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_replay_matches_kafka_images(fixture):
     replay_to = _require("image.replay", "replay_to")
-    res = oracle_steps(fixture, with_end=True)
+    res = oracle_steps(fixture)
     names = [s["name"] for s in load_views(fixture)["steps"]] + ["end-of-log"]
     md = meta_dir(fixture)
     failures = []
@@ -152,7 +152,7 @@ def test_local_changes_match_kafka(fixture):
     local_changes_json = _require("replica.local_changes", "local_changes_json")
     _require("metadata.readers", "decode_path")
     records = _engine_records(meta_dir(fixture))
-    res = oracle_steps(fixture, with_end=True)
+    res = oracle_steps(fixture)
     failures = []
     for expected in res["changes"]:
         actual = _as_dict(local_changes_json(records, expected["fromOffset"], expected["toOffset"],

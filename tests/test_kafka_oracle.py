@@ -31,7 +31,7 @@ def test_oracle_images_match_recorded_views(fixture):
     views = load_views(fixture)
     res = oracle_steps(fixture)
     assert res["warnings"] == [], f"oracle warnings: {res['warnings']}"
-    assert len(res["images"]) == len(views["steps"])
+    assert len(res["images"]) == len(views["steps"]) + 1  # + the end of the log
     problems = []
     for step, img in zip(views["steps"], res["images"]):
         assert img["offset"] == step["offset"], (step["name"], img["offset"], step["offset"])
@@ -100,9 +100,11 @@ def test_committed_dump_log_is_kafkas_output(fixture):
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_metadata_shell_agrees_with_oracle_final_image(fixture):
-    res = oracle_steps(fixture, with_end=True)
+    res = oracle_steps(fixture)
     final = res["images"][-1]
     segs = tools.segment_files(meta_dir(fixture))
+    if len(segs) != 1:
+        pytest.skip("the metadata shell reads one file; this fixture has several segments")
     out = tools.metadata_shell(dist_for(fixture_version(fixture)), segs[-1], ["tree", "/image/topics/byName"])
     shell = parse_shell_tree(out)
     assert sorted(shell) == [t["name"] for t in final["topics"]]
@@ -117,7 +119,12 @@ def test_metadata_shell_agrees_with_oracle_final_image(fixture):
             continue
         for sk, ok in (("replicas", "replicas"), ("isr", "isr"), ("leader", "leader"), ("leaderEpoch", "leaderEpoch"),
                        ("partitionEpoch", "partitionEpoch"), ("removingReplicas", "removingReplicas"),
-                       ("addingReplicas", "addingReplicas"), ("directories", "directories")):
+                       ("addingReplicas", "addingReplicas"), ("directories", "directories"),
+                       ("elr", "eligibleLeaderReplicas"), ("lastKnownElr", "lastKnownElr")):
             if s.get(sk) != p[ok]:
                 problems.append(f"{p['topic']}-{p['partitionId']} {sk}: shell {s.get(sk)} != oracle {p[ok]}")
+        lrs = {"RECOVERED": 0, "RECOVERING": 1}.get(s.get("leaderRecoveryState"))
+        if lrs != p["leaderRecoveryState"]:
+            problems.append(f"{p['topic']}-{p['partitionId']} leaderRecoveryState: shell "
+                            f"{s.get('leaderRecoveryState')} != oracle {p['leaderRecoveryState']}")
     assert not problems, "\n".join(problems)

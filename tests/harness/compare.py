@@ -226,7 +226,9 @@ def parse_dump_log(text: str) -> Iterator[dict]:
         if rest.startswith("payload: "):
             payload = json.loads(rest[len("payload: "):])
             rec["type"], rec["version"], rec["data"] = payload.get("type"), payload.get("version"), payload.get("data")
-        else:
+        elif rest.startswith("controlType: "):  # 3.x: "controlType: LEADER_CHANGE(2)", no body
+            rec["control_type"] = rest[len("controlType: "):].split("(")[0].strip()
+        else:  # 4.x: "LeaderChange: {...}", "KRaftVersion {...}", "SnapshotHeader {...}", ...
             label, _, js = rest.partition(" ")
             label = label.rstrip(":")
             rec["control_type"] = CONTROL_LABELS.get(label, label.upper())

@@ -126,7 +126,7 @@ def ensure_kafka(version: str, *, verbose: bool = False, timeout: float = 900) -
     tmp_lib = home / "lib.tmp"
     shutil.rmtree(tmp_lib, ignore_errors=True)
     cmd = [
-        mvn, "-B", "-q" if not verbose else "-B",
+        mvn, "-B", *([] if verbose else ["-q"]),
         f"-Dmaven.repo.local={cache_root() / 'm2'}",
         "-f", str(home / "pom.xml"),
         "dependency:copy-dependencies",

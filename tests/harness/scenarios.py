@@ -119,6 +119,8 @@ def full_isr(view: dict, topics: list[str] | None = None) -> bool:
             continue
         for p in t["partitions"]:
             want = [r for r in p["replicas"] if r in alive]
+            if not want:
+                continue  # offline partition: KRaft keeps the last ISR member (or moves it to the ELR)
             if sorted(p["isr"]) != sorted(want):
                 return False
     return True
@@ -320,8 +322,8 @@ SCENARIOS: dict[str, tuple[Callable[[ScenarioRun], None], dict]] = {
 
 # Force frequent metadata snapshots (``.checkpoint`` files) in the scenarios that ask for them.
 SNAPSHOT_PROPS = {
-    "metadata.log.max.snapshot.interval.ms": "5000",
-    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    "metadata.log.max.snapshot.interval.ms": "12000",
+    "metadata.log.max.record.bytes.between.snapshots": "16384",
 }
 ACL_PROPS = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -338,6 +340,9 @@ def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool |
     spec = ClusterSpec(brokers=1 if comb else nb, combined=comb, quorum=quorum)
     if opts.get("older_mv"):
         spec.release_version = OLDER_MV.get(dist.major)
+        if dist.major == 3 and quorum == "dynamic":
+            # 3.9's dynamic quorum (kraft.version 1) needs metadata.version 3.9-IV0: use static voters
+            spec.quorum = "static"
     props: dict[str, str] = {}
     if opts.get("snapshots") if snapshots is None else snapshots:
         props.update(SNAPSHOT_PROPS)

@@ -57,14 +57,13 @@ def last_offset(fixture: Path) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def oracle_steps(fixture: Path, with_end: bool = False) -> dict:
-    """Kafka's own images at every recorded step offset (plus the log end if ``with_end``) and the local
-    changes of every broker between consecutive ones."""
+def oracle_steps(fixture: Path) -> dict:
+    """Kafka's own images at every recorded step offset plus, last, at the end of the log, and the local
+    changes of every broker between consecutive ones (one oracle run per fixture and session)."""
     from .oracle import steps
     views = load_views(fixture)
     offsets = [s["offset"] for s in views["steps"]]
-    if with_end:
-        offsets.append(max(offsets[-1], last_offset(fixture)))
+    offsets.append(max(offsets[-1], last_offset(fixture)))
     return steps(dist_for(fixture_version(fixture)), meta_dir(fixture), offsets)
 
 
