@@ -108,7 +108,15 @@ class TypedTable:
                 value = F.col("_d").getField(f.json_name)
                 default = _default(f, t)
                 if default is not None:
-                    value = F.coalesce(value, default)
+                    filled = F.coalesce(value, default)
+                    if f.nullable.low <= f.nullable.high:
+                        # a regular nullable field is always in the payload: its JSON null is a value
+                        # (ConfigRecord.Value null = delete, RegisterBrokerRecord.Rack null = no rack)
+                        present = F.col("version").between(f.nullable.low, f.nullable.high)
+                        if f.tagged.low <= f.tagged.high:
+                            present &= ~F.col("version").between(f.tagged.low, f.tagged.high)
+                        filled = F.when(present, value).otherwise(filled)
+                    value = filled
                 value = F.when(F.col("type") == spec.type_name, value)
                 exprs[column] = value if column not in exprs else F.coalesce(exprs[column], value)
         extra = [F.col(c) for c in rows.columns if c in ("snapshot_end_offset", "snapshot_epoch", "position")]
