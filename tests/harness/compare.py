@@ -67,7 +67,8 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
     Compared: topic names and ids; per partition leader, leader epoch, replicas, ISR; broker ids, fencing
     (when the view knows it), host/port/rack; dynamic topic and broker configs (including the cluster
     default ``""``); finalized features except ``kraft.version`` (a raft control-record feature that is
-    not part of the metadata image); in-flight reassignments (adding/removing replicas); ACLs if recorded.
+    not part of the metadata image); in-flight reassignments (adding/removing replicas); ACLs and SCRAM
+    credentials (user, mechanism, iterations) if recorded.
     """
     d: list[str] = []
     vt = {n: t["topicId"] for n, t in view["topics"].items()}
@@ -138,6 +139,13 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
                 sorted(vr[key]["removingReplicas"]) != sorted(ir[key]["removingReplicas"]):
             d.append(f"reassignment {key}: view {vr[key]} != image adding {ir[key]['addingReplicas']} "
                      f"removing {ir[key]['removingReplicas']}")
+    if "scram" in view:
+        isc: dict[str, list] = {}
+        for c in img["scram"]:
+            isc.setdefault(c["name"], []).append([c["mechanism"], c["iterations"]])
+        isc = {k: sorted(v) for k, v in sorted(isc.items())}
+        if isc != view["scram"]:
+            d.append(f"scram: view {view['scram']} != image {isc}")
     if "acls" in view:
         ia = sorted(({k: v for k, v in a.items() if k != "id"} for a in img["acls"]),
                     key=lambda x: tuple(str(v) for v in x.values()))

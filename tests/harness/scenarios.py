@@ -188,8 +188,8 @@ def scenario_basic(run: ScenarioRun) -> None:
     run.step("recreate-topic", "re-create alpha (2 partitions, RF3, new topic id)",
              check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]))
     if run.with_acls:
-        from kafka.admin import ACL, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType, \
-            ACLResourcePatternType
+        from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, \
+            ResourcePatternFilter, ResourceType, ACLResourcePatternType
         acls = [ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
                     ResourcePattern(ResourceType.TOPIC, "beta", ACLResourcePatternType.LITERAL)),
                 ACL("User:bob", "127.0.0.1", ACLOperation.WRITE, ACLPermissionType.DENY,
@@ -200,9 +200,44 @@ def scenario_basic(run: ScenarioRun) -> None:
                               "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"])
         run.step("acls-and-quotas", "two ACLs (literal allow, prefixed deny) and client quotas for user alice",
                  check=lambda v: len(v.get("acls", [])) == 2)
+        from kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+        for batch in ([UserScramCredentialUpsertion("alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", iterations=4096),
+                       UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", iterations=8192)],
+                      [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_256, "bob-secret2", iterations=4096)]):
+            res = run.admin.alter_user_scram_credentials(batch)  # one alteration per user and request
+            if any(e for e in res.values()):
+                raise RuntimeError(f"SCRAM upsert failed: {res}")
+        _produce_idempotent(run, "beta")
+        run.step("scram-and-producer-ids", "SCRAM credentials for alice (SHA-256) and bob (SHA-256, SHA-512); "
+                 "an idempotent producer writes to beta (producer id block allocation)",
+                 check=lambda v: len(v.get("scram", {}).get("bob", [])) == 2)
+        res = run.admin.alter_user_scram_credentials([UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)])
+        if any(e for e in res.values()):
+            raise RuntimeError(f"SCRAM delete failed: {res}")
+        run.admin.delete_acls([ACLFilter(principal="User:bob", host=None, operation=ACLOperation.ANY,
+                                         permission_type=ACLPermissionType.ANY,
+                                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                                                ACLResourcePatternType.ANY))])
+        tools.config_command(run.dist, run.cluster.bootstrap_servers(),
+                             ["--entity-type", "users", "--entity-name", "alice", "--alter",
+                              "--delete-config", "consumer_byte_rate"])
+        run.step("remove-acl-scram-quota", "delete bob's ACL, bob's SCRAM-SHA-512 credential and alice's "
+                 "consumer_byte_rate quota",
+                 check=lambda v: len(v.get("acls", [])) == 1 and len(v.get("scram", {}).get("bob", [])) == 1)
     _maybe_upgrade_features(run)
     time.sleep(4)
     run.step("idle", "4 s without changes (NoOp records every 500 ms)")
+
+
+def _produce_idempotent(run: ScenarioRun, topic: str) -> None:
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=run.cluster.bootstrap_servers(), enable_idempotence=True, acks="all",
+                      client_id="kraft-replay-harness-producer", request_timeout_ms=15000)
+    try:
+        p.send(topic, b"hello").get(timeout=30)
+        p.flush(timeout=30)
+    finally:
+        p.close(timeout=10)
 
 
 def _maybe_upgrade_features(run: ScenarioRun) -> None:
@@ -278,6 +313,16 @@ def scenario_reassign(run: ScenarioRun) -> None:
     run.elect_preferred()
     run.step("elect-preferred-2", "preferred leader election after the restart",
              check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)))
+    run.reassign({("r1", 0): [1, 2], ("r1", 1): [1, 2], ("r1", 3): [2, 1]})
+    run.wait_no_reassignments()
+    run.step("drain-broker-3", "move every replica off broker 3",
+             check=lambda v: all(3 not in p["replicas"] for t in v["topics"].values() for p in t["partitions"])
+             and full_isr(v))
+    run.stop_broker(3)
+    tools.run_java(run.dist, "org.apache.kafka.tools.ClusterTool",
+                   ["unregister", "--bootstrap-server", run.cluster.bootstrap_servers(), "--id", "3"])
+    run.step("unregister-broker-3", "stop broker 3 and unregister it (org.apache.kafka.tools.ClusterTool)",
+             check=lambda v: 3 not in {b["id"] for b in v["cluster"]["brokers"]})
     time.sleep(3)
     run.step("idle", "3 s without changes")
 

@@ -32,11 +32,19 @@ def dump_log(dist: KafkaDist, files: list[Path], *, skip_record_metadata: bool =
     return run_java(dist, DUMP_LOG_CLASS, args, cwd=cwd, timeout=timeout).stdout
 
 
-def metadata_shell(dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 120) -> str:
+def metadata_shell(dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 120,
+                   attempts: int = 4) -> str:
     """Run the metadata shell non-interactively (``--snapshot <file> <command...>``), e.g. ``["tree", "/"]``.
 
-    The shell reads a snapshot (``.checkpoint``) or a log segment (``.log``) file."""
-    return run_java(dist, SHELL_CLASS, ["--snapshot", str(snapshot_or_segment), *command], timeout=timeout).stdout
+    The shell reads a snapshot (``.checkpoint``) or a log segment (``.log``) file.  Its non-interactive mode
+    can run the command before its loader has published the image (observed with 4.1.1: empty output), so
+    an empty answer is retried."""
+    out = ""
+    for _ in range(attempts):
+        out = run_java(dist, SHELL_CLASS, ["--snapshot", str(snapshot_or_segment), *command], timeout=timeout).stdout
+        if out.strip():
+            break
+    return out
 
 
 def config_command(dist: KafkaDist, bootstrap: str, args: list[str], timeout: float = 120) -> str:

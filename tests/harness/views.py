@@ -156,7 +156,20 @@ def collect_view(cluster, *, with_acls: bool = False) -> dict:
     }
     if with_acls:
         view["acls"] = _acls(admin)
+        view["scram"] = _scram(admin)
     return view
+
+
+def _scram(admin) -> dict:
+    """{user: [[mechanism name as in the image ("SCRAM-SHA-256"), iterations], ...]} (sorted)."""
+    out = {}
+    for user, d in (admin.describe_user_scram_credentials() or {}).items():
+        if d.get("error"):
+            continue
+        infos = sorted([c["mechanism"].name.replace("_", "-"), c["iterations"]] for c in d["credential_infos"])
+        if infos:
+            out[user] = infos
+    return dict(sorted(out.items()))
 
 
 def settle_and_record(cluster, *, check: Callable[[dict], bool] | None = None, timeout: float = 90,
