@@ -1,4 +1,4 @@
-"""Ingest: decode inputs on Spark in parallel, stage them, then MERGE into the Delta lake.
+"""Ingest: decode inputs on Spark in parallel, stage them, then append what is new to the Delta lake.
 
 1. Discover the input files and cut large segments into byte ranges at batch boundaries.
 2. Decode on Spark: one task per file or range (``mapInArrow`` over :func:`decode_to_arrow`);
@@ -6,9 +6,10 @@
    The driver only collects issues and small aggregates, never the records.
 3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
    ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. ``MERGE`` the staged records into ``records`` and each typed table, and the staged
-   snapshot records into ``snapshots`` (insert-if-absent on the key, so re-runs add nothing),
-   then commit the new table versions in ``_ingests`` (see :mod:`metadata.lake`).
+4. Append to ``records`` and each typed table only the staged records whose offset the
+   committed ``records`` lacks, and to ``snapshots`` only snapshots (end offset, epoch) not yet
+   stored (offset-filtered appends: re-runs add nothing), then commit the new table versions in
+   ``_ingests`` (see :mod:`metadata.lake`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
-from delta.tables import DeltaTable
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -81,7 +81,8 @@ def plan(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[t
     for path in paths:
         for f in discover(path):
             tasks.extend((f, start, end) for start, end in plan_ranges(f, split_bytes))
-    return tasks
+    unique = {(f.path, start, end): (f, start, end) for f, start, end in tasks}  # a file named twice is read once
+    return list(unique.values())
 
 
 def _stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
@@ -92,13 +93,11 @@ def _stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], 
     return spark.read.parquet(staging)
 
 
-def _merge(lake: Lake, name: str, source: DataFrame, keys: Sequence[str], lo: int, hi: int) -> int:
-    """Insert the rows of ``source`` whose key is not in table ``name``; returns rows inserted."""
-    target = DeltaTable.forPath(lake.spark, lake.path(name))
-    cond = " AND ".join(f"t.{k} <=> s.{k}" for k in keys) + f" AND t.{keys[0]} BETWEEN {lo} AND {hi}"
-    target.alias("t").merge(source.alias("s"), cond).whenNotMatchedInsertAll().execute()
-    metrics = target.history(1).select("operationMetrics").first()[0] or {}
-    return int(metrics.get("numTargetRowsInserted", 0))
+def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType) -> int:
+    """Append ``rows`` to table ``name`` (one Delta commit); returns its new version."""
+    rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta").mode("append") \
+        .save(lake.path(name))
+    return lake.current_version(name)
 
 
 def _check_conflicts(log: DataFrame) -> None:
@@ -132,17 +131,19 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
             raise IngestError(fatal[0] + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
         records = staged.where("issue_severity IS NULL")
         log = records.where("snapshot_end_offset IS NULL")
-        _check_conflicts(log)
-        # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
-        pick = Window.partitionBy("offset").orderBy(F.length(F.coalesce("payload", F.lit(""))).desc(), "source_file")
-        log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
-        stats = log.agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-                        F.sum(F.col("is_control").cast("long")).alias("control")).first()
-        by_type = {r["type"]: r["count"] for r in log.where("type IS NOT NULL").groupBy("type").count().collect()}
+        spans, by_type, stats = _summarise(log)
+        if any(b["lo"] <= a["hi"] for a, b in zip(spans, spans[1:])):  # inputs overlap: check, then dedupe
+            _check_conflicts(log)
+            # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
+            pick = Window.partitionBy("offset").orderBy(F.length(F.coalesce("payload", F.lit(""))).desc(),
+                                                        "source_file")
+            log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
+            _, by_type, stats = _summarise(log)
         with spark_progress(spark, "writing Delta tables", enabled=progress):
             state = lake.prepare()
             added, snap_added, snapshots = _write(lake, state, log, records, stats, by_type)
-        gaps = _file_gaps(log) if stats["n"] else []
+        gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
+                for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
         hwm = max(state.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
         lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(), inputs=[str(p) for p in paths],
                               records_added=added, snapshots_added=len(snapshots), high_water_mark=hwm,
@@ -158,45 +159,59 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
         skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started)
 
 
-def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, stats, by_type: dict[str, int]
+def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, stats: dict, by_type: dict[str, int]
            ) -> tuple[int, int, list[str]]:
+    """Offset-filtered appends: only records (and snapshots) the committed state lacks are written."""
     added = 0
     if stats["n"]:
-        lo, hi = stats["lo"], stats["hi"]
-        added = _merge(lake, "records", log.select(*RECORDS_SCHEMA.names), ["offset"], lo, hi)
-        state.versions["records"] = lake.current_version("records")
-        def merge_typed(name: str) -> tuple[str, int]:
-            _merge(lake, name, typed_rows(name, log), ["offset"], lo, hi)
-            return name, lake.current_version(name)
-        wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
-        with ThreadPoolExecutor(4) as pool:  # one commit per table; tables are independent
-            state.versions.update(pool.map(merge_typed, wanted))
+        stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
+        fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
+        added = fresh.count()
+        if added:
+            state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)
+            wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
+            with ThreadPoolExecutor(4) as pool:  # one commit per table; tables are independent
+                state.versions.update(pool.map(
+                    lambda n: (n, _append(lake, n, typed_rows(n, fresh), TYPED_TABLES[n].schema())), wanted))
+        fresh.unpersist()
     snaps = records.where("snapshot_end_offset IS NOT NULL")
-    ids = [(r[0], r[1]) for r in snaps.select("snapshot_end_offset", "snapshot_epoch").distinct().collect()]
+    stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
+                  .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()}
+    ids = sorted((r[0], r[1]) for r in snaps.select("snapshot_end_offset", "snapshot_epoch").distinct().collect())
+    new_ids = [i for i in ids if i not in stored_ids]
     snap_added = 0
-    if ids:
+    if new_ids:
+        snaps = snaps.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in new_ids))
         header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
                   .select("snapshot_end_offset", "snapshot_epoch",
                           F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
                           .alias("last_contained_timestamp")))
-        rows = (snaps.join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
+        rows = (snaps.drop("position").withColumnRenamed("offset", "position")
+                .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
                 .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
                             .otherwise("snapshot"))
-                .select(*[F.col("offset").alias("position") if c == "position" else F.col(c)
-                          for c in SNAPSHOTS_SCHEMA.names]))
-        lo = min(i[0] for i in ids)
-        hi = max(i[0] for i in ids)
-        snap_added = _merge(lake, "snapshots", rows, ["snapshot_end_offset", "snapshot_epoch", "position"], lo, hi)
-        state.versions["snapshots"] = lake.current_version("snapshots")
-    return added, snap_added, [f"{e:020d}-{p:010d}" for e, p in sorted(ids)]
+                .dropDuplicates(["snapshot_end_offset", "snapshot_epoch", "position"]).persist())
+        snap_added = rows.count()
+        state.versions["snapshots"] = _append(lake, "snapshots", rows, SNAPSHOTS_SCHEMA)
+        rows.unpersist()
+    return added, snap_added, [f"{e:020d}-{p:010d}" for e, p in new_ids]
 
 
-def _file_gaps(log: DataFrame) -> list[str]:
-    """Non-consecutive offsets between input files (within a file the reader reports them)."""
-    spans = (log.groupBy("source_file").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
-             .orderBy("lo").collect())
-    return [f"non-consecutive offsets: {a['source_file']} ends at {a['hi']}, {b['source_file']} starts at {b['lo']}"
-            for a, b in zip(spans, spans[1:]) if b["lo"] != a["hi"] + 1]
+def _summarise(log: DataFrame) -> tuple[list[dict], dict[str, int], dict]:
+    """One small aggregation: per-file offset spans (by first offset), counts by type, totals."""
+    rows = (log.groupBy("source_file", "type", "is_control")
+            .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
+    files: dict[str, dict] = {}
+    for r in rows:
+        span = files.setdefault(r["source_file"], {"file": r["source_file"], "lo": r["lo"], "hi": r["hi"]})
+        span["lo"], span["hi"] = min(span["lo"], r["lo"]), max(span["hi"], r["hi"])
+    by_type: dict[str, int] = {}
+    for r in rows:
+        if r["type"] is not None:
+            by_type[r["type"]] = by_type.get(r["type"], 0) + r["n"]
+    stats = {"n": sum(r["n"] for r in rows), "control": sum(r["n"] for r in rows if r["is_control"]),
+             "lo": min((r["lo"] for r in rows), default=None), "hi": max((r["hi"] for r in rows), default=None)}
+    return sorted(files.values(), key=lambda f: (f["lo"], f["hi"])), by_type, stats
 
 
 def _now() -> dt.datetime:

@@ -1,19 +1,18 @@
 """The Delta lake: table locations, the commit log readers trust, and recovery.
 
-Atomicity scheme. Every table is a standard Delta table under ``<lake>/<name>``. An ingest
-writes each table with one Delta commit, then appends one row to ``<lake>/_ingests`` naming the
-Delta version of every table it produced and the log high-water mark. Readers read every table
+Atomicity scheme. Every table is a standard Delta table under ``<lake>/<name>``, created by its
+first write. An ingest writes each table with one Delta commit, then appends one row to
+``<lake>/_ingests`` naming the Delta version of every table it produced and the log high-water mark. Readers read every table
 *at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
 ingest become visible together, and a run that dies half-way is invisible. The next ingest
-first restores any table whose latest version is beyond the recorded one (``RESTORE``), then
-writes again: repeating or resuming never duplicates rows.
+first restores any table whose latest version is beyond the recorded one (``RESTORE``) and
+removes tables no commit names, then writes again: repeating or resuming never duplicates rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 
 from delta.tables import DeltaTable
@@ -92,34 +91,48 @@ class Lake:
         return LakeState(**row[0].asDict(recursive=True))
 
     def table(self, name: str, state: LakeState | None = None) -> DataFrame:
-        """Table ``name`` as of the committed state (time travel to the recorded version)."""
+        """Table ``name`` as of the committed state (time travel to the recorded version); a table no
+        ingest has written yet reads as empty."""
         state = state or self.state()
+        schemas = table_schemas()
+        if name not in schemas:
+            raise LakeError(f"a kraft-replay lake has no table {name!r}")
         if name not in state.versions:
-            raise LakeError(f"lake at {self.uri} has no table {name!r}")
+            return self.spark.createDataFrame([], schemas[name])
         return (self.spark.read.format("delta").option("versionAsOf", state.versions[name])
                 .load(self.path(name)))
 
-    def current_version(self, name: str) -> int:
-        return DeltaTable.forPath(self.spark, self.path(name)).history(1).select("version").first()[0]
+    def _fs(self, path: str):
+        jvm = self.spark.sparkContext._jvm
+        hpath = jvm.org.apache.hadoop.fs.Path(path)
+        return hpath.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), hpath
+
+    def current_version(self, name: str) -> int | None:
+        """Latest Delta version of table ``name`` from its ``_delta_log`` listing (no Spark job); None if absent."""
+        fs, log = self._fs(f"{self.path(name)}/_delta_log")
+        if not fs.exists(log):
+            return None
+        versions = [int(st.getPath().getName()[:20]) for st in fs.listStatus(log)
+                    if st.getPath().getName().endswith(".json") and st.getPath().getName()[:20].isdigit()]
+        return max(versions) if versions else None
 
     def prepare(self) -> LakeState:
-        """Create the lake if needed, undo the commits of an interrupted ingest; the state to build on."""
+        """The committed state to build on, after undoing what an interrupted ingest left behind:
+        tables it created are removed, tables it appended to are restored to their committed version.
+        Tables are created by their first write, so a new lake starts with none."""
         if not self.exists():
-            def create(item: tuple[str, T.StructType]) -> tuple[str, int]:
-                DeltaTable.createIfNotExists(self.spark).location(self.path(item[0])).addColumns(item[1]).execute()
-                return item[0], self.current_version(item[0])
-            with ThreadPoolExecutor(4) as pool:  # independent tables: commit them concurrently
-                versions = dict(pool.map(create, table_schemas().items()))
             state = LakeState(seq=0, run_id="init", committed_at=dt.datetime.now(dt.timezone.utc), inputs=[],
-                              records_added=0, snapshots_added=0, high_water_mark=-1, versions=versions)
-            self.commit(state)
-            return state
-        state = self.state()
-        for name, schema in table_schemas().items():
-            if name not in state.versions:  # a table added by a newer kraft-replay
-                DeltaTable.createIfNotExists(self.spark).location(self.path(name)).addColumns(schema).execute()
-                state.versions[name] = self.current_version(name)
-            elif self.current_version(name) > state.versions[name]:
+                              records_added=0, snapshots_added=0, high_water_mark=-1, versions={})
+        else:
+            state = self.state()
+        for name in table_schemas():
+            current = self.current_version(name)
+            if current is None:
+                state.versions.pop(name, None)
+            elif name not in state.versions:
+                fs, path = self._fs(self.path(name))
+                fs.delete(path, True)
+            elif current > state.versions[name]:
                 DeltaTable.forPath(self.spark, self.path(name)).restoreToVersion(state.versions[name])
                 state.versions[name] = self.current_version(name)
         return state

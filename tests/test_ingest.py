@@ -1,0 +1,163 @@
+"""Ingest into Delta: counts, idempotence, increments, atomic failure, dump-log text, CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from metadata.ingest import IngestError, ingest
+from metadata.lake import Lake
+from metadata.query import dump, log_info
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+REPORT = json.loads((SAMPLE / "generate-report.json").read_text())
+KAFKA_BASIC = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "basic"
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def sample_lake(spark, tmp_path_factory):
+    location = str(tmp_path_factory.mktemp("lake") / "sample")
+    report = ingest([str(SAMPLE)], location, spark=spark, progress=False)
+    return Lake(location, spark), report
+
+
+def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
+    lake, report = sample_lake
+    info = log_info(lake)
+    assert info.records == REPORT["metadata_records"]
+    assert info.control_records == REPORT["control_records"]
+    assert info.by_type == REPORT["by_type"]
+    assert (info.first_offset, info.last_offset) == (REPORT["first_offset"], REPORT["last_offset"])
+    assert (info.first_timestamp, info.last_timestamp) == (REPORT["first_timestamp"], REPORT["last_timestamp"])
+    assert info.missing_offsets == 0
+    snap = REPORT["snapshots"][0]
+    assert [(s.end_offset, s.epoch, s.records) for s in info.snapshots] == \
+        [(snap["end_offset"], snap["epoch"], snap["records"])]
+    assert report.records_added == REPORT["total_records"]
+
+
+def test_typed_tables_hold_every_record_with_defaults_applied(sample_lake):
+    lake, _ = sample_lake
+    changes = lake.table("partition_changes")
+    assert changes.count() == REPORT["by_type"]["PARTITION_CHANGE_RECORD"]
+    # an ISR-only change keeps leader = -2 ("no change") and null replicas ("unchanged")
+    isr_only = changes.where("isr IS NOT NULL AND leader = -2 AND replicas IS NULL").count()
+    assert isr_only > 0
+    assert lake.table("topics").count() == REPORT["by_type"]["TOPIC_RECORD"]
+    brokers = lake.table("broker_changes")
+    assert brokers.count() == REPORT["by_type"].get("BROKER_REGISTRATION_CHANGE_RECORD", 0) + \
+        REPORT["by_type"].get("UNREGISTER_BROKER_RECORD", 0)
+    assert set(r[0] for r in lake.table("transaction_markers").select("type").distinct().collect()) == \
+        {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+
+
+def test_reingest_adds_nothing(sample_lake, spark):
+    lake, _ = sample_lake
+    before = lake.state()
+    again = ingest([str(SAMPLE)], lake.uri, spark=spark, progress=False)
+    assert again.records_added == 0 and again.snapshot_records_added == 0
+    after = lake.state()
+    assert after.seq == before.seq + 1 and after.versions == before.versions
+    assert lake.table("records").count() == REPORT["total_records"]
+
+
+def test_dump_selects_offsets_and_types(sample_lake):
+    lake, _ = sample_lake
+    rows = list(dump(lake, 100, 200, ["PARTITION_CHANGE_RECORD"]))
+    assert rows and all(100 <= r.offset <= 200 and r.type == "PARTITION_CHANGE_RECORD" for r in rows)
+    assert all("partitionId" in r.data and "topicId" in r.data for r in rows)
+
+
+def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_valid(spark, tmp_path):
+    log_dir = SAMPLE / "__cluster_metadata-0"
+    segments = sorted(log_dir.glob("*.log"))
+    location = str(tmp_path / "lake")
+    # the snapshot and the segments after it: a valid history without the offsets before the snapshot
+    first = ingest([str(s) for s in segments[2:]] + [str(next(log_dir.glob("*.checkpoint")))], location,
+                   spark=spark, progress=False)
+    assert first.first_offset == int(segments[2].stem)
+    second = ingest([str(log_dir)], location, spark=spark, progress=False)
+    assert second.records_added == REPORT["total_records"] - first.records_added
+    assert second.snapshot_records_added == 0
+    assert Lake(location, spark).table("records").count() == REPORT["total_records"]
+
+
+def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, spark, tmp_path):
+    lake, _ = sample_lake
+    damaged_dir = tmp_path / "__cluster_metadata-0"
+    shutil.copytree(SAMPLE / "__cluster_metadata-0", damaged_dir)
+    last = sorted(damaged_dir.glob("*.log"))[-1]
+    raw = bytearray(last.read_bytes())
+    raw[200] ^= 0x10
+    last.write_bytes(bytes(raw))
+    before = lake.state()
+    with pytest.raises(IngestError, match=rf"{last.name}.*byte \d+, offset \d+: CRC mismatch"):
+        ingest([str(damaged_dir)], lake.uri, spark=spark, progress=False)
+    assert lake.state() == before
+
+
+def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark, tmp_path, monkeypatch):
+    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
+    location = str(tmp_path / "lake")
+    ingest([str(segments[0])], location, spark=spark, progress=False)
+    lake = Lake(location, spark)
+    before = lake.state()
+
+    def crash(self, state):
+        raise RuntimeError("killed before the commit")
+    monkeypatch.setattr(Lake, "commit", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        ingest([str(segments[1])], location, spark=spark, progress=False)
+    monkeypatch.undo()
+    assert lake.state() == before
+    assert lake.current_version("records") > before.versions["records"]  # the torn write is on disk ...
+    assert lake.table("records").count() == before.high_water_mark + 1  # ... but nobody reads it
+    rerun = ingest([str(segments[0]), str(segments[1])], location, spark=spark, progress=False)
+    assert rerun.records_added == int(segments[2].stem) - int(segments[1].stem)
+    records = lake.table("records")
+    assert records.count() == records.select("offset").distinct().count() == int(segments[2].stem)
+
+
+@pytest.mark.skipif(not KAFKA_BASIC.is_dir(), reason="real-Kafka fixture not present")
+def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tmp_path):
+    binary = ingest([str(KAFKA_BASIC / "__cluster_metadata-0")], str(tmp_path / "bin"), spark=spark, progress=False)
+    text = ingest([str(KAFKA_BASIC / "dump-log.txt")], str(tmp_path / "txt"), spark=spark, progress=False)
+    assert (text.records_decoded, text.by_type, text.control_records) == \
+        (binary.records_decoded, binary.by_type, binary.control_records)
+    cols = ["offset", "batch_base_offset", "batch_last_offset", "batch_leader_epoch", "timestamp", "type", "version",
+            "payload", "control_type"]
+    a = Lake(str(tmp_path / "bin"), spark).table("records").select(*cols)
+    b = Lake(str(tmp_path / "txt"), spark).table("records").select(*cols)
+    assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+
+
+def test_cli_ingest_log_info_and_dump(sample_lake, tmp_path):
+    lake, _ = sample_lake
+    runner = CliRunner()
+    info = runner.invoke(app, ["log-info", "--lake", lake.uri, "--json"])
+    assert info.exit_code == 0, info.output
+    data = json.loads(info.stdout)
+    assert {k: data[k] for k in ("first_offset", "last_offset", "records", "control_records")} == {
+        "first_offset": REPORT["first_offset"], "last_offset": REPORT["last_offset"],
+        "records": REPORT["metadata_records"], "control_records": REPORT["control_records"]}
+    assert data["by_type"] == REPORT["by_type"] and data["snapshots"]
+    out = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40", "--json"])
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    assert lines and set(lines[0]) == {"offset", "timestamp", "type", "version", "data"}
+    assert all(10 <= x["offset"] <= 40 for x in lines)
+    bad = tmp_path / "00000000000000000000.log"
+    bad.write_bytes(b"\x00" * 17 + b"garbage that is not a batch at all" * 3)
+    res = runner.invoke(app, ["ingest", str(bad), "--lake", str(tmp_path / "new-lake")])
+    assert res.exit_code == 1
+    assert res.stderr.count("\n") == 1 and "error:" in res.stderr and str(bad) in res.stderr
+    missing = runner.invoke(app, ["log-info", "--lake", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 1 and "no kraft-replay lake" in missing.stderr
