@@ -186,6 +186,7 @@ def test_dump_log_text_reads_like_the_binary_log(scenario, dump):
     for ours, theirs in zip(binary, text):
         assert (ours["type"], ours["timestamp"]) == (theirs["type"], theirs["timestamp"]), ours["offset"]
         if ours["control_type"] and dump == "dump-log.txt":
-            assert (ours["control_type"], ours["data"]) == (theirs["control_type"], theirs["data"]), ours["offset"]
+            assert ours["control_type"] == theirs["control_type"], ours["offset"]
+            assert theirs["data"] in ({}, ours["data"]), ours["offset"]  # 3.x prints no LeaderChange body
         if ours["type"]:
             assert (ours["version"], ours["data"]) == (theirs["version"], theirs["data"]), ours["offset"]
