@@ -122,3 +122,21 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
 
 if __name__ == "__main__":
     app()
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
+
+
+@app.command()
+@handles_errors
+def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to create.")] = "./lake",
+         sample: Annotated[Path, typer.Option(help="Log to use.")] = SAMPLE) -> None:
+    """The main job on the embedded sample: ingest it, summarise it, dump records."""
+    if not sample.exists():
+        raise FileNotFoundError(f"{sample}: sample log not found (run from a source checkout or pass --sample)")
+    out.rule(f"kraft-replay ingest {sample} --lake {lake_location}")
+    ingest([sample], lake_location)
+    out.rule(f"kraft-replay log-info --lake {lake_location}")
+    log_info(lake_location)
+    out.rule(f"kraft-replay dump --lake {lake_location} --from-offset 3 --to-offset 12")
+    dump(lake_location, 3, 12, None, False, False)
