@@ -19,7 +19,13 @@ import json
 import pytest
 
 from tests.harness import compare, tools
-from tests.harness.testing import all_fixtures, fixture_id, load_views, meta_dir, oracle_steps
+from tests.harness.testing import (
+    all_fixtures,
+    fixture_id,
+    load_views,
+    meta_dir,
+    oracle_steps,
+)
 
 pytestmark = pytest.mark.kafka
 

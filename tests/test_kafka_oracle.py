@@ -9,11 +9,21 @@ image must agree with Kafka's metadata shell.
 """
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.harness import compare, oracle, tools
-from tests.harness.testing import (all_fixtures, dist_for, fixture_id, fixture_version, load_views, meta_dir,
-                                   oracle_steps, parse_shell_tree)
+from tests.harness.testing import (
+    all_fixtures,
+    dist_for,
+    fixture_id,
+    fixture_version,
+    load_views,
+    meta_dir,
+    oracle_steps,
+    parse_shell_tree,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -49,7 +59,7 @@ def test_oracle_local_changes_cover_view_transitions(fixture):
         by_pair[(c["fromOffset"], c["toOffset"], c["broker"])] = c
     missing = []
     checked = 0
-    for prev, cur in zip(views, views[1:]):
+    for prev, cur in itertools.pairwise(views):
         brokers = {b["brokerId"] for img in res["images"] if img["offset"] in (prev["offset"], cur["offset"])
                    for b in img["brokers"]}
         for b in sorted(brokers):

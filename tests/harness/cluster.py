@@ -25,16 +25,17 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Self
 
 from .kafka_dist import KafkaDist, java_bin
 
 LOOPBACK = "127.0.0.1"
 CONTROLLER_ID = 0
 
-_LIVE: "weakref.WeakSet[KafkaCluster]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[KafkaCluster] = weakref.WeakSet()
 
 
 def _kill_all_live() -> None:
@@ -123,7 +124,7 @@ def run_java(dist: KafkaDist, main_class: str, args: list[str], *, timeout: floa
         logopts = write_log_configs(tmp, log_file=None, level=log_level)
         cp = os.pathsep.join([*(extra_cp or []), dist.classpath])
         cmd = [java_bin(), f"-Xmx{heap}", *JVM_OPTS, *logopts, *(extra_jvm or []), "-cp", cp, main_class, *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
                               input=input_text if input_text is not None else "",
                               preexec_fn=_pdeathsig, start_new_session=True, cwd=cwd)
         if check and proc.returncode != 0:
@@ -238,7 +239,7 @@ class KafkaCluster:
     def _props(self, n: Node) -> dict[str, str]:
         s = self.spec
         c = self.controller
-        listeners, names = [], []
+        listeners: list[str] = []
         if n.is_broker:
             listeners.append(f"PLAINTEXT://{LOOPBACK}:{n.broker_port}")
         if n.is_controller:
@@ -329,10 +330,10 @@ class KafkaCluster:
         logopts = write_log_configs(n.dir, log_file=n.log_file, level="INFO")
         cmd = [java_bin(), f"-Xmx{self.spec.heap}", *JVM_OPTS, *logopts,
                f"-Dkafka.logs.dir={n.dir}", "-cp", self.dist.classpath, "kafka.Kafka", str(cfg)]
-        out = open(n.dir / "stdout.log", "ab")
+        out = open(n.dir / "stdout.log", "ab")  # noqa: SIM115 (handed to the child, closed below)
         n.down_expected = False
         n.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  start_new_session=True, preexec_fn=_pdeathsig, cwd=n.dir)
+                                  start_new_session=True, preexec_fn=_pdeathsig, cwd=n.dir)  # noqa: PLW1509
         out.close()
         n.starts += 1
         if wait and n.is_broker:
@@ -402,7 +403,7 @@ class KafkaCluster:
         self._watchdog = None
         self.kill_all()
 
-    def __enter__(self) -> "KafkaCluster":
+    def __enter__(self) -> Self:
         try:
             self.start()
         except BaseException:
@@ -443,7 +444,7 @@ class KafkaCluster:
                     break
                 except KafkaConfigurationError:
                     raise
-                except Exception as e:  # broker still starting
+                except Exception as e:  # noqa: BLE001 (broker still starting)
                     last = e
                     time.sleep(0.5)
             else:
@@ -466,7 +467,7 @@ class KafkaCluster:
             try:
                 if cond():
                     return
-            except Exception as e:  # transient admin errors while nodes restart
+            except Exception as e:  # noqa: BLE001 (transient admin errors while nodes restart)
                 last_exc = e
                 self._reset_admin()
             time.sleep(interval)

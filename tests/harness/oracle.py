@@ -33,7 +33,7 @@ def compile_oracle(dist: KafkaDist) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
     proc = subprocess.run([java_bin("javac"), "-nowarn", "-encoding", "UTF-8", "--release", "17",
                            "-cp", dist.classpath, "-d", str(tmp), str(SOURCE)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise OracleError(f"javac KraftOracle.java against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
@@ -53,7 +53,7 @@ def run_oracle(dist: KafkaDist, args: list[str], *, timeout: float = 600, heap: 
         logopts = write_log_configs(tmp, log_file=None, level="ERROR")
         cmd = [java_bin(), f"-Xmx{heap}", *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
                *logopts, "-cp", os.pathsep.join([str(classes), dist.classpath]), "KraftOracle", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
                               preexec_fn=_pdeathsig, start_new_session=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -16,9 +16,9 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kafka import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
@@ -188,8 +188,16 @@ def scenario_basic(run: ScenarioRun) -> None:
     run.step("recreate-topic", "re-create alpha (2 partitions, RF3, new topic id)",
              check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]))
     if run.with_acls:
-        from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, \
-            ResourcePatternFilter, ResourceType, ACLResourcePatternType
+        from kafka.admin import (
+            ACL,
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            ResourcePattern,
+            ResourcePatternFilter,
+            ResourceType,
+        )
         acls = [ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
                     ResourcePattern(ResourceType.TOPIC, "beta", ACLResourcePatternType.LITERAL)),
                 ACL("User:bob", "127.0.0.1", ACLOperation.WRITE, ACLPermissionType.DENY,
@@ -200,7 +208,11 @@ def scenario_basic(run: ScenarioRun) -> None:
                               "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"])
         run.step("acls-and-quotas", "two ACLs (literal allow, prefixed deny) and client quotas for user alice",
                  check=lambda v: len(v.get("acls", [])) == 2)
-        from kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+        from kafka.admin import (
+            ScramMechanism,
+            UserScramCredentialDeletion,
+            UserScramCredentialUpsertion,
+        )
         for batch in ([UserScramCredentialUpsertion("alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", iterations=4096),
                        UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", iterations=8192)],
                       [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_256, "bob-secret2", iterations=4096)]):
@@ -379,7 +391,7 @@ OLDER_MV = {3: "3.8-IV0", 4: "4.0-IV3"}
 
 def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool | None,
                quorum: str, snapshots: bool | None) -> ClusterSpec:
-    fn, opts = SCENARIOS[name]
+    _, opts = SCENARIOS[name]
     comb = opts.get("combined", False) if combined is None else combined
     nb = brokers if brokers is not None else opts.get("brokers", 3)
     spec = ClusterSpec(brokers=1 if comb else nb, combined=comb, quorum=quorum)

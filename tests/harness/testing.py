@@ -20,7 +20,7 @@ def require_toolchain() -> None:
         pytest.skip(f"real-Kafka oracle needs {', '.join(missing)} on PATH")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dist_for(version: str):
     require_toolchain()
     from .kafka_dist import ensure_kafka
@@ -47,16 +47,16 @@ def fixture_version(fixture: Path) -> str:
     return json.loads((fixture / "meta.json").read_text())["kafkaVersion"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def last_offset(fixture: Path) -> int:
     """Offset of the last record in the fixture's segments (from Kafka's own dump-log text)."""
     last = -1
-    for m in re.finditer(r"^baseOffset: \d+ lastOffset: (\d+) ", (fixture / "dump-log.txt").read_text(), re.M):
+    for m in re.finditer(r"^baseOffset: \d+ lastOffset: (\d+) ", (fixture / "dump-log.txt").read_text(), re.MULTILINE):
         last = max(last, int(m.group(1)))
     return last
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def oracle_steps(fixture: Path) -> dict:
     """Kafka's own images at every recorded step offset plus, last, at the end of the log, and the local
     changes of every broker between consecutive ones (one oracle run per fixture and session)."""

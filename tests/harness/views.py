@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -117,13 +118,19 @@ def _features(admin) -> dict:
 
 def _acls(admin) -> list[dict]:
     try:
-        from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType, \
-            ACLResourcePatternType
+        from kafka.admin import (
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            ResourcePatternFilter,
+            ResourceType,
+        )
         flt = ACLFilter(principal=None, host=None, operation=ACLOperation.ANY,
                         permission_type=ACLPermissionType.ANY,
                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
-        acls, err = admin.describe_acls(flt)
-    except Exception:  # no authorizer configured
+        acls, _err = admin.describe_acls(flt)
+    except Exception:  # noqa: BLE001 (no authorizer configured)
         return []
     out = []
     for a in acls or []:
@@ -201,7 +208,7 @@ def settle_and_record(cluster, *, check: Callable[[dict], bool] | None = None, t
                 return {"offset": mq["highWatermark"] - 1, "highWatermark": mq["highWatermark"],
                         "quorumLeaderEpoch": mq["leaderEpoch"], "timeMs": int(time.time() * 1000), **mview}
             time.sleep(min_gap)
-        except Exception as e:  # transient errors while nodes restart
+        except Exception as e:  # noqa: BLE001 (transient errors while nodes restart)
             last_err = e
             cluster._reset_admin()
             hist.clear()
