@@ -1,0 +1,286 @@
+"""image.diff: hand-built image pairs (one diff covers every change kind) and a differential test
+against a plain-Python diff of reference-engine images of a generated log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from image.diff import diff_images
+from image.frames import SCHEMAS, ImageFrames
+from image.replay import replay_to
+from metadata.generator import generate
+from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+
+pytestmark = pytest.mark.spark
+
+
+def _image(offset: int, **parts: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "offset": offset, "epoch": 3, "timestamp": 1_700_000_000_000 + offset, "topics": [], "partitions": [],
+        "brokers": [], "controllers": [], "configs": [], "features": {"metadata.version": 21},
+        "producerIds": {"nextProducerId": -1}, "clientQuotas": [], "acls": [], "scram": [], "delegationTokens": []}
+    doc.update(parts)
+    return doc
+
+
+def _partition(topic: str, topic_id: str, pid: int, **fields: Any) -> dict[str, Any]:
+    row = {"topic": topic, "topicId": topic_id, "partitionId": pid, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+           "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 3,
+           "partitionEpoch": 5, "directories": ["d1", "d2", "d3"], "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    return {**row, **fields}
+
+
+def _endpoint(name: str, port: int, protocol: int | None = 0) -> dict[str, Any]:
+    return {"name": name, "host": "h", "port": port, "securityProtocol": protocol}
+
+
+def _broker(broker_id: int, **fields: Any) -> dict[str, Any]:
+    row = {"brokerId": broker_id, "brokerEpoch": 10, "incarnationId": f"inc-{broker_id}", "fenced": False,
+           "inControlledShutdown": False, "isMigratingZkBroker": False, "rack": None,
+           "endPoints": [_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 9092)],
+           "features": [{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 25}],
+           "logDirs": ["dir-a"]}
+    return {**row, **fields}
+
+
+def _config(rtype: str, rname: str, name: str, value: str) -> dict[str, Any]:
+    return {"resourceType": rtype, "resourceName": rname, "name": name, "value": value}
+
+
+def _scram(iterations: int) -> dict[str, Any]:
+    return {"mechanism": "SCRAM-SHA-256", "name": "alice", "salt": "c2FsdA==", "storedKey": "c3Q=",
+            "serverKey": "c2U=", "iterations": iterations}
+
+
+ACL = {"id": "acl-1", "resourceType": 2, "resourceName": "orders", "patternType": 3, "principal": "User:bob",
+       "host": "*", "operation": 3, "permissionType": 3}
+TOKEN = {"tokenId": "tok-1", "owner": "User:alice", "requester": "User:alice", "renewers": ["User:bob"],
+         "issueTimestamp": 1, "maxTimestamp": 3, "expirationTimestamp": 2}
+
+BEFORE = _image(
+    10,
+    topics=[{"name": "gone", "topicId": "G1"}, {"name": "old", "topicId": "O"}, {"name": "orders", "topicId": "A"},
+            {"name": "payments", "topicId": "P"}],
+    partitions=[_partition("gone", "G1", 0), _partition("old", "O", 0), _partition("orders", "A", 0),
+                _partition("orders", "A", 1), _partition("payments", "P", 0)],
+    brokers=[_broker(1), _broker(2, fenced=True), _broker(3), _broker(4), _broker(5), _broker(7)],
+    controllers=[{"controllerId": 3000, "incarnationId": "c", "zkMigrationReady": False, "endPoints": [],
+                  "features": []}],
+    configs=[_config("BROKER", "1", "x", "1"), _config("TOPIC", "orders", "cleanup.policy", "delete"),
+             _config("TOPIC", "orders", "retention.ms", "1000")],
+    features={"group.version": 1, "kraft.version": 0, "metadata.version": 21},
+    producerIds={"nextProducerId": 1000},
+    clientQuotas=[{"entity": {"user": None}, "key": "producer_byte_rate", "value": 1024.0}],
+    acls=[ACL],
+    scram=[_scram(4096)],
+)
+
+AFTER = _image(
+    20,
+    topics=[{"name": "gone", "topicId": "G2"}, {"name": "new", "topicId": "O"}, {"name": "orders", "topicId": "A"},
+            {"name": "payments", "topicId": "P"}],
+    partitions=[_partition("gone", "G2", 0), _partition("new", "O", 0),
+                _partition("orders", "A", 0, isr=[1, 2], partitionEpoch=6),
+                _partition("orders", "A", 1, replicas=[2, 1, 3], leader=2, leaderEpoch=4, partitionEpoch=6),
+                _partition("payments", "P", 0), _partition("payments", "P", 1)],
+    brokers=[_broker(1, rack="r1", endPoints=[_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 19092)]),
+             _broker(2), _broker(3, fenced=True), _broker(4, inControlledShutdown=True), _broker(6),
+             _broker(7, brokerEpoch=11, incarnationId="inc-7b",
+                     endPoints=[_endpoint("PLAINTEXT", 9092), _endpoint("EXTERNAL", 9093, None)])],
+    controllers=BEFORE["controllers"],
+    configs=[_config("BROKER", "1", "x", "1"), _config("TOPIC", "orders", "retention.ms", "2000"),
+             _config("TOPIC", "payments", "retention.ms", "1000")],
+    features={"kraft.version": 1, "metadata.version": 22, "transaction.version": 2},
+    producerIds={"nextProducerId": 2000},
+    clientQuotas=[{"entity": {"client-id": None, "user": "alice"}, "key": "producer_byte_rate", "value": 10.0},
+                  {"entity": {"user": None}, "key": "producer_byte_rate", "value": 2048.0}],
+    scram=[_scram(8192)],
+    delegationTokens=[TOKEN],
+)
+
+
+@pytest.fixture(scope="module")
+def pair(spark):
+    return diff_images(ImageFrames.from_json(spark, BEFORE), ImageFrames.from_json(spark, AFTER))
+
+
+@pytest.fixture(scope="module")
+def doc(pair) -> dict[str, Any]:
+    return pair.to_json()
+
+
+def _keys(entries: list[dict[str, Any]], *cols: str) -> list[tuple]:
+    return [tuple(e[c] for c in cols) for e in entries]
+
+
+def test_provenance_and_summary(doc):
+    assert doc["from"] == {"offset": 10, "epoch": 3, "timestamp": 1_700_000_000_010}
+    assert doc["to"] == {"offset": 20, "epoch": 3, "timestamp": 1_700_000_000_020}
+    assert list(doc)[:3] == ["from", "to", "summary"]
+    assert doc["summary"] == {
+        "topics": {"added": 1, "removed": 1, "changed": 1},
+        "partitions": {"added": 2, "removed": 1, "changed": 2},
+        "brokers": {"added": 1, "removed": 1, "changed": 5},
+        "controllers": {"added": 0, "removed": 0, "changed": 0},
+        "configs": {"added": 1, "removed": 1, "changed": 1},
+        "features": {"added": 1, "removed": 1, "changed": 2},
+        "producerIds": {"added": 0, "removed": 0, "changed": 1},
+        "clientQuotas": {"added": 1, "removed": 0, "changed": 1},
+        "acls": {"added": 0, "removed": 1, "changed": 0},
+        "scram": {"added": 0, "removed": 0, "changed": 1},
+        "delegationTokens": {"added": 1, "removed": 0, "changed": 0},
+    }
+    assert all(len(doc[s][c]) == n for s, counts in doc["summary"].items() for c, n in counts.items())
+
+
+def test_recreated_topic_is_delete_plus_create_and_rename_is_a_change(doc):
+    assert doc["topics"] == {
+        "added": [{"name": "gone", "topicId": "G2"}],
+        "removed": [{"name": "gone", "topicId": "G1"}],
+        "changed": [{"topicId": "O", "fields": ["name"], "before": {"name": "old"}, "after": {"name": "new"}}],
+    }
+    # the re-created topic's partitions go and come; a rename alone changes no partition
+    assert _keys(doc["partitions"]["added"], "topicId", "partitionId") == [("G2", 0), ("P", 1)]
+    assert doc["partitions"]["removed"] == [_partition("gone", "G1", 0)]
+    assert doc["partitions"]["added"][0] == _partition("gone", "G2", 0)
+
+
+def test_partition_changes_list_only_changed_fields(doc):
+    isr_only, moved = doc["partitions"]["changed"]
+    assert isr_only == {"topicId": "A", "partitionId": 0, "topic": "orders", "fields": ["isr", "partitionEpoch"],
+                        "before": {"isr": [1, 2, 3], "partitionEpoch": 5}, "after": {"isr": [1, 2], "partitionEpoch": 6}}
+    assert moved["partitionId"] == 1
+    assert moved["fields"] == ["replicas", "leader", "leaderEpoch", "partitionEpoch"]  # replica order matters
+    assert (moved["before"]["replicas"], moved["after"]["replicas"]) == ([1, 2, 3], [2, 1, 3])
+    assert (moved["before"]["leader"], moved["after"]["leader"]) == (1, 2)
+
+
+def test_broker_changes(doc):
+    brokers = doc["brokers"]
+    assert _keys(brokers["added"], "brokerId") == [(6,)] and brokers["added"][0] == _broker(6)
+    assert _keys(brokers["removed"], "brokerId") == [(5,)]
+    changed = {e["brokerId"]: e for e in brokers["changed"]}
+    assert list(changed) == [1, 2, 3, 4, 7]
+    assert changed[1]["fields"] == ["rack", "endPoints"]
+    assert changed[1]["before"]["rack"] is None and changed[1]["after"]["rack"] == "r1"
+    assert [e["port"] for e in changed[1]["after"]["endPoints"]] == [9093, 19092]
+    assert changed[1]["after"]["endPoints"][0]["securityProtocol"] is None
+    assert changed[2] == {"brokerId": 2, "fields": ["fenced"], "before": {"fenced": True}, "after": {"fenced": False}}
+    assert changed[3] == {"brokerId": 3, "fields": ["fenced"], "before": {"fenced": False}, "after": {"fenced": True}}
+    assert changed[4] == {"brokerId": 4, "fields": ["inControlledShutdown"], "before": {"inControlledShutdown": False},
+                          "after": {"inControlledShutdown": True}}
+    # re-registration: epoch and incarnation; endpoints only listed in another order are no change
+    assert changed[7] == {"brokerId": 7, "fields": ["brokerEpoch", "incarnationId"],
+                          "before": {"brokerEpoch": 10, "incarnationId": "inc-7"},
+                          "after": {"brokerEpoch": 11, "incarnationId": "inc-7b"}}
+
+
+def test_config_set_changed_deleted(doc):
+    assert doc["configs"] == {
+        "added": [_config("TOPIC", "payments", "retention.ms", "1000")],
+        "removed": [_config("TOPIC", "orders", "cleanup.policy", "delete")],
+        "changed": [{"resourceType": "TOPIC", "resourceName": "orders", "name": "retention.ms", "fields": ["value"],
+                     "before": {"value": "1000"}, "after": {"value": "2000"}}],
+    }
+
+
+def test_feature_changes_and_removal(doc):
+    assert doc["features"] == {
+        "added": [{"name": "transaction.version", "level": 2}],
+        "removed": [{"name": "group.version", "level": 1}],
+        "changed": [{"name": "kraft.version", "fields": ["level"], "before": {"level": 0}, "after": {"level": 1}},
+                    {"name": "metadata.version", "fields": ["level"], "before": {"level": 21},
+                     "after": {"level": 22}}],
+    }
+
+
+def test_other_parts(doc):
+    assert doc["controllers"] == {"added": [], "removed": [], "changed": []}
+    assert doc["producerIds"]["changed"] == [{"fields": ["nextProducerId"], "before": {"nextProducerId": 1000},
+                                              "after": {"nextProducerId": 2000}}]
+    # a null entity name is its own key (the default entity), sorted before any name
+    assert doc["clientQuotas"]["changed"] == [{"entity": {"user": None}, "key": "producer_byte_rate",
+                                               "fields": ["value"], "before": {"value": 1024.0},
+                                               "after": {"value": 2048.0}}]
+    assert doc["clientQuotas"]["added"] == [AFTER["clientQuotas"][0]]
+    assert doc["acls"]["removed"] == [ACL]
+    assert doc["scram"]["changed"] == [{"mechanism": "SCRAM-SHA-256", "name": "alice", "fields": ["iterations"],
+                                        "before": {"iterations": 4096}, "after": {"iterations": 8192}}]
+    assert doc["delegationTokens"]["added"] == [TOKEN]
+
+
+def test_summary_and_frames_agree_with_json(pair, doc):
+    assert pair.summary() == doc["summary"]
+    assert pair.sections["brokers"].changes.columns == ["brokerId", "change", "fields", "before", "after"]
+
+
+def test_identical_images_have_no_differences(spark):
+    frames = ImageFrames.from_json(spark, AFTER)
+    doc = diff_images(frames, frames).to_json()
+    assert all(v == {"added": 0, "removed": 0, "changed": 0} for v in doc["summary"].values())
+    assert doc["from"] == doc["to"]
+
+
+# --- differential: Spark diff vs a plain-Python diff of reference JSONs -----------------------------
+
+KEYS = {"topics": ("topicId",), "partitions": ("topicId", "partitionId"), "brokers": ("brokerId",),
+        "controllers": ("controllerId",), "configs": ("resourceType", "resourceName", "name"), "features": ("name",),
+        "producerIds": (), "clientQuotas": ("entity", "key"), "acls": ("id",), "scram": ("mechanism", "name"),
+        "delegationTokens": ("tokenId",)}
+CONTEXT = {"partitions": ("topic",)}
+
+
+def _sortable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, v is not None, v or "") for k, v in value.items()))
+    return value
+
+
+def python_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The diff JSON computed directly from two image JSONs."""
+    def rows(image: dict[str, Any], part: str) -> list[dict[str, Any]]:
+        if part == "features":
+            return [{"name": k, "level": v} for k, v in image["features"].items()]
+        return [image[part]] if part == "producerIds" else image[part]
+
+    doc: dict[str, Any] = {"from": {k: before[k] for k in ("offset", "epoch", "timestamp")},
+                           "to": {k: after[k] for k in ("offset", "epoch", "timestamp")}, "summary": {}}
+    def by_key(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+        return {tuple(_sortable(r[k]) for k in keys): r for r in rows}
+
+    for part, keys in KEYS.items():
+        old, new = by_key(rows(before, part), keys), by_key(rows(after, part), keys)
+        head = keys + CONTEXT.get(part, ())
+        values = [c for c in SCHEMAS[part].names if c not in head]
+        changed = []
+        for k in sorted(old.keys() & new.keys()):
+            fields = [c for c in values if old[k][c] != new[k][c]]
+            if fields:
+                changed.append({**{c: new[k][c] for c in head}, "fields": fields,
+                                "before": {c: old[k][c] for c in fields}, "after": {c: new[k][c] for c in fields}})
+        doc[part] = {"added": [new[k] for k in sorted(new.keys() - old.keys())],
+                     "removed": [old[k] for k in sorted(old.keys() - new.keys())], "changed": changed}
+        doc["summary"][part] = {c: len(v) for c, v in doc[part].items()}
+    return doc
+
+
+@pytest.fixture(scope="module")
+def generated_records(tmp_path_factory) -> list:
+    out = tmp_path_factory.mktemp("gen")
+    generate(11, 4, 6, 3, 250, out)
+    return [to_log_record(row, f.path) for f in discover(out / "__cluster_metadata-0")
+            for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
+
+
+def test_spark_diff_equals_python_diff_on_generated_log(spark, generated_records):
+    last = generated_records[-1].offset
+    before = replay_to(generated_records, last // 3).to_json()
+    after = replay_to(generated_records, last).to_json()
+    expected = python_diff(before, after)
+    assert sum(n for counts in expected["summary"].values() for n in counts.values()) > 20
+    assert {part for part, counts in expected["summary"].items() if any(counts.values())} >= {
+        "topics", "partitions", "brokers", "configs", "producerIds"}
+    actual = diff_images(ImageFrames.from_json(spark, before), ImageFrames.from_json(spark, after)).to_json()
+    assert actual == expected
