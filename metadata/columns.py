@@ -23,7 +23,6 @@ DECODED_SCHEMA = pa.schema([
     ("issue_severity", pa.string()), ("issue", pa.string()),
 ])
 
-_N_ROW = 16  # fields of a decoded row before the section/issue columns
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
@@ -39,47 +38,35 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int
     A fatal decode error is not raised here but emitted as an ``error`` issue row, so that a
     Spark task never dies with a Python traceback: the driver turns it into one clear error.
     """
-    cols: list[list] = [[] for _ in DECODED_SCHEMA]
-    names = DECODED_SCHEMA.names
-    source, payload_i, source_i = f.path, names.index("payload"), names.index("source_file")
+    rows: list[tuple] = []
+    source = f.path
 
     def flush() -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_arrays([pa.array(c, type=t.type) for c, t in zip(cols, DECODED_SCHEMA)],
-                                           schema=DECODED_SCHEMA)
-        for c in cols:
-            c.clear()
-        return batch
+        columns = list(zip(*rows))
+        rows.clear()
+        return pa.RecordBatch.from_arrays([pa.array(c, type=t.type) for c, t in zip(columns, DECODED_SCHEMA)],
+                                          schema=DECODED_SCHEMA)
 
     issues: list[Issue] = []
     try:
         for section, row in iter_file_rows(f, issues, options, start, end):
-            for i in range(_N_ROW):
-                cols[i].append(row[i])
-            cols[payload_i][-1] = _dumps(row[13]) if row[13] is not None else None
-            cols[source_i].append(source)
+            data = row[13]
             if section == "log":
-                cols[17].append(None)
-                cols[18].append(None)
+                snapshot: tuple = (None, None)
+            elif section == "bootstrap":
+                snapshot = (0, 0)
             else:
-                end, epoch = (0, 0) if section == "bootstrap" else map(int, section.split(":")[1:])
-                cols[17].append(end)
-                cols[18].append(epoch)
-            cols[19].append(None)
-            cols[20].append(None)
-            if len(cols[0]) >= batch_rows:
+                snapshot = tuple(map(int, section.split(":")[1:]))
+            rows.append(row[:13] + (("{}" if not data else _dumps(data)) if data is not None else None,
+                                    row[14], row[15], source) + snapshot + (None, None))
+            if len(rows) >= batch_rows:
                 yield flush()
     except Exception as exc:  # noqa: BLE001 — every failure becomes one reported error row
         issues.append(Issue(file=source, severity="fatal", message=str(exc) or type(exc).__name__))
-    if cols[0]:
+    if rows:
         yield flush()
-    for issue in issues:
-        row = [None] * len(names)
-        row[names.index("offset")] = None
-        row[source_i] = issue.file
-        row[names.index("position")] = issue.position
-        row[names.index("batch_base_offset")] = issue.offset
-        row[19], row[20] = issue.severity, str(issue)
-        for c, v in zip(cols, row):
-            c.append(v)
-    if cols[0]:
+    for issue in issues:  # issue rows: the offset column is null; batch_base_offset carries the issue's offset
+        rows.append((None, issue.offset) + (None,) * 13 + (issue.position, issue.file, None, None,
+                                                           issue.severity, str(issue)))
+    if rows:
         yield flush()
