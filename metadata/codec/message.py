@@ -80,8 +80,40 @@ def _primitive_reader(type_: str, name: str, nullable: bool) -> Reader:
     raise ValueError(f"unknown primitive type {type_}")
 
 
+def _packed_array_reader(type_: str, name: str, nullable: bool) -> Reader:
+    """Arrays of fixed-width elements (replicas, isr, directories…) in one unpack call."""
+    if type_ == "uuid":
+        size = 16
+
+        def convert(buf: bytes, pos: int, n: int) -> list:
+            return [uuid_to_str(buf[p:p + 16]) for p in range(pos, pos + 16 * n, 16)]
+    else:
+        size, code = _FIXED[type_].size, _FIXED[type_].format[-1]
+
+        def convert(buf: bytes, pos: int, n: int) -> list:
+            return list(struct.unpack_from(f">{n}{code}", buf, pos))
+
+    def read_packed(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+        n, pos = read_uvarint(buf, pos)
+        n -= 1
+        if n < 0:
+            if not nullable:
+                raise DecodeError(f"non-nullable field {name} was serialized as null")
+            return None, pos
+        if n > end - pos:
+            raise DecodeError(f"Tried to allocate a collection of size {n} for field {name}, "
+                              f"but there are only {end - pos} bytes remaining")
+        stop = pos + n * size
+        if stop > end:
+            _need(pos, n * size, end, name)
+        return convert(buf, pos, n), stop
+    return read_packed
+
+
 def _field_reader(field: FieldSpec, version: int) -> Reader:
     nullable = version in field.nullable
+    if field.is_array and (field.element_type in _FIXED or field.element_type == "uuid"):
+        return _packed_array_reader(field.element_type, field.name, nullable)
     if field.is_array:
         element = (_struct_reader(field.fields, version, field.name) if field.is_struct
                    else _primitive_reader(field.element_type, field.name, False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 
 from metadata.errors import DecodeError
 
@@ -84,9 +85,12 @@ def varlong(value: int) -> bytes:
     return bytes(out)
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def uuid_to_str(raw: bytes) -> str:
     """16 Uuid bytes → Kafka's text form (URL-safe base64 without padding, 22 chars)."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    return binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
 
 
 def uuid_from_str(text: str) -> bytes:
