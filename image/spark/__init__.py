@@ -1,0 +1,5 @@
+"""Internals of the Spark engine (public entry points: :mod:`image.spark_engine`).
+
+``plan``: bases, targets, metadata transactions, provenance; ``parts``: the image parts as
+set-based transforms of event frames; ``run``: one replay pass (many target offsets, one base).
+"""

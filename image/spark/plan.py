@@ -1,0 +1,226 @@
+"""What one Spark replay pass starts from and where it stops.
+
+A pass computes the images at several *target* offsets from one *base* image (empty, a stored
+snapshot or an image checkpoint) plus the log records after it. Every event carries a position
+``_pos = offset * 2**32 + seq`` (``seq`` orders the records of a base, which all sit at the base
+offset; log records have seq 0) and a segment ``_seg`` = index of the first target at or after
+its offset, so "the state of a key at target i" is the state after its last event with
+``_seg <= i``.
+
+Metadata transactions (replay-semantics.md §9.5, intended mode) are resolved here from the few
+transaction markers: a target inside an open transaction is *normalized* to the offset before
+its BeginTransactionRecord (image and provenance as the reference engine gives them), records of
+aborted transactions are dropped, and the records of a committed transaction need nothing
+special, because no target lies between its Begin and its End. The markers also give the
+delta boundaries the reference loader uses (one delta per batch, a transaction's delta from its
+Begin to the end of the batch holding its End), which two Kafka quirks depend on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from image.errors import ReplayError
+from image.frames import ImageFrames
+
+SHIFT = 1 << 32
+"""Positions: ``offset * SHIFT + seq``."""
+
+BEGIN = "BEGIN_TRANSACTION_RECORD"
+END = "END_TRANSACTION_RECORD"
+ABORT = "ABORT_TRANSACTION_RECORD"
+MARKERS = (BEGIN, END, ABORT)
+
+_MISUSE = {
+    BEGIN: "Encountered BeginTransactionRecord while already in a transaction",
+    END: "Encountered EndTransactionRecord without having seen a BeginTransactionRecord",
+    ABORT: "Encountered AbortTransactionRecord without having seen a BeginTransactionRecord",
+}
+
+
+@dataclass(frozen=True)
+class Base:
+    """The image a pass starts from.
+
+    ``kind`` is ``empty``, ``snapshot`` (``snapshot`` = (end offset, epoch) of a stored snapshot,
+    loaded onto the empty image) or ``checkpoint`` (``frames`` = a stored image). ``offset``,
+    ``epoch``, ``timestamp`` are its provenance; ``errors`` are the records a lenient replay
+    skipped up to it (checkpoints remember them).
+    """
+
+    kind: str
+    offset: int = -1
+    epoch: int = -1
+    timestamp: int = -1
+    snapshot: tuple[int, int] | None = None
+    frames: ImageFrames | None = None
+    errors: tuple[ReplayError, ...] = ()
+
+    def location(self, seq: int) -> str:
+        """Where record ``seq`` of this base is (snapshots only: their records have no offset)."""
+        assert self.snapshot is not None
+        return f"snapshot {self.snapshot[0]:020d}-{self.snapshot[1]:010d} offset {seq - 1}"
+
+
+EMPTY_BASE = Base("empty")
+
+
+@dataclass(frozen=True)
+class Txn:
+    """A valid BeginTransactionRecord and the End/Abort closing it (None: still open at the
+    end of the considered range), with the last offset of the closing record's batch and the
+    next valid Begin after the close (or None)."""
+
+    begin: int
+    close: int | None
+    aborted: bool
+    close_batch_last: int | None
+    next_begin: int | None = None
+
+
+def transactions(records: DataFrame, after: int, upto: int) -> tuple[list[Txn], list[ReplayError]]:
+    """Metadata transactions among the records in ``(after, upto]`` and the misplaced markers.
+
+    Set-based on the (few) marker records: a marker is valid iff the previous marker is a
+    Begin exactly when it is an End/Abort (a Begin inside a transaction or an End/Abort outside
+    one changes nothing, so the open/closed state before a marker is the kind of the one
+    before it); a valid Begin closes at the first End/Abort after it.
+    """
+    w = Window.orderBy("offset")
+    closing = F.when(F.col("type") != BEGIN, F.struct("offset", "type", "batch_last_offset"))
+    markers = (records.where(F.col("type").isin(*MARKERS) & (F.col("offset") > after) & (F.col("offset") <= upto))
+               .select("offset", "type", "batch_last_offset")
+               .withColumn("prev", F.lag("type").over(w))
+               .withColumn("close", F.first(closing, ignorenulls=True).over(w.rowsBetween(1, Window.unboundedFollowing)))
+               .withColumn("valid", F.when(F.col("type") == BEGIN, F.coalesce(F.col("prev") != BEGIN, F.lit(True)))
+                           .otherwise(F.coalesce(F.col("prev") == BEGIN, F.lit(False))))
+               .where(~F.col("valid") | (F.col("type") == BEGIN))
+               .orderBy("offset").collect())
+    errors = [ReplayError(_MISUSE[m["type"]], location=f"offset {m['offset']}", offset=m["offset"],
+                          record_type=m["type"]) for m in markers if not m["valid"]]
+    begins = [m for m in markers if m["valid"]]
+    txns = []
+    for i, m in enumerate(begins):
+        close = m["close"]
+        txns.append(Txn(m["offset"], close and close["offset"], bool(close) and close["type"] == ABORT,
+                        close and close["batch_last_offset"],
+                        begins[i + 1]["offset"] if i + 1 < len(begins) else None))
+    return txns, errors
+
+
+def _tree(x: str, intervals: Sequence[tuple[int, int, str]], lo: int, hi: int) -> str:
+    if lo > hi:
+        return "NULL"
+    mid = (lo + hi) // 2
+    a, b, value = intervals[mid]
+    return (f"CASE WHEN {x} < {a} THEN {_tree(x, intervals, lo, mid - 1)} WHEN {x} <= {b} THEN {value} "
+            f"ELSE {_tree(x, intervals, mid + 1, hi)} END")
+
+
+def interval_lookup(x: str, intervals: Sequence[tuple[int, int, str]]) -> Column:
+    """The SQL value of the interval ``[lo, hi]`` holding column ``x`` (sorted, disjoint
+    intervals; a binary search as nested CASE, depth log n), NULL outside all of them."""
+    return F.expr(_tree(x, sorted(intervals), 0, len(intervals) - 1))
+
+
+def _count_below(x: str, targets: Sequence[int], lo: int, hi: int) -> str:
+    if lo == hi:
+        return str(lo)
+    mid = (lo + hi) // 2
+    return f"CASE WHEN {x} <= {targets[mid]} THEN {_count_below(x, targets, lo, mid)} " \
+           f"ELSE {_count_below(x, targets, mid + 1, hi)} END"
+
+
+def segment(x: str, targets: Sequence[int]) -> Column:
+    """Index of the first of the ascending ``targets`` ≥ column ``x`` (``len(targets)`` beyond
+    the last): a binary search as nested CASE."""
+    return F.expr(_count_below(x, targets, 0, len(targets))).cast("int")
+
+
+@dataclass
+class Plan:
+    """One pass: a base, the requested offsets and what the transactions make of them."""
+
+    base: Base
+    requested: list[int]
+    """Requested offsets (clamped to the log), in the caller's order."""
+    upto: int
+    """Largest requested offset: records up to it are read (errors inside open transactions count)."""
+    txns: list[Txn]
+    marker_errors: list[ReplayError]
+    targets: list[int] = field(init=False)
+    """Distinct normalized offsets, ascending; target index = position in this list."""
+    index: dict[int, int] = field(init=False)
+    """Requested offset → target index."""
+
+    def __post_init__(self) -> None:
+        normalized = {t: self.normalize(t) for t in self.requested}
+        self.targets = sorted(set(normalized.values()))
+        self.index = {t: self.targets.index(n) for t, n in normalized.items()}
+
+    def normalize(self, offset: int) -> int:
+        """The offset whose image equals the image at ``offset``: before the Begin of a
+        transaction open at ``offset``, else ``offset``."""
+        for txn in self.txns:
+            if txn.begin <= offset and (txn.close is None or offset < txn.close):
+                return txn.begin - 1
+        return offset
+
+    @property
+    def m(self) -> int:
+        return len(self.targets)
+
+    def seg(self, x: str = "offset") -> Column:
+        """Index of the first target ≥ column ``x`` (``m`` beyond the last one)."""
+        return segment(x, self.targets)
+
+    def aborted(self, x: str = "offset") -> Column:
+        """Column ``x`` lies in an aborted transaction (Begin to Abort)."""
+        spans = [(t.begin, t.close, "true") for t in self.txns if t.aborted]
+        return F.lit(False) if not spans else F.coalesce(interval_lookup(x, spans), F.lit(False))
+
+    def delta_start(self, x: str = "offset", batch_base: str = "batch_base_offset") -> Column:
+        """First offset of the reference loader's delta holding the record at ``x``: its batch,
+        except for the records of a transaction (from the Begin to the end of the batch holding
+        the End, or to the next Begin) and the records after an Abort in its batch."""
+        spans: list[tuple[int, int, str]] = []
+        for t in self.txns:
+            stop = t.next_begin - 1 if t.next_begin is not None else None
+            if t.close is None:
+                spans.append((t.begin, stop if stop is not None else (1 << 62), str(t.begin)))
+                continue
+            end = t.close_batch_last if stop is None else min(t.close_batch_last, stop)
+            if not t.aborted:
+                spans.append((t.begin, end, str(t.begin)))
+            elif t.close + 1 <= end:
+                spans.append((t.close + 1, end, str(t.close + 1)))
+        if not spans:
+            return F.col(batch_base)
+        return F.coalesce(interval_lookup(x, spans), F.col(batch_base))
+
+    def provenance(self, records: DataFrame) -> list[tuple[int, int, int]]:
+        """(offset, epoch, timestamp) per target: the last record at or before it (control
+        records included), or the base's provenance when no log record lies in between."""
+        base = (self.base.offset, self.base.epoch, self.base.timestamp)
+        if self.targets[-1] <= self.base.offset:
+            return [base] * self.m
+        last = F.struct(F.col("offset"), F.col("batch_leader_epoch"), F.col("timestamp"))
+        rows = (records.where((F.col("offset") > self.base.offset) & (F.col("offset") <= self.targets[-1]))
+                .groupBy(self.seg().alias("seg")).agg(F.max_by(last, F.col("offset")).alias("last")).collect())
+        by_seg = {r["seg"]: tuple(r["last"]) for r in rows}
+        out, current = [], base
+        for i in range(self.m):
+            current = by_seg.get(i, current)
+            out.append(current)
+        return out
+
+
+def make_plan(records: DataFrame, base: Base, requested: Sequence[int]) -> Plan:
+    """The pass from ``base`` to the ``requested`` offsets (each ≥ the base offset)."""
+    upto = max(requested)
+    txns, errors = transactions(records, base.offset, upto)
+    return Plan(base, list(requested), upto, txns, errors)
