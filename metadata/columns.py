@@ -53,8 +53,8 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int
             data = row[13]
             if section == "log":
                 snapshot: tuple = (None, None)
-            elif section == "bootstrap":
-                snapshot = (0, 0)
+            elif section == "bootstrap":  # epoch -1: never the id of a real (0, 0) bootstrap snapshot
+                snapshot = (0, -1)
             else:
                 snapshot = tuple(map(int, section.split(":")[1:]))
             rows.append(row[:13] + (("{}" if not data else _dumps(data)) if data is not None else None,

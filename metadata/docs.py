@@ -23,7 +23,7 @@ _RECORDS_ABOUT = {
 }
 _SNAPSHOT_ABOUT = {
     "snapshot_end_offset": "snapshot id: end offset (exclusive)", "snapshot_epoch": "snapshot id: epoch",
-    "kind": "snapshot or bootstrap (bootstrap.checkpoint)", "position": "record index inside the snapshot file",
+    "kind": "snapshot, or bootstrap for the formatter's bootstrap.checkpoint (stored as end offset 0, epoch -1)", "position": "record index inside the snapshot file",
     "last_contained_timestamp": "SnapshotHeader.lastContainedLogTimestamp",
 }
 

@@ -194,7 +194,7 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, sta
         snap_added = rows.count()
         state.versions["snapshots"] = _append(lake, "snapshots", rows, SNAPSHOTS_SCHEMA)
         rows.unpersist()
-    return added, snap_added, [f"{e:020d}-{p:010d}" for e, p in new_ids]
+    return added, snap_added, ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
 
 
 def _summarise(log: DataFrame) -> tuple[list[dict], dict[str, int], dict]:
