@@ -1,0 +1,156 @@
+"""CLI image commands (replay, show, diff, checkpoint) on a small generated log ingested once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+import cli.image_commands  # noqa: F401 — attaches the image commands to the app
+from cli.app import app
+from image.replay import replay_to
+from metadata.generator import generate
+from metadata.ingest import ingest
+from metadata.log import LogRecord
+from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from tests.test_diff import python_diff
+
+pytestmark = pytest.mark.spark
+
+runner = CliRunner()
+
+
+class Log:
+    """The generated log: its lake, its records (read without Spark) and a scratch directory."""
+
+    def __init__(self, root: Path, records: list[LogRecord]) -> None:
+        self.lake = str(root / "lake")
+        self.root = root
+        self.records = records
+        self.last = records[-1].offset
+        self.mid = self.last // 2
+
+    def image(self, offset: int | None = None) -> dict[str, Any]:
+        return replay_to(self.records, offset).to_json()
+
+
+@pytest.fixture(scope="module")
+def log(spark, tmp_path_factory) -> Log:
+    root = tmp_path_factory.mktemp("cli-image")
+    generate(6, 4, 3, 2, 80, root / "gen")
+    ingest([str(root / "gen" / "__cluster_metadata-0")], str(root / "lake"), spark=spark, progress=False)
+    records = [to_log_record(row, f.path) for f in discover(root / "gen" / "__cluster_metadata-0")
+               for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
+    return Log(root, records)
+
+
+def run(*args: Any) -> Result:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def ok_json(*args: Any) -> Any:
+    res = run(*args, "--json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def fails(*args: Any) -> str:
+    """The one error line of a failing command."""
+    res = run(*args)
+    assert res.exit_code != 0 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error:"), res.stderr
+    return res.stderr
+
+
+@pytest.fixture(scope="module")
+def saved(log) -> dict[str, Any]:
+    """``replay --json --save`` at the middle offset and at the end."""
+    mid, end = log.root / "image-mid", log.root / "image-end"
+    return {"mid": ok_json("replay", "--lake", log.lake, "--at-offset", log.mid, "--save", mid),
+            "end": ok_json("replay", "--lake", log.lake, "--save", end), "mid_dir": mid, "end_dir": end}
+
+
+def test_replay_json_equals_reference_engine(log, saved):
+    assert saved["mid"] == log.image(log.mid)
+    assert saved["end"] == log.image()
+    assert saved["end"]["offset"] == log.last
+
+
+def test_replay_at_time_summary(log):
+    moment = log.records[log.last // 3].timestamp
+    at = max(r.batch_last_offset for r in log.records if r.timestamp <= moment)
+    iso = dt.datetime.fromtimestamp(moment / 1000, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    res = run("replay", "--lake", log.lake, "--at-time", iso)
+    assert res.exit_code == 0, res.output
+    image = log.image(at)
+    text = re.sub(r"[│┃]", "|", res.stdout)
+
+    def cell(label: str) -> str:
+        found = re.search(rf"\| {re.escape(label)}\s+\|\s+(\S+)", text)
+        assert found, f"{label} missing in\n{res.stdout}"
+        return found.group(1)
+
+    assert f"image at offset {image['offset']}" in res.stdout
+    assert cell("epoch") == str(image["epoch"])
+    assert cell("metadata.version") == str(image["features"]["metadata.version"])
+    assert cell("leaderless partitions") == str(sum(p["leader"] == -1 for p in image["partitions"]))
+    assert cell("under-replicated partitions") == str(
+        sum(len(p["isr"]) < len(p["replicas"]) for p in image["partitions"]))
+    fenced = ", ".join(str(b["brokerId"]) for b in image["brokers"] if b["fenced"]) or "none"
+    assert cell("fenced brokers") == fenced.split(" ")[0]
+    for part in ("topics", "partitions", "brokers", "configs"):
+        assert cell(part) == str(len(image[part]))
+
+
+def test_show_partitions_by_topic_and_broker(log):
+    image = log.image()
+    partitions = image["partitions"]
+    choices = [(t, b["brokerId"]) for t in sorted({p["topic"] for p in partitions}) for b in image["brokers"]
+               if 0 < sum(p["topic"] == t and b["brokerId"] in p["replicas"] for p in partitions)
+               < sum(p["topic"] == t for p in partitions)]
+    topic, broker = choices[0]
+    rows = ok_json("show", "partitions", "--lake", log.lake, "--topic", topic, "--broker", broker)
+    assert rows == [p for p in partitions if p["topic"] == topic and broker in p["replicas"]]
+
+
+def test_show_brokers_table(log):
+    res = run("show", "brokers", "--lake", log.lake, "--at-offset", log.mid)
+    assert res.exit_code == 0, res.output
+    brokers = log.image(log.mid)["brokers"]
+    assert f"brokers ({len(brokers)})" in res.stdout
+    ids = [int(m) for m in re.findall(r"^│ (\d+)\s+│", res.stdout, re.MULTILINE)]
+    assert ids == [b["brokerId"] for b in brokers]
+
+
+def test_diff_lake_offsets_json(log):
+    doc = ok_json("diff", "--lake", log.lake, "--from-offset", log.mid, "--to-offset", log.last)
+    assert doc == python_diff(log.image(log.mid), log.image(log.last))
+    assert list(doc)[:3] == ["from", "to", "summary"] and doc["summary"]["partitions"]["changed"] > 0
+
+
+def test_diff_saved_images(log, saved):
+    doc = ok_json("diff", "--from-image", saved["mid_dir"], "--to-image", saved["end_dir"])
+    assert doc == python_diff(saved["mid"], saved["end"])
+    res = run("diff", "--from-image", saved["mid_dir"], "--to-image", saved["end_dir"])
+    assert res.exit_code == 0, res.output
+    assert f"diff offset {log.mid} → {log.last}" in res.stdout
+    for section, counts in doc["summary"].items():
+        row = re.search(rf"^│ {section}\s+│\s+(\d+) │\s+(\d+) │\s+(\d+) │$", res.stdout, re.MULTILINE)
+        assert row and tuple(map(int, row.groups())) == (counts["added"], counts["removed"], counts["changed"])
+
+
+def test_bad_input_is_one_clear_line(log, tmp_path):
+    assert "no kraft-replay lake" in fails("replay", "--lake", tmp_path / "nowhere")
+    assert "beyond the end of the log" in fails("replay", "--lake", log.lake, "--at-offset", log.last + 100)
+    assert "invalid time" in fails("show", "partitions", "--lake", log.lake, "--at-time", "yesterday")
+    assert "do not apply to features" in fails("show", "features", "--lake", log.lake, "--topic", "x")
+    assert "give --lake" in fails("diff", "--from-offset", 1)
+    assert "give both --from-image and --to-image" in fails("diff", "--from-image", tmp_path)
+    assert "--from-offset or --from-time" in fails("diff", "--lake", log.lake, "--to-offset", 3)
+    assert "positive" in fails("checkpoint", "--lake", log.lake, "--every", 0)
