@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import cli.image_commands  # noqa: F401 — attaches the image commands to the app
 from cli.app import app
