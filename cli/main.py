@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+import cli.image_commands  # noqa: F401 — registers replay, show, diff, checkpoint
 from cli.app import (JsonOpt, LakeOpt, app, counts_table, err, handles_errors, kv_table, lake, out, print_json,
                      spark)
 
@@ -131,7 +132,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 @handles_errors
 def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to create.")] = "./lake",
          sample: Annotated[Path, typer.Option(help="Log to use.")] = SAMPLE) -> None:
-    """The main job on the embedded sample: ingest it, summarise it, dump records."""
+    """The main job on the embedded sample: ingest, summary, records, a replayed image, a diff."""
     if not sample.exists():
         raise FileNotFoundError(f"{sample}: sample log not found (run from a source checkout or pass --sample)")
     out.rule(f"kraft-replay ingest {sample} --lake {lake_location}")
@@ -140,3 +141,8 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     log_info(lake_location)
     out.rule(f"kraft-replay dump --lake {lake_location} --from-offset 3 --to-offset 12")
     dump(lake_location, 3, 12, None, False, False)
+    middle = 5000
+    out.rule(f"kraft-replay replay --lake {lake_location} --at-offset {middle}")
+    cli.image_commands.replay(lake_location, at_offset=middle)
+    out.rule(f"kraft-replay diff --lake {lake_location} --from-offset {middle}")
+    cli.image_commands.diff_command(lake_location, from_offset=middle)
