@@ -25,6 +25,8 @@ PartitionRecord always does) and the broker's first index in the replica list di
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -150,10 +152,10 @@ def deleted_topic_partitions(before: ImageFrames, table: TableSource, from_offse
 
 
 def local_changes_frame(before: ImageFrames, after: ImageFrames, table: TableSource,
-                        from_offset: int, to_offset: int) -> DataFrame:
+                        from_offset: int, to_offset: int, txns: DataFrame | None = None) -> DataFrame:
     """Every broker's LocalReplicaChanges for the delta (from_offset, to_offset], as rows of
     :data:`CHANGES_SCHEMA` (one per broker and partition)."""
-    txns = transactions(table)
+    txns = transactions(table) if txns is None else txns
     touched = touched_partitions(before, after, table, from_offset, to_offset, txns)
     broker = F.col("broker")
     exploded = touched.withColumn(
@@ -201,6 +203,43 @@ def local_changes_frame(before: ImageFrames, after: ImageFrames, table: TableSou
 def provenance_offset(frames: ImageFrames) -> int:
     """The image's last contained offset."""
     return int(frames.provenance.first()["offset"])
+
+
+@dataclass
+class DeltaFrames:
+    """The delta (from_offset, to_offset] as Spark inputs: the images at both ends and the
+    lake's typed tables; derived frames are built once."""
+
+    before: ImageFrames
+    after: ImageFrames
+    table: TableSource
+    from_offset: int
+    to_offset: int
+
+    @cached_property
+    def transactions(self) -> DataFrame:
+        return transactions(self.table)
+
+    @cached_property
+    def changes(self) -> DataFrame:
+        """All brokers' local changes (:data:`CHANGES_SCHEMA`)."""
+        return local_changes_frame(self.before, self.after, self.table, self.from_offset, self.to_offset,
+                                   self.transactions)
+
+    @cached_property
+    def deleted_partitions(self) -> DataFrame:
+        """Partitions at A of the deleted topics (image partition columns)."""
+        return deleted_topic_partitions(self.before, self.table, self.from_offset, self.to_offset,
+                                        self.transactions)
+
+    @cached_property
+    def offsets(self) -> tuple[int, int]:
+        """The provenance offsets of the two images (the JSON's fromOffset, toOffset)."""
+        return provenance_offset(self.before), provenance_offset(self.after)
+
+    def changes_json(self, broker: int | None = None) -> dict[str, Any]:
+        """:func:`changes_json` of this delta."""
+        return changes_json(self.changes, *self.offsets, broker)
 
 
 def _info(row: dict[str, Any]) -> dict[str, Any]:
