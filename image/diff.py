@@ -133,8 +133,8 @@ def _entry(section: Section, change: str, fields: list[str], before: dict | None
 class ImageDiff:
     """Per-part differences between two images, plus both provenances (one-row frames)."""
 
-    before: DataFrame
-    after: DataFrame
+    from_provenance: DataFrame
+    to_provenance: DataFrame
     sections: dict[str, SectionDiff]
 
     def summary(self) -> dict[str, dict[str, int]]:
@@ -159,7 +159,7 @@ class ImageDiff:
                                    F.array().cast("array<string>").alias("fields"),
                                    F.lit(None).cast("string").alias("before"),
                                    F.to_json(F.struct("offset", "epoch", "timestamp")).alias("after"))
-                      for side, frame in (("from", self.before), ("to", self.after))]
+                      for side, frame in (("from", self.from_provenance), ("to", self.to_provenance))]
         details = [d.changes.select(F.lit(name).alias("section"), "change", "fields", as_json("before").alias("before"),
                                     as_json("after").alias("after"))
                    for name, d in self.sections.items()]
@@ -188,6 +188,6 @@ class ImageDiff:
 
 def diff_images(before: ImageFrames, after: ImageFrames) -> ImageDiff:
     """The differences from ``before`` to ``after`` (lazy: DataFrames until collected)."""
-    return ImageDiff(before=before.provenance, after=after.provenance, sections={
+    return ImageDiff(from_provenance=before.provenance, to_provenance=after.provenance, sections={
         name: diff_section(getattr(before, name), getattr(after, name), section)
         for name, section in SECTIONS.items()})
