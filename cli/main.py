@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-import cli.image_commands  # noqa: F401 — registers replay, show, diff, checkpoint
 from cli.app import (JsonOpt, LakeOpt, app, counts_table, err, handles_errors, kv_table, lake, out, print_json,
                      spark)
 
@@ -125,6 +124,9 @@ if __name__ == "__main__":
     app()
 
 
+import cli.image_commands  # noqa: E402 — registers replay, show, diff, checkpoint (listed after the above)
+import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
+
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 
@@ -132,7 +134,8 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 @handles_errors
 def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to create.")] = "./lake",
          sample: Annotated[Path, typer.Option(help="Log to use.")] = SAMPLE) -> None:
-    """The main job on the embedded sample: ingest, summary, records, a replayed image, a diff."""
+    """The main job on the embedded sample: ingest, summary, records, a replayed image, a diff, and
+    what every broker (and, step by step, broker 1) does with the changes."""
     if not sample.exists():
         raise FileNotFoundError(f"{sample}: sample log not found (run from a source checkout or pass --sample)")
     out.rule(f"kraft-replay ingest {sample} --lake {lake_location}")
@@ -146,3 +149,7 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     cli.image_commands.replay(lake_location, at_offset=middle)
     out.rule(f"kraft-replay diff --lake {lake_location} --from-offset {middle}")
     cli.image_commands.diff_command(lake_location, from_offset=middle)
+    out.rule(f"kraft-replay changes --lake {lake_location} --from-offset {middle}")
+    cli.replica_commands.changes(lake_location, from_offset=middle)
+    out.rule(f"kraft-replay apply --lake {lake_location} --from-offset {middle} --to-offset {middle + 200} --broker 1")
+    cli.replica_commands.apply_command(lake_location, broker=1, from_offset=middle, to_offset=middle + 200)
