@@ -216,13 +216,6 @@ def test_summary_and_frames_agree_with_json(pair, doc):
     assert pair.sections["brokers"].changes.columns == ["brokerId", "change", "fields", "before", "after"]
 
 
-def test_identical_images_have_no_differences(spark):
-    frames = ImageFrames.from_json(spark, AFTER)
-    doc = diff_images(frames, frames).to_json()
-    assert all(v == {"added": 0, "removed": 0, "changed": 0} for v in doc["summary"].values())
-    assert doc["from"] == doc["to"]
-
-
 # --- differential: Spark diff vs a plain-Python diff of reference JSONs -----------------------------
 
 KEYS = {"topics": ("topicId",), "partitions": ("topicId", "partitionId"), "brokers": ("brokerId",),
