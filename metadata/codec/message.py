@@ -80,6 +80,20 @@ def _primitive_reader(type_: str, name: str, nullable: bool) -> Reader:
     raise ValueError(f"unknown primitive type {type_}")
 
 
+def _array_length(buf: bytes, pos: int, end: int, name: str, nullable: bool) -> tuple[int, int]:
+    """A compact array's element count (-1 = null), checked as Kafka's generated readers do."""
+    n, pos = read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        if not nullable:
+            raise DecodeError(f"non-nullable field {name} was serialized as null")
+        return -1, pos
+    if n > end - pos:
+        raise DecodeError(f"Tried to allocate a collection of size {n} for field {name}, "
+                          f"but there are only {end - pos} bytes remaining")
+    return n, pos
+
+
 def _packed_array_reader(type_: str, name: str, nullable: bool) -> Reader:
     """Arrays of fixed-width elements (replicas, isr, directories…) in one unpack call."""
     if type_ == "uuid":
@@ -94,15 +108,9 @@ def _packed_array_reader(type_: str, name: str, nullable: bool) -> Reader:
             return list(struct.unpack_from(f">{n}{code}", buf, pos))
 
     def read_packed(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
-        n, pos = read_uvarint(buf, pos)
-        n -= 1
+        n, pos = _array_length(buf, pos, end, name, nullable)
         if n < 0:
-            if not nullable:
-                raise DecodeError(f"non-nullable field {name} was serialized as null")
             return None, pos
-        if n > end - pos:
-            raise DecodeError(f"Tried to allocate a collection of size {n} for field {name}, "
-                              f"but there are only {end - pos} bytes remaining")
         stop = pos + n * size
         if stop > end:
             _need(pos, n * size, end, name)
@@ -120,15 +128,9 @@ def _field_reader(field: FieldSpec, version: int) -> Reader:
         name = field.name
 
         def read_array(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
-            n, pos = read_uvarint(buf, pos)
-            n -= 1
+            n, pos = _array_length(buf, pos, end, name, nullable)
             if n < 0:
-                if not nullable:
-                    raise DecodeError(f"non-nullable field {name} was serialized as null")
                 return None, pos
-            if n > end - pos:
-                raise DecodeError(f"Tried to allocate a collection of size {n} for field {name}, "
-                                  f"but there are only {end - pos} bytes remaining")
             out = []
             append = out.append
             for _ in range(n):
