@@ -225,7 +225,7 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
     endpoints = (delta.after.brokers.select(F.col("brokerId").alias("leader"), F.explode("endPoints").alias("_ep"))
                  .where(F.col("_ep.name") == inter_broker_listener)
                  .select("leader", F.col("_ep.host").alias("_host"), F.col("_ep.port").alias("_port")))
-    current_ids = delta.after.topics.select(F.col("name").alias("topic"), F.col("topicId").alias("_currentId"))
+    current = delta.after.topics.select(F.col("name").alias("topic"), "topicId", F.lit(True).alias("_current"))
     deleted_names = deleted.select("topic").distinct().withColumn("_topicWasDeleted", F.lit(True))
     same_tp = Window.partitionBy("broker", "topic", "partitionId")
     rows = (changes
@@ -233,7 +233,7 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
             .join(hosted, ["broker", "topic", "partitionId"], "left")
             .join(endpoints, "leader", "left")
             .join(F.broadcast(deleted_names), "topic", "left")
-            .join(current_ids, "topic", "left"))
+            .join(current, ["topic", "topicId"], "left"))
     is_hosted = F.col("_hostedTopicId").isNotNull() & ~F.col("_deletedFirst")
     cur_partition_epoch = F.when(is_hosted, F.col("_curPartitionEpoch")).otherwise(F.lit(0))
     cur_leader_epoch = F.when(is_hosted, F.col("_curLeaderEpoch")).otherwise(F.lit(-1))
@@ -249,8 +249,8 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
     fetcher_id = fetcher_id_expr(F.col("topic"), F.col("partitionId"), num_replica_fetchers)
     delete_remote = (F.coalesce(F.col("_topicWasDeleted"), F.lit(False))
                      & F.coalesce(F.col("_curLeader") == F.col("broker"), F.lit(False)))
-    coordinator_topic = (F.col("topic").isin(list(coordinators)) & ~F.col("topicDeleted")
-                         & (F.col("topicId") == F.col("_currentId")))
+    # updateCoordinator reads the topic delta of the NEW image's topic of that name
+    coordinator_topic = F.col("topic").isin(list(coordinators)) & ~F.col("topicDeleted") & F.col("_current")
 
     abort_reason = F.format_string("IllegalStateException: Topic %s exists, but its ID is %s, not %s as expected; "
                                    "applyDelta stops", _tp(), F.col("_hostedTopicId"), F.col("topicId"))

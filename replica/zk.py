@@ -8,7 +8,7 @@
   was not a replica of that topic id at A) for its leaders and followers, topic ids and the live
   leaders. (A ZooKeeper controller first sends StopReplica without deletion for a reassignment;
   the view shows the final, deleting one.) Deletes go first so that a re-created topic is
-  removed before its successor is created.
+  removed before its successor is created. Brokers not registered at B get no requests.
 * :class:`ZkBroker`: a sequential replay of ``ReplicaManager.becomeLeaderOrFollower`` and
   ``stopReplicas`` on one broker for a sequence of such requests, with the per-partition error
   codes (NONE 0, UNKNOWN_TOPIC_OR_PARTITION 3, NOT_LEADER_OR_FOLLOWER 6, STALE_CONTROLLER_EPOCH 11,
@@ -77,8 +77,10 @@ rows carry ``leaderEpoch`` and ``deletePartition`` only."""
 
 def leader_and_isr_frame(delta: DeltaFrames, *, controller_epoch: int,
                          brokers: Collection[int] | None = None) -> DataFrame:
-    """Every broker's StopReplica and LeaderAndIsr partitions for the delta (:data:`ZK_SCHEMA`)."""
-    changes = delta.changes
+    """Every broker's StopReplica and LeaderAndIsr partitions for the delta (:data:`ZK_SCHEMA`);
+    brokers not registered at B get none (a controller drops requests to offline brokers)."""
+    registered = delta.after.brokers.select(F.col("brokerId").alias("broker"))
+    changes = delta.changes.join(registered, "broker", "left_semi")
     if brokers is not None:
         changes = changes.where(F.col("broker").isin(list(brokers)))
     was_replica = delta.before.partitions.select(
