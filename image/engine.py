@@ -30,6 +30,7 @@ AUTO_THRESHOLD = 200_000
 """``auto`` uses the reference engine up to this many log records to replay."""
 
 Engine = Literal["auto", "spark", "reference"]
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def parse_time(value: str | int) -> int:
         raise ValueError(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
 def resolve_offset(lake: Lake, offset: int | None = None, at_time: str | int | None = None,

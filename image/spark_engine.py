@@ -34,37 +34,37 @@ from image.engine import ReplayedFrames, clamp, resolve_offset
 from image.errors import ReplayError
 from image.frames import SCHEMAS, canonical
 from image.spark.plan import Base
-from image.spark.run import replay_pass
+from image.spark.run import PassResult, replay_pass
 from metadata.lake import Lake, LakeState
 
 
 @dataclass
 class ImageSet:
-    """Images at several offsets: each part one DataFrame with an ``at`` column (the offset
-    clamped to the log); ``resolved`` maps each requested offset to it."""
+    """Images at several offsets, from one or more passes; ``resolved`` maps each requested
+    offset to the offset it was clamped to (the ``at`` of the rows)."""
 
     resolved: dict[int | None, int]
-    parts: dict[str, DataFrame]
+    passes: list[PassResult]
     errors: tuple[ReplayError, ...]
+
+    def part(self, name: str) -> DataFrame:
+        """Image part ``name`` of every image (column ``at`` + the part's columns)."""
+        return reduce(DataFrame.unionByName, [p.part(name) for p in self.passes])
 
     def frames(self, offset: int | None) -> ReplayedFrames:
         """The image at one of the requested offsets."""
         at = self.resolved[offset]
-        frames = {p: f.where(F.col("at") == at).drop("at") for p, f in self.parts.items()}
+        frames = {p: self.part(p).where(F.col("at") == at).drop("at") for p in SCHEMAS}
         return ReplayedFrames(**frames, errors=tuple(e for e in self.errors if e.offset is None or e.offset <= at))
 
     def to_json(self) -> dict[int | None, dict[str, Any]]:
-        """Every image's JSON, one collect per part (keys: the offsets as requested)."""
-        rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
-        for part, frame in self.parts.items():
-            by_at: dict[int, list[dict[str, Any]]] = {}
-            for r in frame.collect():
-                d = r.asDict(recursive=True)
-                by_at.setdefault(d.pop("at"), []).append(d)
-            rows[part] = by_at
+        """Every image's JSON (one collect per pass), keyed by the offsets as requested."""
+        rows: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for p in self.passes:
+            rows.update(p.rows())
         out = {}
         for offset, at in self.resolved.items():
-            image = {part: rows[part].get(at, []) for part in SCHEMAS}
+            image = {part: rows[at].get(part, []) for part in SCHEMAS}
             prov = image.pop("provenance")[0]
             producer = image.pop("producerIds")
             features = {r["name"]: r["level"] for r in image.pop("features")}
@@ -84,10 +84,9 @@ def replay_many(lake: Lake, offsets: Iterable[int | None], *, lenient: bool = Fa
         base = choose_base(lake, state, target, use_checkpoints=checkpoints)
         groups.setdefault((base.kind, base.offset, base.snapshot), (base, []))[1].append(target)
     results = [replay_pass(lake, state, base, targets, lenient) for base, targets in groups.values()]
-    parts = {p: reduce(DataFrame.unionByName, [r.parts[p] for r in results]) for p in SCHEMAS}
     errors = sorted({(e.offset, e.location, e.detail): e for r in results for e in r.errors}.values(),
                     key=lambda e: (e.offset if e.offset is not None else -1, e.location or ""))
-    return ImageSet(resolved, parts, tuple(errors))
+    return ImageSet(resolved, results, tuple(errors))
 
 
 def replay_frames(lake: Lake, offset: int | None = None, *, at_time: str | int | None = None,

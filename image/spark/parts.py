@@ -22,6 +22,7 @@ from image.spark.plan import SHIFT, Base, Plan
 from image.uuids import MIGRATING
 
 NO_LEADER_CHANGE = -2
+LENGTHS_DIFFER = "The lengths for replicas and directories do not match."
 METADATA_VERSION = "metadata.version"
 RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 SCRAM_MECHANISMS = {0: "UNKNOWN", 1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
@@ -265,7 +266,7 @@ def partition_states(ctx: Context, events: DataFrame, inc: DataFrame, skip: Data
 def partitions(ctx: Context, states: DataFrame) -> DataFrame:
     """Partition rows per target from the valid states (each until the partition's next event or
     the end of its topic)."""
-    ctx.error(states.where("_len_error"), F.lit("The lengths for replicas and directories do not match."))
+    ctx.error(states.where("_len_error"), F.lit(LENGTHS_DIFFER))
     rows = state_until_next(states.where(~F.col("_len_error")), "topic_id", "partition_id", "_c_pos",
                             m=ctx.plan.m, end_seg=F.col("_end_seg"))
     return expand(rows.select(

@@ -202,21 +202,23 @@ class Plan:
             return F.col(batch_base)
         return F.coalesce(interval_lookup(x, spans), F.col(batch_base))
 
-    def provenance(self, records: DataFrame) -> list[tuple[int, int, int]]:
-        """(offset, epoch, timestamp) per target: the last record at or before it (control
+    def provenance(self, records: DataFrame) -> DataFrame:
+        """``(_i, offset, epoch, timestamp)`` per target: the last record at or before it (control
         records included), or the base's provenance when no log record lies in between."""
-        base = (self.base.offset, self.base.epoch, self.base.timestamp)
+        spark = records.sparkSession
+        targets = spark.createDataFrame([(i,) for i in range(self.m)], "_i int")
+        base = [F.lit(v) for v in (self.base.offset, self.base.epoch, self.base.timestamp)]
         if self.targets[-1] <= self.base.offset:
-            return [base] * self.m
-        last = F.struct(F.col("offset"), F.col("batch_leader_epoch"), F.col("timestamp"))
-        rows = (records.where((F.col("offset") > self.base.offset) & (F.col("offset") <= self.targets[-1]))
-                .groupBy(self.seg().alias("seg")).agg(F.max_by(last, F.col("offset")).alias("last")).collect())
-        by_seg = {r["seg"]: tuple(r["last"]) for r in rows}
-        out, current = [], base
-        for i in range(self.m):
-            current = by_seg.get(i, current)
-            out.append(current)
-        return out
+            return targets.select("_i", base[0].cast("long").alias("offset"), base[1].cast("int").alias("epoch"),
+                                  base[2].cast("long").alias("timestamp"))
+        last = F.struct(F.col("offset"), F.col("batch_leader_epoch").alias("epoch"), F.col("timestamp"))
+        by_seg = (records.where((F.col("offset") > self.base.offset) & (F.col("offset") <= self.targets[-1]))
+                  .groupBy(self.seg().alias("_s")).agg(F.max_by(last, F.col("offset")).alias("_last")))
+        latest = (targets.join(F.broadcast(by_seg), F.col("_s") <= F.col("_i"), "left").groupBy("_i")
+                  .agg(F.max_by("_last", "_s").alias("_last")))
+        return latest.select("_i", *[F.coalesce(F.col("_last").getField(name), value).cast(kind).alias(name)
+                                     for name, value, kind in zip(("offset", "epoch", "timestamp"), base,
+                                                                  ("long", "int", "long"))])
 
 
 def make_plan(records: DataFrame, base: Base, requested: Sequence[int]) -> Plan:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from image.errors import ReplayError
 from image.frames import SCHEMAS
@@ -17,18 +19,25 @@ from image.spark.plan import SHIFT, Base, Plan, make_plan
 from metadata.lake import Lake, LakeState
 from metadata.tables import typed_rows
 
-_ERROR_SCHEMA = T.StructType([T.StructField("offset", T.LongType()), T.StructField("seq", T.LongType()),
-                              T.StructField("record_type", T.StringType()), T.StructField("message", T.StringType())])
-
-
 @dataclass
 class PassResult:
-    """Image parts for the requested offsets (column ``at`` = requested offset), their
-    provenance, and the rejected records (errors) up to the largest requested offset."""
+    """The images of one pass, materialised as one small table (``part``, ``at`` = requested
+    offset, ``json`` = the row in the image JSON shape), and the rejected records."""
 
-    parts: dict[str, DataFrame]
-    provenance: dict[int, tuple[int, int, int]]
+    table: DataFrame
     errors: list[ReplayError]
+
+    def part(self, name: str) -> DataFrame:
+        """Image part ``name`` for every requested offset (columns ``at`` + the part's)."""
+        return (self.table.where(F.col("part") == name)
+                .select("at", F.from_json("json", SCHEMAS[name]).alias("r")).select("at", "r.*"))
+
+    def rows(self) -> dict[int, dict[str, list[dict[str, Any]]]]:
+        """requested offset → part → rows (one collect)."""
+        out: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for r in self.table.where(~F.col("part").startswith("_")).collect():
+            out.setdefault(r["at"], {}).setdefault(r["part"], []).append(json.loads(r["json"]))
+        return out
 
 
 class Run:
@@ -94,52 +103,98 @@ class Run:
         finally:
             self._collecting = True
 
-    def parts(self) -> dict[str, DataFrame]:
-        """Every image part, rows tagged with the target index ``_i``."""
+    def parts(self, effective: set[int]) -> dict[str, DataFrame]:
+        """Every image part, rows tagged with the target index ``_i``; ``effective``: the topic
+        removals that clear configs set earlier in their delta (§1.6)."""
         events = P.topic_events(self)
-        inc = P.incarnations(self, events)
-        removed = P.removals(events, self.plan)
+        self.inc = P.incarnations(self, events)
+        self.removed = P.removals(events, self.plan)
         partition_events = P.partition_events(self)
-        skip = self._partition_skips(partition_events, inc)
-        states = P.partition_states(self, partition_events, inc, skip)
-        out = {"topics": P.topics(self, inc), "partitions": P.partitions(self, states)}
-        config_events = P.config_events(self)
-        candidates = [tuple(r) for r in P.quirk_candidates(config_events, removed).collect()]
-        effective = P.effective_clears(config_events, removed, candidates) if candidates else set()
-        out["configs"] = P.configs(self, config_events, removed, effective)
+        skip = self._partition_skips(partition_events, self.inc)
+        if skip is not None:
+            self.error(partition_events.join(F.broadcast(skip), "_pos"), F.lit(P.LENGTHS_DIFFER))
+        states = P.partition_states(self, partition_events, self.inc, skip)
+        out = {"topics": P.topics(self, self.inc), "partitions": P.partitions(self, states)}
+        self.config_events = P.config_events(self)
+        out["configs"] = P.configs(self, self.config_events, self.removed, effective)
         out.update({name: fn(self) for name, fn in P.SIMPLE_PARTS.items()})
         return out
 
-    def errors(self, first_only: bool) -> list[ReplayError]:
-        """Rejected records up to the last requested offset, in log order (snapshot first)."""
-        found = list(self.base.errors) + [e for e in self.plan.marker_errors]
-        if self._errors:
-            rows = reduce(DataFrame.unionByName, self._errors).where(F.col("offset") <= self.plan.upto)
-            rows = rows.orderBy("offset", "seq")
-            for r in (rows.limit(1) if first_only else rows).collect():
-                snapshot = self.base.kind == "snapshot" and r["seq"] > 0
-                location = self.base.location(r["seq"]) if snapshot else f"offset {r['offset']}"
-                found.append(ReplayError(r["message"], location=location, offset=r["offset"],
-                                         record_type=r["record_type"]))
-        found.sort(key=lambda e: (e.offset if e.offset is not None else -1))
-        return found[:1] if first_only else found
+    def error_rows(self) -> DataFrame | None:
+        """Every rejected record up to the last requested offset (offset, seq, type, message)."""
+        if not self._errors:
+            return None
+        return reduce(DataFrame.unionByName, self._errors).where(F.col("offset") <= self.plan.upto)
+
+    def replay_error(self, row: dict[str, Any]) -> ReplayError:
+        snapshot = self.base.kind == "snapshot" and row["seq"] > 0
+        location = self.base.location(row["seq"]) if snapshot else f"offset {row['offset']}"
+        return ReplayError(row["message"], location=location, offset=row["offset"], record_type=row["record_type"])
+
+
+def _encode(kind: str, frame: DataFrame, columns: Sequence[str], at: Column | None = None) -> DataFrame:
+    """Rows as (part, at, json) for the materialised pass table."""
+    return frame.select(F.lit(kind).alias("part"), (at if at is not None else F.lit(None)).cast("long").alias("at"),
+                        F.to_json(F.struct(*columns), {"ignoreNullFields": "false"}).alias("json"))
+
+
+@contextmanager
+def session_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
+    """Session settings for the duration of a block (previous values restored)."""
+    keys = {k.replace("__", "."): v for k, v in settings.items()}
+    before = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+SCAN_SETTINGS = {"spark__databricks__delta__stats__skipping": "false"}
+"""A pass plans dozens of scans of small lake tables; Delta's stats-based file skipping costs a
+Spark job per scan there, while Parquet row-group statistics still skip what the offset filters
+exclude."""
 
 
 def replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[int], lenient: bool) -> PassResult:
-    """Images at ``requested`` offsets (each ≥ the base offset) from ``base``; strict replay
-    raises the first rejected record (ReplayError), lenient replay skips and lists them."""
+    """Images at ``requested`` offsets (each ≥ the base offset) from ``base``, computed in one
+    Spark job; strict replay raises the first rejected record (ReplayError), lenient replay
+    skips and lists them."""
+    with session_conf(lake.spark, **SCAN_SETTINGS):
+        return _replay_pass(lake, state, base, requested, lenient)
+
+
+def _replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[int], lenient: bool) -> PassResult:
     records = lake.table("records", state)
     plan = make_plan(records, base, requested)
     run = Run(lake, state, plan, lenient)
-    parts = run.parts()
-    errors = run.errors(first_only=not lenient)
-    if errors and not lenient:
-        raise errors[0]
-    mapping = lake.spark.createDataFrame([(plan.index[t], t) for t in plan.requested], "_i int, at long")
-    out = {name: frame.join(F.broadcast(mapping), "_i").drop("_i") for name, frame in parts.items()}
-    prov = plan.provenance(records)
-    provenance = {t: prov[plan.index[t]] for t in plan.requested}
-    out["provenance"] = lake.spark.createDataFrame(
-        [(t, *provenance[t]) for t in plan.requested],
-        T.StructType([T.StructField("at", T.LongType()), *SCHEMAS["provenance"].fields]))
-    return PassResult(out, provenance, errors)
+    parts = run.parts(effective=set())
+    parts["provenance"] = plan.provenance(records)
+    mapping = F.broadcast(lake.spark.createDataFrame([(plan.index[t], t) for t in plan.requested], "_i int, at long"))
+
+    def encode(name: str, frame: DataFrame) -> DataFrame:
+        return _encode(name, frame.join(mapping, "_i"), SCHEMAS[name].names, F.col("at"))
+
+    pieces = [encode(name, frame) for name, frame in parts.items()]
+    pieces.append(_encode("_candidate", P.quirk_candidates(run.config_events, run.removed), ["name", "offset", "_delta"]))
+    errors = run.error_rows()
+    if errors is not None:
+        pieces.append(_encode("_error", errors, ["offset", "seq", "record_type", "message"]))
+    table = reduce(DataFrame.unionByName, pieces).localCheckpoint(eager=True)
+    small = [(r["part"], json.loads(r["json"])) for r in table.where(F.col("part").startswith("_")).collect()]
+    candidates = [(c["name"], c["offset"], c["_delta"]) for kind, c in small if kind == "_candidate"]
+    if candidates:
+        effective = P.effective_clears(run.config_events, run.removed, candidates)
+        configs = P.configs(run, run.config_events, run.removed, effective)
+        table = (table.where(F.col("part") != "configs").unionByName(encode("configs", configs))
+                 .localCheckpoint(eager=True))
+    found = list(base.errors) + plan.marker_errors + [run.replay_error(e) for kind, e in small if kind == "_error"]
+    found.sort(key=lambda e: (e.offset if e.offset is not None else -1))
+    if found and not lenient:
+        raise found[0]
+    return PassResult(table, found)
