@@ -168,5 +168,10 @@ def checkpoint(lake: Lake, every: int, *, lenient: bool = False) -> list[int]:
         errors = [(e.offset, e.record_type, e.location, e.detail) for e in result.errors
                   if e.offset is None or e.offset <= offset]
         rows.append((offset, prov[1], prov[2], state.versions["records"], upto, errors, now))
-    lake.spark.createDataFrame(rows, INDEX_SCHEMA).write.format("delta").mode("append").save(path(lake, INDEX))
+    _write_index(lake, rows)
     return new
+
+
+def _write_index(lake: Lake, rows: list[tuple]) -> None:
+    """Append index rows: the commit that makes new checkpoints visible."""
+    lake.spark.createDataFrame(rows, INDEX_SCHEMA).write.format("delta").mode("append").save(path(lake, INDEX))
