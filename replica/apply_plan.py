@@ -229,8 +229,8 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
     deleted_names = deleted.select("topic").distinct().withColumn("_topicWasDeleted", F.lit(True))
     same_tp = Window.partitionBy("broker", "topic", "partitionId")
     rows = (changes
-            .withColumn("_deletedFirst", F.max((F.col("kind") == DELETE).cast("int")).over(same_tp) == 1)
             .join(hosted, ["broker", "topic", "partitionId"], "left")
+            .withColumn("_deletedFirst", F.max((F.col("kind") == DELETE).cast("int")).over(same_tp) == 1)
             .join(endpoints, "leader", "left")
             .join(F.broadcast(deleted_names), "topic", "left")
             .join(current, ["topic", "topicId"], "left"))

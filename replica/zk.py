@@ -346,8 +346,7 @@ class ZkBroker:
             partition.isr = list(state["isr"])
             partition.leader_recovery_state = 0
             self._create_log(partition, topic_ids.get(partition.topic), events)
-            if state["leaderEpoch"] > partition.leader_epoch:
-                partition.leader_epoch = state["leaderEpoch"]
+            partition.leader_epoch = max(partition.leader_epoch, state["leaderEpoch"])
             partition.partition_epoch = state["partitionEpoch"]
             partition.leader = self.broker_id
             events.append(f"make-leader {partition.name}: leader epoch {partition.leader_epoch}"

@@ -4,6 +4,7 @@ hand-written scenarios, fetcher ids as a Spark expression, ZooKeeper-era request
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -71,7 +72,7 @@ def windows(records: list[LogRecord], seed: int, count: int, transactions: bool 
     last = records[-1].offset
     out = [(a, min(last, a + rng.choice([1, 20, 200, 2000]))) for a in (rng.randrange(last) for _ in range(count))]
     markers = [(r.offset, r.type) for r in records if r.type and r.type.endswith("TRANSACTION_RECORD")]
-    pairs = [(m, n) for m, n in zip(markers, markers[1:]) if m[1].startswith("BEGIN")]
+    pairs = [(m, n) for m, n in itertools.pairwise(markers) if m[1].startswith("BEGIN")]
     committed = [p for p in pairs if p[1][1].startswith("END")]
     aborted = [p for p in pairs if p[1][1].startswith("ABORT")]
     for (begin, _), (close, _) in ([committed[len(committed) // 2]] + aborted[:1]) * transactions:
@@ -83,8 +84,8 @@ def assert_same(spark_doc: dict[str, Any], reference: dict[str, Any], where: str
     mine = {b["broker"]: b for b in spark_doc["brokers"]}
     theirs = {b["broker"]: b for b in reference["brokers"]}
     assert sorted(mine) == sorted(theirs), where
-    for broker in theirs:
-        assert mine[broker] == theirs[broker], f"{where} broker {broker}"
+    for broker, expected in theirs.items():
+        assert mine[broker] == expected, f"{where} broker {broker}"
     assert (spark_doc["fromOffset"], spark_doc["toOffset"]) == (reference["fromOffset"], reference["toOffset"])
 
 
