@@ -155,19 +155,20 @@ def checkpoint(lake: Lake, every: int, *, lenient: bool = False) -> list[int]:
     where = f"checkpoint_offset IN ({', '.join(map(str, new))})"
 
     def write(part: str) -> None:
-        (result.parts[part].withColumnRenamed("at", "checkpoint_offset").write.format("delta").mode("overwrite")
+        (result.part(part).withColumnRenamed("at", "checkpoint_offset").write.format("delta").mode("overwrite")
          .option("replaceWhere", where).partitionBy("checkpoint_offset").save(path(lake, part)))
 
     with ThreadPoolExecutor(4) as pool:  # independent tables
         list(pool.map(write, SCHEMAS))
     now = dt.datetime.now(dt.timezone.utc)
+    provenance = {r["at"]: r for r in result.part("provenance").collect()}
     rows, upto = [], 0
     for i, offset in enumerate(new):
         upto += counts.get(i, 0)
-        prov = result.provenance[offset]
+        prov = provenance[offset]
         errors = [(e.offset, e.record_type, e.location, e.detail) for e in result.errors
                   if e.offset is None or e.offset <= offset]
-        rows.append((offset, prov[1], prov[2], state.versions["records"], upto, errors, now))
+        rows.append((offset, prov["epoch"], prov["timestamp"], state.versions["records"], upto, errors, now))
     _write_index(lake, rows)
     return new
 

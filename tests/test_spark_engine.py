@@ -25,6 +25,7 @@ from image.testing import (
     acl,
     begin,
     broker_change,
+    clear_elr,
     client_quota,
     config,
     end,
@@ -191,6 +192,9 @@ def crafted_log() -> LogBuilder:
     log.batch(remove_acl(uuid(0xA2)), remove_acl(uuid(0xA2)))  # 75-76: an image ACL removed twice in a delta
     log.batch(register_controller(3000, endpoints=[{"name": "C", "host": "c", "port": 9, "securityProtocol": 3}]),
               partition_change(T3, 0, leader=-1, isr=[]), broker_change(1, 20, log_dirs=[D1, D2]))  # 77-79
+    log.batch(partition_change(T3, 0, elr=[1], last_known_elr=[]), partition_change(T1, 0, elr=[3]))  # 80-81
+    # ClearElrRecord (Kafka 4.x): a named topic, then every topic (only a2-0 still has an ELR), then a2 again
+    log.batch(clear_elr("a"), clear_elr(""), clear_elr("a2"))  # 82-84
     return log
 
 
@@ -219,6 +223,7 @@ def broken_log() -> LogBuilder:
     log.batch(topic("a", T2), partition(T2, 0, [1]))  # 26-27: name collision (applied, then reported)
     log.batch(begin(), partition(T1, 3, [1], leader_recovery_state=9), abort())  # 28-30: rejected, then aborted
     log.batch(partition_change(T1, 0, leader=1))  # 31
+    log.batch(clear_elr("nope"))  # 32: no such topic
     return log
 
 
@@ -304,7 +309,7 @@ def test_at_time_is_the_last_batch_appended_by_then(crafted_lake: Lake) -> None:
 
 # ---------------------------------------------------------------------------- inconsistent logs
 
-BROKEN_ERRORS = [5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 17, 18, 20, 22, 23, 24, 25, 26, 29]
+BROKEN_ERRORS = [5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 17, 18, 20, 22, 23, 24, 25, 26, 29, 32]
 """Offsets of the records the reference engine rejects in :func:`broken_log`."""
 
 
@@ -317,7 +322,7 @@ def test_strict_replay_names_the_first_rejected_record(broken_lake: Lake) -> Non
 
 
 def test_lenient_replay_reports_and_skips_like_the_reference(broken_lake: Lake) -> None:
-    offsets = [5, 12, 16, 21, 27, 31]
+    offsets = [5, 12, 16, 21, 27, 32]
     images = replay_many(broken_lake, offsets, lenient=True, checkpoints=False)
     expected = reference(broken_lake, offsets, lenient=True)
     got = images.to_json()
@@ -326,4 +331,4 @@ def test_lenient_replay_reports_and_skips_like_the_reference(broken_lake: Lake) 
         assert not diff(want, got[offset]), diff(want, got[offset])
         assert [(e.offset, e.record_type) for e in images.frames(offset).errors] == \
             [(e.offset, e.record_type) for e in errors]
-    assert [e.offset for e in expected[31][1]] == BROKEN_ERRORS
+    assert [e.offset for e in expected[32][1]] == BROKEN_ERRORS

@@ -34,7 +34,6 @@ class Context(Protocol):
     """What a part needs from the pass computing it (see :class:`image.spark.run.Run`)."""
 
     plan: Plan
-    lenient: bool
     spark: SparkSession
 
     @property
@@ -63,7 +62,7 @@ def running(*keys: str) -> Window:
 def state_until_next(rows: DataFrame, *keys: str, m: int, end_seg: Column | None = None) -> DataFrame:
     """``_seg_to``: the state of each event holds until the segment of the key's next event (or
     ``end_seg``, or past the last target)."""
-    stop = F.coalesce(F.lead("_seg").over(window(*keys)), end_seg if end_seg is not None else F.lit(m), F.lit(m))
+    stop = F.coalesce(F.lead("_seg").over(window(*keys)), F.lit(m))
     if end_seg is not None:
         stop = F.least(stop, F.coalesce(end_seg, F.lit(m)))
     return rows.withColumn("_seg_to", stop)
@@ -94,10 +93,15 @@ def endpoints(array: Column) -> Column:
         F.when(e["securityProtocol"].between(0, 3), e["securityProtocol"]).alias("securityProtocol")))
 
 
+def _flip_sign(hex_digit: Column) -> Column:
+    return F.translate(hex_digit, "0123456789ABCDEF", "89ABCDEF01234567")
+
+
 def _uuid_order(uuid: Column) -> Column:
-    """A string whose order is Kafka's Uuid order (signed msb, then signed lsb)."""
+    """A string whose order is Kafka's Uuid order (signed msb, then signed lsb): the hex digits
+    with the sign bit of each half flipped."""
     h = F.hex(F.unbase64(F.concat(F.translate(uuid, "-_", "+/"), F.lit("=="))))
-    flip = lambda c: F.translate(c, "0123456789ABCDEF", "89ABCDEF01234567")  # noqa: E731 — sign bit
+    flip = _flip_sign
     return F.concat(flip(F.substring(h, 1, 1)), F.substring(h, 2, 15), flip(F.substring(h, 17, 1)),
                     F.substring(h, 18, 15))
 
@@ -217,6 +221,30 @@ def partition_events(ctx: Context) -> DataFrame:
     return events
 
 
+def clear_elr_events(ctx: Context, events: DataFrame, live: DataFrame) -> DataFrame:
+    """ClearElrRecords (Kafka ≥ 4.0; ``topicName``, empty = every topic) as one change per
+    partition of the live topics they name that exists at that point, setting ELR and
+    lastKnownElr to empty (the partition epoch rises only where either was non-empty)."""
+    clears = _events(ctx, "clear_elr").select("_pos", "offset", "_seq", "_seg", "type", "topic_name")
+    named = (F.col("topic_name") == "") | (F.col("topic_name") == F.col("_topic"))
+    at = (F.col("_c_pos") < F.col("_pos")) & (F.col("_pos") < F.coalesce(F.col("_end_pos"), F.lit(_FAR)))
+    topics = clears.join(live, named & at)
+    ctx.error(clears.where(F.col("topic_name") != "").join(live, named & at, "left_anti"), F.concat(
+        F.lit("Unable to clear elr for topic with name "), F.col("topic_name"), F.lit(": no such topic found.")))
+    first = (events.where("_full").groupBy("topic_id", "partition_id", "_c_pos").agg(F.min("_pos").alias("_first"))
+             .withColumnRenamed("topic_id", "_tid"))
+    empty, absent = F.array().cast("array<int>"), F.lit(None).cast("array<int>")
+    return (topics.join(first, ["_tid", "_c_pos"]).where(F.col("_first") < F.col("_pos")).select(
+        "_pos", "offset", "_seq", "_seg", "type", F.col("_tid").alias("topic_id"), "partition_id",
+        F.lit(False).alias("_full"), *[absent.alias(c) for c in ("replicas", "isr", "removing_replicas",
+                                                                  "adding_replicas")],
+        F.lit(NO_LEADER_CHANGE).alias("leader"), F.lit(-1).alias("leader_recovery_state"),
+        F.lit(None).cast("int").alias("leader_epoch"), F.lit(None).cast("int").alias("partition_epoch"),
+        F.lit(None).cast("array<string>").alias("directories"), empty.alias("eligible_leader_replicas"),
+        empty.alias("last_known_elr"), "_tid", "_topic", "_c_pos", "_end_pos", "_end_seg",
+        F.lit(True).alias("_clear")))
+
+
 def partition_states(ctx: Context, events: DataFrame, inc: DataFrame, skip: DataFrame | None) -> DataFrame:
     """The state of each partition after each of its valid events (``_len_error`` marks merges
     whose replicas and directories lengths differ). ``skip``: ``_pos`` of events to leave out
@@ -231,9 +259,14 @@ def partition_states(ctx: Context, events: DataFrame, inc: DataFrame, skip: Data
               F.concat(F.when(F.col("_full"), F.lit("PartitionRecord")).otherwise(F.lit("PartitionChangeRecord")),
                        F.lit(" for unknown topic "), F.col("topic_id")))
     key = ("topic_id", "partition_id", "_c_pos")
+    joined = joined.where(F.col("_tid").isNotNull()).withColumn("_clear", F.lit(False))
+    joined = joined.unionByName(clear_elr_events(ctx, joined, live))
     w = running(*key)
-    change = ~F.col("_full")
-    counted = (joined.where(F.col("_tid").isNotNull())
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    had_elr = (F.size(F.last("eligible_leader_replicas", ignorenulls=True).over(before)) > 0) | (
+        F.size(F.last("last_known_elr", ignorenulls=True).over(before)) > 0)
+    change = ~F.col("_full") & (~F.col("_clear") | F.col("_had_elr"))
+    counted = (joined.withColumn("_had_elr", F.coalesce(had_elr, F.lit(False)))
                .withColumn("_gen", F.sum(F.col("_full").cast("int")).over(w))
                .withColumn("_changes", F.sum(change.cast("int")).over(w))
                .withColumn("_leader_changes",
