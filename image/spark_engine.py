@@ -41,7 +41,8 @@ from metadata.lake import Lake, LakeState
 @dataclass
 class ImageSet:
     """Images at several offsets, from one or more passes; ``resolved`` maps each requested
-    offset to the offset it was clamped to (the ``at`` of the rows)."""
+    offset to the offset it was clamped to (the ``at`` of the rows); ``errors``: the records
+    every pass rejected (each image's own are in ``frames(offset).errors``)."""
 
     resolved: dict[int | None, int]
     passes: list[PassResult]
@@ -54,8 +55,9 @@ class ImageSet:
     def frames(self, offset: int | None) -> ReplayedFrames:
         """The image at one of the requested offsets."""
         at = self.resolved[offset]
-        frames = {p: self.part(p).where(F.col("at") == at).drop("at") for p in SCHEMAS}
-        return ReplayedFrames(**frames, errors=tuple(e for e in self.errors if e.offset is None or e.offset <= at))
+        source = next(p for p in self.passes if at in p.requested)
+        frames = {name: source.part(name).where(F.col("at") == at).drop("at") for name in SCHEMAS}
+        return ReplayedFrames(**frames, errors=source.errors_at(at))
 
     def to_json(self) -> dict[int | None, dict[str, Any]]:
         """Every image's JSON (one collect per pass), keyed by the offsets as requested."""

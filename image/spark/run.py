@@ -26,6 +26,11 @@ class PassResult:
 
     table: DataFrame
     errors: list[ReplayError]
+    requested: list[int]
+
+    def errors_at(self, offset: int) -> tuple[ReplayError, ...]:
+        """The rejected records a replay to ``offset`` (one of :attr:`requested`) meets."""
+        return tuple(e for e in self.errors if e.offset is None or e.offset <= offset)
 
     def part(self, name: str) -> DataFrame:
         """Image part ``name`` for every requested offset (columns ``at`` + the part's)."""
@@ -38,6 +43,21 @@ class PassResult:
         for r in self.table.where(~F.col("part").startswith("_")).collect():
             out.setdefault(r["at"], {}).setdefault(r["part"], []).append(json.loads(r["json"]))
         return out
+
+
+_TABLES: dict[tuple[str, str, int, str], DataFrame] = {}
+
+
+def lake_table(lake: Lake, state: LakeState, name: str) -> DataFrame:
+    """``lake.table(name, state)``, one DataFrame per session, table version and ingest: its analysed
+    plan holds the Delta snapshot, which time travel would otherwise rebuild (a Spark job) for
+    every read."""
+    key = (lake.spark.sparkContext.applicationId, lake.path(name), state.versions.get(name, -1), state.run_id)
+    if key not in _TABLES:
+        if len(_TABLES) > 256:
+            _TABLES.clear()
+        _TABLES[key] = lake.table(name, state)
+    return _TABLES[key]
 
 
 class Run:
@@ -55,13 +75,13 @@ class Run:
 
     def _snapshot_rows(self) -> DataFrame:
         end, epoch = self.base.snapshot or (0, 0)
-        return (self.lake.table("snapshots", self.state)
+        return (lake_table(self.lake, self.state, "snapshots")
                 .where((F.col("snapshot_end_offset") == end) & (F.col("snapshot_epoch") == epoch) & ~F.col("is_control"))
                 .withColumn("offset", F.lit(self.base.offset).cast("long"))
                 .withColumn("batch_base_offset", F.lit(self.base.offset).cast("long")))
 
     def typed(self, name: str) -> DataFrame:
-        tail = (self.lake.table(name, self.state)
+        tail = (lake_table(self.lake, self.state, name)
                 .where((F.col("offset") > self.base.offset) & (F.col("offset") <= self.plan.upto))
                 .withColumn("_seq", F.lit(0).cast("long")))
         if self.base.kind == "snapshot":
@@ -170,7 +190,7 @@ def replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[in
 
 
 def _replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[int], lenient: bool) -> PassResult:
-    records = lake.table("records", state)
+    records = lake_table(lake, state, "records")
     plan = make_plan(records, base, requested)
     run = Run(lake, state, plan, lenient)
     parts = run.parts(effective=set())
@@ -197,4 +217,4 @@ def _replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[i
     found.sort(key=lambda e: (e.offset if e.offset is not None else -1))
     if found and not lenient:
         raise found[0]
-    return PassResult(table, found)
+    return PassResult(table, found, list(requested))
