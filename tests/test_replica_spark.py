@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -188,10 +189,21 @@ def summary(row: dict[str, Any]) -> tuple:
     return row["step"], row["action"], f"{row['topic']}-{row['partition']}", detail
 
 
-def test_apply_plan_of_broker_1_step_by_step(spark) -> None:
+@pytest.fixture(scope="module")
+def apply_delta(spark) -> DeltaFrames:
     log, a, b = apply_scenario()
-    delta = memory_delta(spark, log.records, a, b)
-    rows = plan_rows(apply_plan(delta, num_replica_fetchers=2), 1)
+    return memory_delta(spark, log.records, a, b)
+
+
+@pytest.fixture(scope="module")
+def all_actions(apply_delta: DeltaFrames) -> list[dict[str, Any]]:
+    """Every broker's plan (2 replica fetchers), ordered by broker and step."""
+    plan = apply_plan(apply_delta, num_replica_fetchers=2)
+    return [r.asDict(recursive=True) for r in plan.orderBy("broker", "step").collect()]
+
+
+def test_apply_plan_of_broker_1_step_by_step(all_actions: list[dict[str, Any]]) -> None:
+    rows = [r for r in all_actions if r["broker"] == 1]
     assert [summary(r) for r in rows] == [
         (1, "remove-fetcher", "bar-0", None),
         (2, "remove-fetcher", "foo-3", None),
@@ -225,17 +237,16 @@ def test_apply_plan_of_broker_1_step_by_step(spark) -> None:
     assert any("ReplicaFetcherThread-1-2" in line for line in text)
 
 
-def test_apply_plan_every_broker_at_once(spark) -> None:
-    log, a, b = apply_scenario()
-    actions = apply_plan(memory_delta(spark, log.records, a, b))
-    counts = {(r["broker"], r["action"]): r["count"] for r in actions.groupBy("broker", "action").count().collect()}
+def test_apply_plan_every_broker_at_once(all_actions: list[dict[str, Any]]) -> None:
+    counts = Counter((r["broker"], r["action"]) for r in all_actions)
     assert counts[(2, "make-leader")] == 3  # foo-2, foo-3 (reassigned to [2,4]), __consumer_offsets-0
     assert counts[(2, "delete-log")] == 1 and (2, "remove-partition") in counts  # bar-0 (led by 1: no remote)
     assert counts[(3, "make-follower")] == 3 and (3, "delete-log") not in counts
     # every registered broker's group coordinator hears about bar-0
-    assert {r["broker"] for r in actions.where(F.col("action") == "partitions-deleted").collect()} == {1, 2, 3}
-    steps = actions.groupBy("broker").agg(F.count("*").alias("n"), F.max("step").alias("last")).collect()
-    assert all(r["n"] == r["last"] for r in steps)
+    assert {r["broker"] for r in all_actions if r["action"] == "partitions-deleted"} == {1, 2, 3}
+    for broker in {r["broker"] for r in all_actions}:
+        steps = [r["step"] for r in all_actions if r["broker"] == broker]
+        assert steps == list(range(1, len(steps) + 1))
 
 
 def shutdown_scenario() -> tuple[LogBuilder, int, int]:
@@ -284,9 +295,8 @@ def test_apply_plan_topic_id_mismatch_aborts_apply_delta(spark) -> None:
     assert rows[2]["reason"].startswith(f"IllegalStateException: Topic t-0 exists, but its ID is {t}, not {t2}")
 
 
-def test_leader_and_isr_requests_replay_cleanly(spark) -> None:
-    log, a, b = apply_scenario()
-    delta = memory_delta(spark, log.records, a, b)
+def test_leader_and_isr_requests_replay_cleanly(apply_delta: DeltaFrames) -> None:
+    delta = apply_delta
     doc = leader_and_isr_json(delta, controller_epoch=3, broker=1)
     stop_request, lisr_request = doc["requests"]
     assert stop_request["type"] == "StopReplica" and lisr_request["type"] == "LeaderAndIsr"
