@@ -121,6 +121,12 @@ def _events(ctx: Context, name: str) -> DataFrame:
     return ctx.typed(name).where(~F.col("_aborted"))
 
 
+def small(events: DataFrame) -> DataFrame:
+    """The events of a part with few records in one partition: its windows then need no
+    shuffle (a single partition is clustered by any key), which saves a Spark stage each."""
+    return events.coalesce(1)
+
+
 def _lookup(mapping: dict, column: Column, default: str) -> Column:
     out: Column | None = None
     for k, v in mapping.items():
@@ -149,7 +155,7 @@ def topic_events(ctx: Context) -> DataFrame:
             "_pos", "offset", "_seq", "_seg", F.lit("TOPIC_RECORD").alias("type"), F.col("topicId").alias("topic_id"),
             "name", F.col("offset").alias("batch_base_offset"), F.lit(True).alias("_create")))
     w = window("topic_id")
-    return (events.withColumn("_prev_create", F.lag("_create").over(w)).withColumn("_prev_name", F.lag("name").over(w))
+    return (small(events).withColumn("_prev_create", F.lag("_create").over(w)).withColumn("_prev_name", F.lag("name").over(w))
             .withColumn("_end_pos", F.lead("_pos").over(w)).withColumn("_end_offset", F.lead("offset").over(w)))
 
 
@@ -347,6 +353,7 @@ def brokers(ctx: Context) -> DataFrame:
                            .withColumn("_ics", F.lit(None).cast("boolean"))
                            .withColumn("_dirs", F.lit(None).cast("array<string>")), allowMissingColumns=True)
               .select(*cols, "_fenced", "_ics", "_dirs", "_fenced_change", "_ics_change", "_dirs_change"))
+    events = small(events)
     w = running("broker_id")
     current = F.last(F.when(F.col("_kind") != "change", F.struct((F.col("_kind") == "reg").alias("live"),
                                                                F.col("broker_epoch").alias("epoch"))),
@@ -405,7 +412,7 @@ def controllers(ctx: Context) -> DataFrame:
         rows = rows.unionByName(base.select(
             "_pos", "_seg", F.col("controllerId").alias("controller_id"), F.col("incarnationId").alias("incarnation_id"),
             F.col("zkMigrationReady").alias("zk_migration_ready"), F.col("endPoints").alias("end_points"), "features"))
-    rows = state_until_next(rows, "controller_id", m=ctx.plan.m)
+    rows = state_until_next(small(rows), "controller_id", m=ctx.plan.m)
     return expand(rows.select(
         "_seg", "_seg_to", F.col("controller_id").alias("controllerId"), F.col("incarnation_id").alias("incarnationId"),
         F.col("zk_migration_ready").alias("zkMigrationReady"), endpoints(F.col("end_points")).alias("endPoints"),
@@ -505,7 +512,7 @@ def features(ctx: Context) -> DataFrame:
     base = ctx.base_rows("features", 1)
     if base is not None:
         rows = rows.unionByName(base.select("_pos", "_seg", "name", "level"))
-    rows = state_until_next(rows, "name", m=ctx.plan.m)
+    rows = state_until_next(small(rows), "name", m=ctx.plan.m)
     return expand(rows.where((F.col("level") != 0) | (F.col("name") == METADATA_VERSION)), "features")
 
 
@@ -516,7 +523,7 @@ def producer_ids(ctx: Context) -> DataFrame:
     base = ctx.base_rows("producerIds", 1)
     if base is not None:
         rows = rows.unionByName(base.select("_pos", "_seg", "nextProducerId"))
-    return expand(state_until_next(rows.withColumn("_k", F.lit(0)), "_k", m=ctx.plan.m), "producerIds")
+    return expand(state_until_next(small(rows).withColumn("_k", F.lit(0)), "_k", m=ctx.plan.m), "producerIds")
 
 
 def client_quotas(ctx: Context) -> DataFrame:
@@ -529,7 +536,7 @@ def client_quotas(ctx: Context) -> DataFrame:
             e["key"].alias("entityType"), e["value"].alias("entityName"))))
         rows = rows.unionByName(base.select("_pos", "_seg", as_list.alias("_entity"), "key", "value",
                                             F.lit(False).alias("remove")))
-    rows = state_until_next(rows, "_entity", "key", m=ctx.plan.m).where(~F.col("remove"))
+    rows = state_until_next(small(rows), "_entity", "key", m=ctx.plan.m).where(~F.col("remove"))
     as_map = F.map_from_entries(F.transform("_entity", lambda e: F.struct(e["entityType"], e["entityName"])))
     return expand(rows.withColumn("entity", as_map), "clientQuotas")
 
@@ -553,7 +560,7 @@ def acls(ctx: Context) -> DataFrame:
                                             .alias("type"), "id", F.lit(True).alias("_add"),
                                             F.col("offset").alias("_delta"), *_ACL_FIELDS))
     w = window("id")
-    rows = rows.withColumn("_prev", F.lag("_add").over(w)).withColumn("_prev_delta", F.lag("_delta").over(w))
+    rows = small(rows).withColumn("_prev", F.lag("_add").over(w)).withColumn("_prev_delta", F.lag("_delta").over(w))
     rows = rows.withColumn("_at_start", F.coalesce(F.first("_prev").over(running("id", "_delta")), F.lit(False)))
     valid = F.col("_add") | F.coalesce(F.col("_prev"), F.lit(False)) | (
         (F.col("_prev_delta") == F.col("_delta")) & F.col("_at_start"))
@@ -574,7 +581,7 @@ def scram(ctx: Context) -> DataFrame:
     if base is not None:
         rows = rows.unionByName(base.select("_pos", "_seg", "mechanism", "name", "salt", "storedKey", "serverKey",
                                             "iterations", F.lit(True).alias("_set")))
-    return expand(state_until_next(rows, "mechanism", "name", m=ctx.plan.m).where("_set"), "scram")
+    return expand(state_until_next(small(rows), "mechanism", "name", m=ctx.plan.m).where("_set"), "scram")
 
 
 def _bad_principal(p: Column) -> Column:
@@ -598,7 +605,7 @@ def delegation_tokens(ctx: Context) -> DataFrame:
         rows = rows.unionByName(base.select("_pos", "_seg", "tokenId", "owner", "requester", "renewers",
                                             "issueTimestamp", "maxTimestamp", "expirationTimestamp",
                                             F.lit(True).alias("_set")))
-    return expand(state_until_next(rows, "tokenId", m=ctx.plan.m).where("_set"), "delegationTokens")
+    return expand(state_until_next(small(rows), "tokenId", m=ctx.plan.m).where("_set"), "delegationTokens")
 
 
 SIMPLE_PARTS: dict[str, Callable[[Context], DataFrame]] = {

@@ -81,9 +81,8 @@ class Run:
                 .withColumn("batch_base_offset", F.lit(self.base.offset).cast("long")))
 
     def typed(self, name: str) -> DataFrame:
-        tail = (lake_table(self.lake, self.state, name)
-                .where((F.col("offset") > self.base.offset) & (F.col("offset") <= self.plan.upto))
-                .withColumn("_seq", F.lit(0).cast("long")))
+        in_range = (F.col("offset") > self.base.offset) & (F.col("offset") <= self.plan.upto)
+        tail = lake_table(self.lake, self.state, name).where(in_range).withColumn("_seq", F.lit(0).cast("long"))
         if self.base.kind == "snapshot":
             snap = typed_rows(name, self._snapshot_rows())
             snap = snap.withColumn("_seq", F.col("position") + 1).drop("snapshot_end_offset", "snapshot_epoch", "position")
@@ -195,10 +194,13 @@ def _replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[i
     run = Run(lake, state, plan, lenient)
     parts = run.parts(effective=set())
     parts["provenance"] = plan.provenance(records)
-    mapping = F.broadcast(lake.spark.createDataFrame([(plan.index[t], t) for t in plan.requested], "_i int, at long"))
+    offsets_of = [[t for t in plan.requested if plan.index[t] == i] for i in range(plan.m)]
+    at = F.explode(F.element_at(F.array(*[F.array(*[F.lit(t).cast("long") for t in ts]) for ts in offsets_of]),
+                                F.col("_i") + 1))
 
     def encode(name: str, frame: DataFrame) -> DataFrame:
-        return _encode(name, frame.join(mapping, "_i"), SCHEMAS[name].names, F.col("at"))
+        """Rows of target ``_i`` once per requested offset normalized to it."""
+        return _encode(name, frame.withColumn("at", at), SCHEMAS[name].names, F.col("at"))
 
     pieces = [encode(name, frame) for name, frame in parts.items()]
     pieces.append(_encode("_candidate", P.quirk_candidates(run.config_events, run.removed), ["name", "offset", "_delta"]))
