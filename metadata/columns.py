@@ -1,17 +1,20 @@
-"""Decoded rows → Arrow columns: the hot path of ingest (no model object per record).
+"""Decoded batches → Arrow columns: the hot path of ingest (no model object per record).
 
 :data:`DECODED_SCHEMA` is the output of the Spark decode tasks: one row per record of a log,
 snapshot or dump file, plus ``issue`` rows (offset null) carrying what the reader reported.
+Batches arrive column-wise from the readers (payloads already JSON text); runs of NoOp batches
+arrive as numpy arrays and become Arrow arrays without a Python object per record.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 
-from metadata.readers import InputFile, Issue, ReadOptions, iter_file_rows
+from metadata.codec.message import json_text
+from metadata.readers import Batch, InputFile, Issue, NoOpRun, ReadOptions, iter_file_items
 
 DECODED_SCHEMA = pa.schema([
     ("offset", pa.int64()), ("batch_base_offset", pa.int64()), ("batch_last_offset", pa.int64()),
@@ -22,13 +25,83 @@ DECODED_SCHEMA = pa.schema([
     ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
     ("issue_severity", pa.string()), ("issue", pa.string()),
 ])
+_TYPES = [f.type for f in DECODED_SCHEMA]
+# batch-level columns (one value per batch) and record-level columns, as DECODED_SCHEMA indexes
+_BATCH_COLUMNS = (1, 2, 3, 4, 5, 6, 7, 8, 15)
+_RECORD_COLUMNS = (0, 9, 10, 11, 12, 13, 14)
 
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_dumps = json_text
 
 
 def payload_json(data: dict | None) -> str | None:
     """Canonical payload text: compact JSON in Kafka's field order."""
     return None if data is None else _dumps(data)
+
+
+def _snapshot(section: str) -> tuple[int | None, int | None]:
+    """(snapshot end offset, snapshot epoch) of a section."""
+    if section == "log":
+        return None, None
+    if section == "bootstrap":  # epoch -1: never the id of a real (0, 0) bootstrap snapshot
+        return 0, -1
+    end, epoch = section.split(":")[1:]
+    return int(end), int(epoch)
+
+
+def _constant(value: object, n: int, type_: pa.DataType) -> pa.Array:
+    return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+
+def _record_batch(columns: dict[int, pa.Array], n: int, source: str, section: str) -> pa.RecordBatch:
+    """A record batch from the given columns; source file, snapshot and issue columns filled in."""
+    snapshot_end, snapshot_epoch = _snapshot(section)
+    columns[16] = _constant(source, n, pa.string())
+    columns[17] = _constant(snapshot_end, n, pa.int64())
+    columns[18] = _constant(snapshot_epoch, n, pa.int32())
+    columns[19] = columns[20] = pa.nulls(n, pa.string())
+    return pa.RecordBatch.from_arrays([columns[i] for i in range(len(_TYPES))], schema=DECODED_SCHEMA)
+
+
+class _Batches:
+    """Decoded batches of one section, collected until they make an Arrow record batch."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.section = "log"
+        self.heads: list[tuple] = []
+        self.counts: list[int] = []  # records per batch
+        self.records: list[tuple] = []
+
+    def add(self, section: str, batch: Batch) -> None:
+        self.section = section
+        self.heads.append(batch[0])
+        self.counts.append(len(batch[1]))
+        self.records += batch[1]
+
+    def flush(self) -> pa.RecordBatch:
+        heads, records = self.heads, self.records
+        n = len(records)
+        columns: dict[int, pa.Array] = {}
+        for i, values in zip(_RECORD_COLUMNS, zip(*records)):
+            columns[i] = pa.array(values, _TYPES[i])
+        repeat = None if len(heads) == n else pa.array(np.repeat(np.arange(len(heads)), self.counts))
+        for i, values in zip(_BATCH_COLUMNS, zip(*heads)):
+            columns[i] = pa.array(values, _TYPES[i]) if repeat is None else pa.array(values, _TYPES[i]).take(repeat)
+        self.heads, self.counts, self.records = [], [], []
+        return _record_batch(columns, n, self.source, self.section)
+
+
+def _run_batch(run: NoOpRun, source: str, section: str) -> pa.RecordBatch:
+    """The Arrow record batch of a NoOp run: straight from its numpy arrays."""
+    n = len(run)
+    offset = pa.array(run.offset)
+    columns = {0: offset, 1: offset, 2: offset, 3: pa.array(run.leader_epoch), 4: pa.array(run.timestamp),
+               5: pa.array(run.producer_id), 6: pa.array(run.producer_epoch),
+               7: _constant(run.transactional, n, pa.bool_()), 8: _constant(False, n, pa.bool_()),
+               9: pa.nulls(n, pa.string()), 10: _constant("NO_OP_RECORD", n, pa.string()),
+               11: _constant(20, n, pa.int32()), 12: _constant(0, n, pa.int32()), 13: _constant("{}", n, pa.string()),
+               14: pa.nulls(n, pa.binary()), 15: pa.array(run.position)}
+    return _record_batch(columns, n, source, section)
 
 
 def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int | None = None,
@@ -38,35 +111,29 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int
     A fatal decode error is not raised here but emitted as an ``error`` issue row, so that a
     Spark task never dies with a Python traceback: the driver turns it into one clear error.
     """
-    rows: list[tuple] = []
     source = f.path
-
-    def flush() -> pa.RecordBatch:
-        columns = list(zip(*rows))
-        rows.clear()
-        return pa.RecordBatch.from_arrays([pa.array(c, type=t.type) for c, t in zip(columns, DECODED_SCHEMA)],
-                                          schema=DECODED_SCHEMA)
-
+    pending = _Batches(source)
     issues: list[Issue] = []
     try:
-        for section, row in iter_file_rows(f, issues, options, start, end):
-            data = row[13]
-            if section == "log":
-                snapshot: tuple = (None, None)
-            elif section == "bootstrap":  # epoch -1: never the id of a real (0, 0) bootstrap snapshot
-                snapshot = (0, -1)
-            else:
-                snapshot = tuple(map(int, section.split(":")[1:]))
-            rows.append(row[:13] + (("{}" if not data else _dumps(data)) if data is not None else None,
-                                    row[14], row[15], source) + snapshot + (None, None))
-            if len(rows) >= batch_rows:
-                yield flush()
+        for section, item in iter_file_items(f, issues, options, start, end, json_payload=True):
+            if pending.records and (section != pending.section or isinstance(item, NoOpRun)):
+                yield pending.flush()
+            if isinstance(item, NoOpRun):
+                yield _run_batch(item, source, section)
+                continue
+            pending.add(section, item)
+            if len(pending.records) >= batch_rows:
+                yield pending.flush()
     except Exception as exc:  # noqa: BLE001 — every failure becomes one reported error row
         issues.append(Issue(file=source, severity="fatal", message=str(exc) or type(exc).__name__))
-    if rows:
-        yield flush()
-    for issue in issues:  # issue rows: the offset column is null; batch_base_offset carries the issue's offset
-        rows.append((None, issue.offset) + (None,) * 13 + (issue.position, issue.file, None, None,
-                                                           issue.severity, str(issue)))
-    if rows:
-        yield flush()
+    if pending.records:
+        yield pending.flush()
+    if issues:  # issue rows: the offset column is null; batch_base_offset carries the issue's offset
+        n = len(issues)
+        columns = {i: pa.nulls(n, _TYPES[i]) for i in range(len(_TYPES))}
+        columns[1] = pa.array([i.offset for i in issues], pa.int64())
+        columns[15] = pa.array([i.position for i in issues], pa.int64())
+        columns[16] = pa.array([i.file for i in issues], pa.string())
+        columns[19] = pa.array([i.severity for i in issues], pa.string())
+        columns[20] = pa.array([str(i) for i in issues], pa.string())
+        yield pa.RecordBatch.from_arrays([columns[i] for i in range(len(_TYPES))], schema=DECODED_SCHEMA)

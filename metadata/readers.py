@@ -14,15 +14,18 @@ import os
 import re
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from crc32c import crc32c
 from pydantic import BaseModel
 
-from metadata.codec.batch import (ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER_SIZE, LOG_OVERHEAD, _PREFIX,
-                                  batch_payload, check_batch, iter_records)
+from metadata.codec.batch import (_PREFIX, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_TRANSACTIONAL, CRC_START, HEADER_DTYPE,
+                                  HEADER_SIZE, LOG_OVERHEAD, batch_payload, check_batch, crc32c_rows, iter_records)
+from metadata.codec.message import json_text
 from metadata.codec.records import decode_control_record, decode_metadata_value, read_frame
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.log import LogRecord
@@ -133,17 +136,73 @@ def discover(path: str | os.PathLike[str]) -> list[InputFile]:
 
 # ---------------------------------------------------------------- binary decoding
 
+# One decoded batch: ``(base offset, last offset, leader epoch, max timestamp, producer id, producer epoch,
+# transactional, control, position)`` and one ``(offset, control type, type, apiKey, version, data, raw)``
+# per record; ``data`` is a dict, or its compact JSON text when reading with ``json_payload``.
+Batch = tuple[tuple, list[tuple]]
 
-def _data_record(value: bytes | None, key: bytes | None, options: ReadOptions) -> tuple:
+NOOP_VALUE = bytes.fromhex("01140000")  # frame 1, apiKey 20 (NoOpRecord), version 0, no tagged fields
+_NOOP_BATCH_RECORDS = bytes.fromhex("1400000001080114000000")  # the one record of a controller's NoOp batch
+_NOOP_BATCH_SIZE = HEADER_SIZE + len(_NOOP_BATCH_RECORDS)
+_NOOP_LENGTH_FIELD = struct.pack(">i", _NOOP_BATCH_SIZE - LOG_OVERHEAD)
+_NOOP_RECORDS = np.frombuffer(_NOOP_BATCH_RECORDS, np.uint8)
+_NOOP_HEADERS = np.dtype({"names": HEADER_DTYPE.names, "itemsize": _NOOP_BATCH_SIZE,
+                          "formats": [HEADER_DTYPE.fields[n][0] for n in HEADER_DTYPE.names],
+                          "offsets": [HEADER_DTYPE.fields[n][1] for n in HEADER_DTYPE.names]})
+MIN_RUN = 16  # NoOp batches in a row before the vectorised path is tried
+RUN_CHUNK = 65536  # most batches in one NoOpRun
+
+
+@dataclass(frozen=True, slots=True)
+class NoOpRun:
+    """Consecutive batches of one NoOpRecord each (the bulk of an idle cluster's log), decoded
+    column-wise: one array entry per batch, which is also the record."""
+
+    position: np.ndarray  # int64
+    offset: np.ndarray  # int64: base = last offset of the batch = offset of its record
+    leader_epoch: np.ndarray  # int32
+    timestamp: np.ndarray  # int64: max timestamp
+    producer_id: np.ndarray  # int64
+    producer_epoch: np.ndarray  # int32
+    transactional: bool
+    json_payload: bool
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def rows(self) -> Iterator[Row]:
+        """The run as decoded rows."""
+        txn, as_json = self.transactional, self.json_payload
+        for pos, off, epoch, ts, pid, pepoch in zip(self.position.tolist(), self.offset.tolist(),
+                                                    self.leader_epoch.tolist(), self.timestamp.tolist(),
+                                                    self.producer_id.tolist(), self.producer_epoch.tolist()):
+            yield (off, off, off, epoch, ts, pid, pepoch, txn, False, None, "NO_OP_RECORD", 20, 0,
+                   "{}" if as_json else {}, None, pos)
+
+
+def batch_rows(batch: Batch) -> Iterator[Row]:
+    """The records of a decoded batch as rows."""
+    (base, last, epoch, ts, pid, pepoch, txn, control, pos), records = batch
+    for offset, control_type, type_name, api_key, version, data, raw in records:
+        yield (offset, base, last, epoch, ts, pid, pepoch, txn, control, control_type, type_name, api_key, version,
+               data, raw, pos)
+
+
+def item_rows(item: Batch | NoOpRun) -> Iterator[Row]:
+    """The rows of what :func:`iter_segment_items` yields."""
+    return item.rows() if isinstance(item, NoOpRun) else batch_rows(item)
+
+
+def _data_record(value: bytes | None, key: bytes | None, options: ReadOptions, json_payload: bool) -> tuple:
     """(type name, apiKey, version, data, raw) of a data record's value."""
     if key is not None:
         raise DecodeError("metadata record has a key")
     if not value:
         raise DecodeError("metadata record has no value")
     if value == NOOP_VALUE:
-        return "NO_OP_RECORD", 20, 0, {}, None
+        return "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None
     try:
-        spec, version, data = decode_metadata_value(value)
+        spec, version, data = decode_metadata_value(value, json_payload)
         return spec.type_name, spec.key, version, data, None
     except UnknownRecordError:
         if not options.skip_unknown:
@@ -152,19 +211,67 @@ def _data_record(value: bytes | None, key: bytes | None, options: ReadOptions) -
         return None, api_key, version, None, value
 
 
-def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadOptions,
-                      start: int = 0, end: int | None = None) -> Iterator[Row]:
-    """Decode the batches in ``buf[start:end]`` (a segment or snapshot file) into rows.
+def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: int, limit: int,
+              json_payload: bool) -> NoOpRun | None:
+    """The longest run (≤ ``limit`` batches) of NoOp batches at ``pos`` that the per-batch path would
+    decode without a remark: same size and attributes, magic 2, one record with the NoOp bytes, valid
+    CRC, consecutive offsets from ``expected``, leader epochs never going back from ``epoch``."""
+    n = min((end - pos) // _NOOP_BATCH_SIZE, limit)
+    head = np.frombuffer(arr, _NOOP_HEADERS, n, pos)
+    raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
+    attributes = int(head["attributes"][0])
+    base = int(head["base_offset"][0]) if expected is None else expected
+    epochs = head["leader_epoch"]
+    ok = ((head["batch_length"] == _NOOP_BATCH_SIZE - LOG_OVERHEAD) & (head["magic"] == 2)
+          & (head["attributes"] == attributes) & (head["last_offset_delta"] == 0) & (head["record_count"] == 1)
+          & (head["base_offset"] == np.arange(base, base + n, dtype=np.int64))
+          & (epochs >= np.maximum.accumulate(np.maximum(epochs, epoch)))
+          & (raw[:, HEADER_SIZE:] == _NOOP_RECORDS).all(axis=1))
+    if (attributes & ATTR_COMPRESSION) > 4:
+        return None
+    m = n if ok.all() else int(np.argmin(ok))
+    if m:
+        ok = crc32c_rows(raw[:m, CRC_START:]) == head["crc"][:m]
+        m = m if ok.all() else int(np.argmin(ok))
+    if not m:
+        return None
+    head = head[:m]
+    return NoOpRun(position=np.arange(pos, pos + m * _NOOP_BATCH_SIZE, _NOOP_BATCH_SIZE, dtype=np.int64),
+                   offset=head["base_offset"].astype(np.int64), leader_epoch=epochs[:m].astype(np.int32),
+                   timestamp=head["max_timestamp"].astype(np.int64), producer_id=head["producer_id"].astype(np.int64),
+                   producer_epoch=head["producer_epoch"].astype(np.int32),
+                   transactional=bool(attributes & ATTR_TRANSACTIONAL), json_payload=json_payload)
+
+
+def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: ReadOptions, start: int = 0,
+                       end: int | None = None, json_payload: bool = False) -> Iterator[Batch | NoOpRun]:
+    """Decode the batches in ``buf[start:end]`` (a segment or snapshot file): a :data:`Batch` each, and
+    long runs of NoOp batches as a :class:`NoOpRun` (checked and decoded with numpy).
 
     A partially written last batch and a zero-filled tail are reported and end the scan; a
     corrupt batch raises (or, with ``allow_gaps``, is reported and skipped when the next batch
     can still be found from its length field).
     """
     end = len(buf) if end is None else end
+    arr = np.frombuffer(buf, np.uint8) if end - start >= _NOOP_BATCH_SIZE * MIN_RUN else None
+    probe = _NOOP_BATCH_SIZE * (MIN_RUN - 1) + HEADER_SIZE
+    chunk = MIN_RUN * 16
     pos = start
     expected: int | None = None
     epoch = -1
     while pos < end:
+        if arr is not None and end - pos >= _NOOP_BATCH_SIZE * MIN_RUN \
+                and buf[pos + 8:pos + 12] == _NOOP_LENGTH_FIELD \
+                and buf[pos + HEADER_SIZE:pos + _NOOP_BATCH_SIZE] == _NOOP_BATCH_RECORDS \
+                and buf[pos + probe:pos + probe + len(_NOOP_BATCH_RECORDS)] == _NOOP_BATCH_RECORDS:
+            run = _noop_run(arr, pos, end, expected, epoch, chunk, json_payload)
+            if run is not None:
+                n = len(run)
+                chunk = min(chunk * 4, RUN_CHUNK) if n == chunk else MIN_RUN * 16
+                expected, epoch = int(run.offset[-1]) + 1, max(epoch, int(run.leader_epoch[-1]))
+                pos += n * _NOOP_BATCH_SIZE
+                yield run
+                continue
         if end - pos < 17:
             issues.append(Issue(file=file, severity="warning", position=pos,
                                 message=f"{end - pos} trailing byte(s) too short for a batch; ignored"))
@@ -195,23 +302,29 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
             break
         try:
             header = check_batch(buf, pos, batch_end)
-            rows = list(_batch_rows(buf, pos, batch_end, header, file, options))
+            batch = _decode_batch(buf, pos, batch_end, header, options, json_payload)
         except DecodeError as exc:
             located = exc.located(file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
                 raise located from None
             pos = _skip_to_next_batch(buf, pos, end, file, f"offset {base_offset}: {located.message}", issues)
             continue
-        last_offset = base_offset + header[6]
         if expected is not None and base_offset != expected:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
                                 message=f"non-consecutive offsets: expected {expected}, batch starts at {base_offset}"))
         if header[2] < epoch:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
                                 message=f"partition leader epoch went back from {epoch} to {header[2]}"))
-        expected, epoch = last_offset + 1, max(epoch, header[2])
-        yield from rows
+        expected, epoch = batch[0][1] + 1, max(epoch, header[2])
+        yield batch
         pos = batch_end
+
+
+def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadOptions,
+                      start: int = 0, end: int | None = None) -> Iterator[Row]:
+    """The rows of :func:`iter_segment_items`."""
+    for item in iter_segment_items(buf, file, issues, options, start, end):
+        yield from item_rows(item)
 
 
 def _next_batch(buf: bytes, pos: int, end: int) -> int | None:
@@ -237,45 +350,39 @@ def _skip_to_next_batch(buf: bytes, pos: int, end: int, file: str, why: str, iss
     return stop
 
 
-NOOP_VALUE = bytes.fromhex("01140000")  # frame 1, apiKey 20 (NoOpRecord), version 0, no tagged fields
-_NOOP_BATCH_RECORDS = bytes.fromhex("1400000001080114000000")  # the one record of a controller's NoOp batch
-
-
-def _batch_rows(buf: bytes, pos: int, end: int, header: tuple, file: str, options: ReadOptions) -> Iterator[Row]:
+def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOptions, json_payload: bool) -> Batch:
     (base_offset, _, epoch, _, _, attributes, last_delta, _, max_ts, pid, pepoch, _, count) = header
     if count == 0:
         raise DecodeError("Batch must contain at least one record")
     control = bool(attributes & ATTR_CONTROL)
     txn = bool(attributes & ATTR_TRANSACTIONAL)
     last_offset = base_offset + last_delta
-    if count == 1 and last_delta == 0 and end - pos == HEADER_SIZE + 11 and buf[pos + HEADER_SIZE:end] == \
-            _NOOP_BATCH_RECORDS:  # the bulk of an idle cluster's log: one NoOp per batch, decoded by comparison
-        yield (base_offset, base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, None,
-               "NO_OP_RECORD", 20, 0, {}, None, pos)
-        return
+    if count == 1 and last_delta == 0 and end - pos == _NOOP_BATCH_SIZE and \
+            buf[pos + HEADER_SIZE:end] == _NOOP_BATCH_RECORDS:  # one NoOp: decoded by comparison
+        return ((base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
+                [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)])
+    records: list[tuple] = []
+    append = records.append
     index = 0
     try:
-        for _, ts_delta, offset_delta, key, value, headers in iter_records(batch_payload(buf, pos, end, attributes), count):
+        for _, _, offset_delta, key, value, _ in iter_records(batch_payload(buf, pos, end, attributes), count):
             offset = base_offset + index
             try:
                 if offset_delta != index:
                     raise DecodeError(f"record {index} has offset delta {offset_delta}")
                 if control:
-                    control_type, data = decode_control_record(key, value)
-                    row = (offset, base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, True, control_type,
-                           None, None, 0, data, None, pos)
+                    control_type, data = decode_control_record(key, value, json_payload)
+                    append((offset, control_type, None, None, 0, data, None))
                 else:
-                    type_name, api_key, version, data, raw = _data_record(value, key, options)
-                    row = (offset, base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, False, None,
-                           type_name, api_key, version, data, raw, pos)
+                    append((offset, None) + _data_record(value, key, options, json_payload))
             except DecodeError as exc:
                 raise exc.located(offset=offset) from None
-            yield row
             index += 1
     except IndexError:
         raise DecodeError("record runs past the end of the batch") from None
     if index - 1 != last_delta:
         raise DecodeError(f"lastOffsetDelta {last_delta} does not match {index} record(s)")
+    return (base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, control, pos), records
 
 
 # ---------------------------------------------------------------- kafka-dump-log text
@@ -372,30 +479,45 @@ def open_bytes(path: str) -> bytes | mmap.mmap:
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
-                   end: int | None = None) -> Iterator[tuple[str, Row]]:
-    """(section, row) for every record of one input file (or of the byte range ``[start, end)`` of a
-    segment); see :func:`iter_dump_rows` for sections. Snapshots must open with a SNAPSHOT_HEADER;
-    a missing SNAPSHOT_FOOTER is reported as a truncated snapshot."""
+def iter_file_items(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
+                    end: int | None = None, json_payload: bool = False) -> Iterator[tuple[str, Batch | NoOpRun]]:
+    """(section, batch or NoOp run) for one input file (or the byte range ``[start, end)`` of a segment);
+    see :func:`iter_dump_rows` for sections (each dumped record is a batch of its own). Snapshots must
+    open with a SNAPSHOT_HEADER; a missing SNAPSHOT_FOOTER is reported as a truncated snapshot."""
     if f.kind is InputKind.DUMP:
         with open(f.path, encoding="utf-8", errors="replace") as fh:
-            yield from iter_dump_rows(fh, f.path, issues)
+            for section, row in iter_dump_rows(fh, f.path, issues):
+                data = row[13]
+                yield section, (row[1:9] + row[15:], [(row[0],) + row[9:13] + (
+                    json_text(data) if json_payload and data is not None else data, row[14])])
         return
     if f.kind is InputKind.SEGMENT:
-        for row in iter_segment_rows(open_bytes(f.path), f.path, issues, options, start, end):
-            yield "log", row
+        for item in iter_segment_items(open_bytes(f.path), f.path, issues, options, start, end, json_payload):
+            yield "log", item
         return
     section = "bootstrap" if f.kind is InputKind.BOOTSTRAP else f"snapshot:{f.end_offset}:{f.epoch}"
-    last = None
-    for row in iter_segment_rows(open_bytes(f.path), f.path, issues, options):
-        if last is None and row[9] != "SNAPSHOT_HEADER":
-            raise DecodeError("First control record is not a snapshot header", file=f.path, position=row[15])
-        last = row
-        yield section, row
+    last: tuple | None = None  # (control type, position) of the last record so far
+    for item in iter_segment_items(open_bytes(f.path), f.path, issues, options, json_payload=json_payload):
+        if isinstance(item, NoOpRun):
+            first, tail = (None, int(item.position[0])), (None, int(item.position[-1]))
+        else:
+            first, tail = (item[1][0][1], item[0][8]), (item[1][-1][1], item[0][8])
+        if last is None and first[0] != "SNAPSHOT_HEADER":
+            raise DecodeError("First control record is not a snapshot header", file=f.path, position=first[1])
+        last = tail
+        yield section, item
     if last is None:
         issues.append(Issue(file=f.path, severity="warning", message="empty snapshot file"))
-    elif last[9] != "SNAPSHOT_FOOTER":
+    elif last[0] != "SNAPSHOT_FOOTER":
         issues.append(Issue(file=f.path, severity="warning", message="snapshot has no SNAPSHOT_FOOTER (truncated?)"))
+
+
+def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
+                   end: int | None = None) -> Iterator[tuple[str, Row]]:
+    """(section, row) for every record of one input file; see :func:`iter_file_items`."""
+    for section, item in iter_file_items(f, issues, options, start, end):
+        for row in item_rows(item):
+            yield section, row
 
 
 def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
+import numpy as np
 from crc32c import crc32c
 
 from metadata.codec.compression import CODECS, compress, decompress
@@ -16,6 +18,15 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 _PREFIX = struct.Struct(">qi")
+CRC_START = 21  # the CRC covers the batch from its attributes to its end
+
+# The batch header as a numpy record (big-endian, unaligned): reads the headers of a run of
+# equal-size batches at once (``np.ndarray`` of this dtype with ``itemsize`` set to the batch size).
+HEADER_FIELDS = ("base_offset", "batch_length", "leader_epoch", "magic", "crc", "attributes", "last_offset_delta",
+                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
+HEADER_DTYPE = np.dtype(list(zip(HEADER_FIELDS, (">i8", ">i4", ">i4", "i1", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8",
+                                                  ">i2", ">i4", ">i4"))))
+assert HEADER_DTYPE.itemsize == HEADER.size
 
 ATTR_COMPRESSION = 0x07
 ATTR_LOG_APPEND_TIME = 0x08
@@ -77,6 +88,36 @@ class RecordBatch:
 def read_header(buf: bytes, pos: int) -> tuple:
     """The 13 header fields at ``pos`` (caller has checked that 61 bytes are there)."""
     return HEADER.unpack_from(buf, pos)
+
+
+@cache
+def _crc_tables(width: int) -> np.ndarray:
+    """``(width, 256)`` table: the linear CRC-32C contribution of byte value b at position k of a
+    ``width``-byte message (CRC-32C is affine: crc(a ^ d) = crc(a) ^ crc(d) ^ crc(zeros))."""
+    zero = crc32c(bytes(width))
+    bits = np.empty((width, 8), dtype=np.uint32)
+    for k in range(width):
+        for i in range(8):
+            bits[k, i] = crc32c(bytes(k) + bytes((1 << i,)) + bytes(width - k - 1)) ^ zero
+    values = np.arange(256, dtype=np.uint32)
+    table = np.zeros((width, 256), dtype=np.uint32)
+    for i in range(8):
+        table ^= np.where((values >> i) & 1, bits[:, i:i + 1], np.uint32(0))
+    return table
+
+
+def crc32c_rows(rows: np.ndarray) -> np.ndarray:
+    """CRC-32C of every row of a 2-D ``uint8`` array (equal to ``crc32c(row.tobytes())``), vectorised:
+    the first row's CRC, corrected by table lookups at the byte positions where rows differ from it."""
+    n, width = rows.shape
+    out = np.full(n, crc32c(rows[0].tobytes()) if n else 0, dtype=np.uint32)
+    if n < 2:
+        return out
+    diff = rows ^ rows[0]
+    table = _crc_tables(width)
+    for k in np.flatnonzero(diff.any(axis=0)):
+        out ^= table[k][diff[:, k]]
+    return out
 
 
 def check_batch(buf: bytes, pos: int, end: int) -> tuple:

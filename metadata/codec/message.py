@@ -10,6 +10,7 @@ re-encodes byte for byte. Readers and writers are compiled once per (message, ve
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -206,13 +207,19 @@ def body_reader(spec: MessageSpec, version: int) -> Reader:
     return reader
 
 
-def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None) -> dict[str, Any]:
-    """Decode a whole body; trailing bytes are an error as in Kafka's serde."""
+json_text: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":")).encode
+"""Compact JSON text of a decoded body (the ``payload`` column)."""
+
+
+def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None,
+                json_payload: bool = False) -> Any:
+    """Decode a whole body (dict, or its :func:`json_text` with ``json_payload``); trailing bytes are an
+    error as in Kafka's serde."""
     end = len(buf) if end is None else end
     value, stop = body_reader(spec, version)(buf, pos, end)
     if stop != end:
         raise DecodeError(f"Found {end - stop} byte(s) of garbage after {spec.name}")
-    return value
+    return json_text(value) if json_payload else value
 
 
 # ---------------------------------------------------------------- writers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from metadata.codec.message import decode_body, encode_body
+from metadata.codec.message import decode_body, encode_body, json_text
 from metadata.codec.primitives import read_uvarint, uvarint
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, control_specs, metadata_specs, spec_by_type_name
@@ -44,12 +44,12 @@ def metadata_spec(api_key: int, version: int) -> MessageSpec:
     return spec
 
 
-def decode_metadata_value(value: bytes) -> tuple[MessageSpec, int, dict[str, Any]]:
-    """Decode a data record's value → (spec, version, JSON-converter dict)."""
+def decode_metadata_value(value: bytes, json_payload: bool = False) -> tuple[MessageSpec, int, Any]:
+    """Decode a data record's value → (spec, version, JSON-converter dict, or its compact JSON text)."""
     api_key, version, pos = read_frame(value)
     spec = metadata_spec(api_key, version)
     try:
-        return spec, version, decode_body(spec, version, value, pos)
+        return spec, version, decode_body(spec, version, value, pos, json_payload=json_payload)
     except IndexError:
         raise DecodeError(f"{spec.name} v{version}: body ends early") from None
 
@@ -70,8 +70,9 @@ def decode_control_key(key: bytes | None) -> int:
     return control_type
 
 
-def decode_control_record(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
-    """(control type name, body dict) of a control record. ABORT/COMMIT carry the legacy 6-byte body."""
+def decode_control_record(key: bytes | None, value: bytes | None, json_payload: bool = False) -> tuple[str, Any]:
+    """(control type name, body dict or its compact JSON text) of a control record. ABORT/COMMIT carry
+    the legacy 6-byte body."""
     control_type = decode_control_key(key)
     name = CONTROL_TYPE_NAMES.get(control_type)
     if name is None:
@@ -82,9 +83,10 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> tuple[str, 
         if len(value) != 6:
             raise DecodeError(f"{name} marker must have 6 bytes, has {len(value)}")
         version, coordinator_epoch = struct.unpack(">hi", value)
-        return name, {"version": version, "coordinatorEpoch": coordinator_epoch}
+        data = {"version": version, "coordinatorEpoch": coordinator_epoch}
+        return name, json_text(data) if json_payload else data
     try:
-        return name, decode_body(control_specs()[control_type], 0, value)
+        return name, decode_body(control_specs()[control_type], 0, value, json_payload=json_payload)
     except IndexError:
         raise DecodeError(f"{name}: body ends early") from None
 

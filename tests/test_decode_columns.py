@@ -1,0 +1,107 @@
+"""The fast decode paths: vectorised NoOp runs and CRC-32C, Arrow columns, JSON payload text — each
+checked against the per-batch path on real-format bytes built with the project's encoder."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from crc32c import crc32c
+
+from metadata import readers
+from metadata.codec.batch import HEADER_SIZE, crc32c_rows, encode_batch
+from metadata.codec.records import encode_metadata_value
+from metadata.columns import DECODED_SCHEMA, decode_to_arrow
+from metadata.readers import InputFile, InputKind, NoOpRun, ReadOptions, iter_segment_items
+
+NOOP = readers.NOOP_VALUE
+TOPIC = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t\u00e9\"x", "topicId": "f62ptyETTjet8SL5ZeREiw"})
+
+
+def _noops(first: int, count: int, epoch: int = 3, t0: int = 1_700_000_000_000) -> bytes:
+    return b"".join(encode_batch(first + i, [(None, NOOP)], leader_epoch=epoch, timestamp=t0 + 500 * i)
+                    for i in range(count))
+
+
+def _decode(tmp_path, buf: bytes, options: ReadOptions, vectorised: bool, monkeypatch) -> pa.Table:
+    path = tmp_path / "seg.log"
+    path.write_bytes(buf)
+    f = InputFile(path=str(path), kind=InputKind.SEGMENT, size=len(buf))
+    with monkeypatch.context() as m:
+        if not vectorised:
+            m.setattr(readers, "MIN_RUN", 10**9)
+        return pa.Table.from_batches(list(decode_to_arrow(f, options, batch_rows=100)), schema=DECODED_SCHEMA)
+
+
+def _same_as_per_batch(tmp_path, monkeypatch, buf: bytes, options: ReadOptions | None = None) -> pa.Table:
+    options = options or ReadOptions()
+    fast = _decode(tmp_path, buf, options, True, monkeypatch)
+    slow = _decode(tmp_path, buf, options, False, monkeypatch)
+    assert fast.equals(slow)
+    return fast
+
+
+def _runs(buf: bytes) -> list[int]:
+    return [len(i) for i in iter_segment_items(buf, "seg.log", [], ReadOptions()) if isinstance(i, NoOpRun)]
+
+
+def test_vectorised_crc_equals_crc32c():
+    rng = np.random.default_rng(5)
+    for width in (1, 7, 51, 300):
+        rows = rng.integers(0, 256, (200, width), dtype=np.uint8)
+        rows[::4] = rows[1]
+        assert crc32c_rows(rows).tolist() == [crc32c(r.tobytes()) for r in rows]
+    batches = np.frombuffer(_noops(0, 50), np.uint8).reshape(50, -1)
+    assert crc32c_rows(batches[:, 21:]).tolist() == [int.from_bytes(b[17:21].tobytes(), "big") for b in batches]
+
+
+def test_noop_run_is_decoded_column_wise_with_the_per_batch_output(tmp_path, monkeypatch):
+    buf = encode_batch(0, [(None, TOPIC)], leader_epoch=1, timestamp=5) + _noops(1, 1000)
+    assert sum(_runs(buf)) == 1000
+    table = _same_as_per_batch(tmp_path, monkeypatch, buf)
+    assert table.column("offset").to_pylist() == list(range(1001))
+    assert set(table.column("payload").to_pylist()[1:]) == {"{}"}
+
+
+def test_run_broken_by_other_batches_and_offset_or_epoch_remarks(tmp_path, monkeypatch):
+    topic = encode_batch(300, [(None, TOPIC), (None, NOOP)], leader_epoch=3, timestamp=9)
+    buf = _noops(0, 300) + topic + _noops(302, 100) + _noops(500, 40) + _noops(540, 40, epoch=2)
+    assert len(_runs(buf)) >= 4
+    table = _same_as_per_batch(tmp_path, monkeypatch, buf)
+    issues = [i for i in table.column("issue").to_pylist() if i]
+    assert any("expected 402, batch starts at 500" in i for i in issues)
+    assert any("epoch went back from 3 to 2" in i for i in issues)
+
+
+@pytest.mark.parametrize("where", [21, 30, 40, HEADER_SIZE + 5, 17])
+def test_corrupt_batch_in_a_run_is_caught_with_the_per_batch_message(tmp_path, monkeypatch, where):
+    buf = bytearray(_noops(0, 500))
+    size = len(buf) // 500
+    buf[250 * size + where] ^= 0x04
+    strict = _same_as_per_batch(tmp_path, monkeypatch, bytes(buf))
+    fatal = [i for i in strict.column("issue").to_pylist() if i]
+    assert len(fatal) == 1 and f"byte {250 * size}, offset 250: " in fatal[0]
+    assert strict.column("offset").to_pylist()[:250] == list(range(250))
+    gaps = _same_as_per_batch(tmp_path, monkeypatch, bytes(buf), ReadOptions(allow_gaps=True))
+    assert gaps.column("offset").drop_null().to_pylist() == [o for o in range(500) if o != 250]
+
+
+def test_torn_tail_garbage_and_zero_tail_after_a_run(tmp_path, monkeypatch):
+    buf = _noops(0, 200)
+    size = len(buf) // 200
+    for damaged in (buf[:-30], buf + bytes(5000), buf[:100 * size] + b"garbage!" + buf[100 * size:]):
+        for options in (ReadOptions(), ReadOptions(allow_gaps=True)):
+            _same_as_per_batch(tmp_path, monkeypatch, damaged, options)
+
+
+def test_random_damage_matches_the_per_batch_path(tmp_path, monkeypatch):
+    rng = random.Random(11)
+    clean = _noops(0, 120) + encode_batch(120, [(None, TOPIC)], leader_epoch=3, timestamp=1) + _noops(121, 120)
+    for _ in range(25):
+        buf = bytearray(clean)
+        for _ in range(rng.randint(1, 3)):
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+        for options in (ReadOptions(), ReadOptions(allow_gaps=True)):
+            _same_as_per_batch(tmp_path, monkeypatch, bytes(buf), options)
