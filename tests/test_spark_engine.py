@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from image import engine, spark_engine
 from image.engine import parse_time, replay_image, resolve_offset, snapshot_base
 from image.errors import ReplayError
 from image.frames import canonical
@@ -271,12 +272,17 @@ def test_replay_frames_is_the_image_contract(crafted_lake: Lake) -> None:
     assert frames.errors == ()
 
 
-def test_engines_agree_and_auto_picks_by_size(sample_lake: Lake) -> None:
+def test_engines_agree_and_auto_picks_by_size(sample_lake: Lake, monkeypatch) -> None:
     spark_image = replay_image(sample_lake, 2500, engine="spark", checkpoints=False)
     reference_image = replay_image(sample_lake, 2500, engine="reference")
     assert spark_image.to_json() == reference_image.to_json()
-    auto = replay_image(sample_lake, 2500, engine="auto", threshold=10)  # 2,501 records to replay: Spark
-    assert auto.to_json() == reference_image.to_json()
+    chosen: list[str] = []
+    monkeypatch.setattr(spark_engine, "replay_frames", lambda *a, **k: chosen.append("spark"))
+    monkeypatch.setattr(engine, "replay_reference", lambda *a, **k: chosen.append("reference"))
+    replay_image(sample_lake, 2500, threshold=2501)  # 2,501 records from the empty image
+    replay_image(sample_lake, 2500, threshold=2500)
+    replay_image(sample_lake, 3100, threshold=100)  # 89 records after the snapshot (end offset 3012)
+    assert chosen == ["reference", "spark", "reference"]
     with pytest.raises(ValueError, match="unknown engine"):
         replay_image(sample_lake, 1, engine="fast")  # type: ignore[arg-type]
 

@@ -19,6 +19,7 @@ from image.spark.plan import SHIFT, Base, Plan, make_plan
 from metadata.lake import Lake, LakeState
 from metadata.tables import typed_rows
 
+
 @dataclass
 class PassResult:
     """The images of one pass, materialised as one small table (``part``, ``at`` = requested
@@ -68,6 +69,10 @@ class Run:
         self.spark: SparkSession = lake.spark
         self._errors: list[DataFrame] = []
         self._collecting = True
+        # set by parts(): topic incarnations, valid topic removals, config events
+        self.inc: DataFrame | None = None
+        self.removed: DataFrame | None = None
+        self.config_events: DataFrame | None = None
 
     @property
     def base(self) -> Base:
