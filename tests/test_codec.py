@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from metadata.codec.batch import Record, RecordBatch, decode_batch, encode_batch, encode_record_batch
 from metadata.codec.compression import CODECS, compress, decompress, xxhash32
-from metadata.codec.message import decode_body, encode_body
+from metadata.codec.message import decode_body, encode_body, json_text
 from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint, varlong
 from metadata.codec.records import (decode_control_record, decode_metadata_value, encode_control_record,
                                     encode_metadata_value)
@@ -29,6 +29,29 @@ def test_every_record_type_and_version_round_trips(spec, version, data):
     assert (decoded_spec.key, decoded_version) == (spec.key, version)
     assert decoded == value
     assert encode_metadata_value(spec.type_name, version, decoded) == raw
+    assert decode_metadata_value(raw, json_payload=True)[2] == json_text(decoded)
+
+
+def _outcome(decode, raw: bytes) -> tuple:
+    try:
+        return "ok", decode(raw)
+    except (DecodeError, IndexError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_json_reader_writes_the_dict_readers_json_also_for_damaged_bodies(spec, version, data):
+    """The generated JSON reader: the same text as ``json_text`` of the dict, the same errors."""
+    raw = encode_metadata_value(spec.type_name, version, data.draw(body(spec, version)))
+    unknown_tag = raw[:-1] + bytes.fromhex("01" "7f" "02" "abcd")  # an unknown tagged field on the top struct
+    cuts = [raw[:data.draw(st.integers(0, len(raw)))] for _ in range(3)]
+    flipped = bytearray(raw)
+    flipped[data.draw(st.integers(0, len(raw) - 1))] ^= 1 << data.draw(st.integers(0, 7))
+    for damaged in (unknown_tag, *cuts, bytes(flipped)):
+        as_dict = _outcome(lambda b: json_text(decode_metadata_value(b)[2]), damaged)
+        assert _outcome(lambda b: decode_metadata_value(b, json_payload=True)[2], damaged) == as_dict
 
 
 @pytest.mark.parametrize("spec", list(control_specs().values()), ids=lambda s: s.type_name)
@@ -38,6 +61,7 @@ def test_control_records_round_trip(spec, data):
     value = data.draw(body(spec, 0))
     key, raw = encode_control_record(spec.type_name, value)
     assert decode_control_record(key, raw) == (spec.type_name, value)
+    assert decode_control_record(key, raw, json_payload=True) == (spec.type_name, json_text(value))
     assert encode_control_record(spec.type_name, value) == (key, raw)
 
 
