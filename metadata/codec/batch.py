@@ -139,6 +139,9 @@ def check_batch(buf: bytes, pos: int, end: int) -> tuple:
     return header
 
 
+_ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))  # one-byte signed varints
+
+
 def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, bytes | None, bytes | None, list]]:
     """Yield ``(attributes, timestampDelta, offsetDelta, key, value, headers)`` of ``count`` records."""
     pos = 0
@@ -146,24 +149,30 @@ def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, by
     for _ in range(count):
         if pos >= end:
             raise DecodeError("batch declares more records than it holds")
-        length, pos = read_varint(payload, pos)
+        b = payload[pos]
+        length, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         start = pos
         if length <= 0 or pos + length > end:
             raise DecodeError(f"record length {length} out of bounds")
         attributes = payload[pos]
-        ts_delta, pos = read_varlong(payload, pos + 1)
-        offset_delta, pos = read_varint(payload, pos)
-        key_len, pos = read_varint(payload, pos)
+        b = payload[pos + 1]
+        ts_delta, pos = (_ZIGZAG[b], pos + 2) if b < 0x80 else read_varlong(payload, pos + 1)
+        b = payload[pos]
+        offset_delta, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
+        b = payload[pos]
+        key_len, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         key = None
         if key_len >= 0:
             key = bytes(payload[pos:pos + key_len])
             pos += key_len
-        value_len, pos = read_varint(payload, pos)
+        b = payload[pos]
+        value_len, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         value = None
         if value_len >= 0:
             value = bytes(payload[pos:pos + value_len])
             pos += value_len
-        n_headers, pos = read_varint(payload, pos)
+        b = payload[pos]
+        n_headers, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         if n_headers < 0:
             raise DecodeError(f"negative header count {n_headers}")
         headers: list = []

@@ -14,13 +14,14 @@ directly. Writers are composed closures.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import struct
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from metadata.codec.primitives import read_uvarint, uuid_from_str, uuid_to_str, uvarint
+from metadata.codec.primitives import URLSAFE, read_uvarint, uuid_from_str, uvarint
 from metadata.errors import DecodeError
 from metadata.schema import FieldSpec, MessageSpec, Versions
 
@@ -81,9 +82,11 @@ def _is_default(field: FieldSpec, value: Any) -> bool:
 
 _STRUCT_CODES = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
                  "float64": "d", "bool": "?", "uuid": "16s"}  # fixed-size fields, read in groups by one unpack
+_UUID = "_b2a({}, newline=False)[:22].translate(_URLSAFE).decode('ascii')"  # primitives.uuid_to_str, inlined
 _HELPERS: dict[str, Any] = {
     "DecodeError": DecodeError, "_need": _need, "_need_each": _need_each, "_array_length": _array_length,
-    "_read_uvarint": read_uvarint, "_uuid": uuid_to_str, "_b64": base64.b64encode, "_unpack_array": _unpack_array,
+    "_read_uvarint": read_uvarint, "_b2a": binascii.b2a_base64, "_URLSAFE": URLSAFE, "_b64": base64.b64encode,
+    "_unpack_array": _unpack_array,
     "_jstr": json.encoder.encode_basestring_ascii, "_jfloat": _json_float, "_jbool": {True: "true", False: "false"},
     "_json_text": json_text, "_ABSENT": object(),
 }
@@ -134,7 +137,7 @@ class _ReaderSource:
         pieces = []
         for f, v in zip(fields, names):
             if f.type == "uuid":
-                out.append(f"    {v} = _uuid({v})")
+                out.append(f"    {v} = {_UUID.format(v)}")
             if not json_mode:
                 pieces.append(v)
             else:
@@ -150,13 +153,18 @@ class _ReaderSource:
         name = field.name
         not_null = f"non-nullable field {name} was serialized as null"
         if field.is_array:
-            out += [f"    n, pos = _array_length(buf, pos, end, {name!r}, {nullable})",
+            out += ["    n = buf[pos]",
+                    "    if 0 < n < 0x80 and n <= end - pos:  # one-byte length, not null, fits",
+                    "        n -= 1",
+                    "        pos += 1",
+                    "    else:",
+                    f"        n, pos = _array_length(buf, pos, end, {name!r}, {nullable})",
                     "    if n < 0:",
                     f"        {v} = {null}",
                     "    else:"]
             element_type = field.element_type
             if element_type == "uuid":
-                items = "[_uuid(buf[p:p + 16]) for p in range(pos, pos + 16 * n, 16)]"
+                items = f"[{_UUID.format('buf[p:p + 16]')} for p in range(pos, pos + 16 * n, 16)]"
                 out += ["        if pos + 16 * n > end:",
                         f"            _need(pos, 16 * n, end, {name!r})",
                         f"        {v} = {items}",
@@ -318,8 +326,16 @@ class _ReaderSource:
                  *(f"    {t} = _ABSENT" for _, _, t in tagged.values()),
                  "    unknown = None",
                  "    for _ in range(count):",
-                 "        tag, pos = _read_uvarint(buf, pos)",
-                 "        size, pos = _read_uvarint(buf, pos)",
+                 "        tag = buf[pos]",
+                 "        if tag < 0x80:",
+                 "            pos += 1",
+                 "        else:",
+                 "            tag, pos = _read_uvarint(buf, pos)",
+                 "        size = buf[pos]",
+                 "        if size < 0x80:",
+                 "            pos += 1",
+                 "        else:",
+                 "            size, pos = _read_uvarint(buf, pos)",
                  "        if size < 0 or pos + size > end:",
                  f"            raise DecodeError(f'{what}: tagged field {{tag}} of size {{size}} overruns the body')",
                  "        stop = pos + size"]

@@ -85,12 +85,12 @@ def varlong(value: int) -> bytes:
     return bytes(out)
 
 
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
+URLSAFE = bytes.maketrans(b"+/", b"-_")  # standard → URL-safe base64 alphabet
 
 
 def uuid_to_str(raw: bytes) -> str:
     """16 Uuid bytes → Kafka's text form (URL-safe base64 without padding, 22 chars)."""
-    return binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
+    return binascii.b2a_base64(raw, newline=False)[:22].translate(URLSAFE).decode("ascii")
 
 
 def uuid_from_str(text: str) -> bytes:

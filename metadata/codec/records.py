@@ -35,18 +35,28 @@ def read_frame(value: bytes) -> tuple[int, int, int]:
 
 def metadata_spec(api_key: int, version: int) -> MessageSpec:
     """The spec for a frame, or :class:`UnknownRecordError` (unknown apiKey, or a version above the schema)."""
+    spec = _KNOWN.get((api_key, version))
+    if spec is not None:
+        return spec
     spec = _SPECS.get(api_key)
     if spec is None:
         raise UnknownRecordError(f"Unknown metadata id {api_key}")
     if version not in spec.valid_versions:
         raise UnknownRecordError(f"{spec.name} version {version} is not known (valid: "
                                  f"{spec.valid_versions.low}-{spec.valid_versions.high})")
+    _KNOWN[(api_key, version)] = spec
     return spec
+
+
+_KNOWN: dict[tuple[int, int], MessageSpec] = {}  # (apiKey, version) -> spec, once seen
 
 
 def decode_metadata_value(value: bytes, json_payload: bool = False) -> tuple[MessageSpec, int, Any]:
     """Decode a data record's value → (spec, version, JSON-converter dict, or its compact JSON text)."""
-    api_key, version, pos = read_frame(value)
+    if len(value) >= 3 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:  # the usual 3-byte frame
+        api_key, version, pos = value[1], value[2], 3
+    else:
+        api_key, version, pos = read_frame(value)
     spec = metadata_spec(api_key, version)
     try:
         return spec, version, decode_body(spec, version, value, pos, json_payload=json_payload)
