@@ -9,6 +9,7 @@ arrive as numpy arrays and become Arrow arrays without a Python object per recor
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -82,11 +83,12 @@ class _Batches:
         heads, records = self.heads, self.records
         n = len(records)
         columns: dict[int, pa.Array] = {}
-        for i, values in zip(_RECORD_COLUMNS, zip(*records)):
-            columns[i] = pa.array(values, _TYPES[i])
+        for field, i in enumerate(_RECORD_COLUMNS):
+            columns[i] = pa.array(list(map(itemgetter(field), records)), _TYPES[i])
         repeat = None if len(heads) == n else pa.array(np.repeat(np.arange(len(heads)), self.counts))
-        for i, values in zip(_BATCH_COLUMNS, zip(*heads)):
-            columns[i] = pa.array(values, _TYPES[i]) if repeat is None else pa.array(values, _TYPES[i]).take(repeat)
+        for field, i in enumerate(_BATCH_COLUMNS):
+            values = pa.array(list(map(itemgetter(field), heads)), _TYPES[i])
+            columns[i] = values if repeat is None else values.take(repeat)
         self.heads, self.counts, self.records = [], [], []
         return _record_batch(columns, n, self.source, self.section)
 

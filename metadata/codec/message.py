@@ -176,8 +176,9 @@ class _ReaderSource:
                 items = f"_unpack_array({code!r}, n)(buf, pos)"
                 out += [f"        if pos + {size} * n > end:",
                         f"            _need(pos, {size} * n, end, {name!r})",
-                        f"        {v} = '[' + ','.join(map({'_jfloat' if code == 'd' else 'str'}, {items})) + ']'"
-                        if json_mode else f"        {v} = list({items})",
+                        (f"        {v} = '[' + ','.join(map(_jfloat, {items})) + ']'" if code == "d"
+                         else f"        {v} = str(list({items})).replace(' ', '') if n else '[]'") if json_mode
+                        else f"        {v} = list({items})",
                         f"        pos += {size} * n"]
             else:
                 element = self.element_reader(field, json_mode)
@@ -231,16 +232,14 @@ class _ReaderSource:
         self.function(name, body, value)
         return name
 
-    def field_function(self, field: FieldSpec) -> str:
-        """A dict-mode reader of one field (for tagged fields)."""
+    def tagged_value(self, field: FieldSpec) -> tuple[list[str], str]:
+        """Dict-mode code reading a tagged field's value (indented for the tagged-fields loop) and its variable."""
         body: list[str] = []
         if field.type in _STRUCT_CODES:
             value = self.fixed_group([field], body, json_mode=False)[0]
         else:
             value = self.read_field(field, body, json_mode=False, nullable=self.version in field.nullable)
-        name = self.name("_t")
-        self.function(name, body, value)
-        return name
+        return ["        " + line for line in body], value
 
     # -- structs
 
@@ -251,7 +250,7 @@ class _ReaderSource:
         version = self.version
         present = [f for f in fields if version in f.versions]
         regular = [f for f in present if version not in f.tagged]
-        tagged = {f.tag: (f, self.field_function(f), self.name("t")) for f in present if version in f.tagged}
+        tagged = {f.tag: (f, *self.tagged_value(f), self.name("t")) for f in present if version in f.tagged}
         all_tags = self.const(frozenset(f.tag for f in fields if f.tag is not None))
         for json_mode in (False, True):
             body: list[str] = []
@@ -279,7 +278,7 @@ class _ReaderSource:
                            "    if count == 0:",
                            f"        return {fast}, pos + 1",
                            *self.tagged_fields(what, tagged, all_tags)]
-            self.lines += self.tagged_output(present, values, {tag: t for tag, (_, _, t) in tagged.items()},
+            self.lines += self.tagged_output(present, values, {tag: t for tag, (*_, t) in tagged.items()},
                                              json_mode)
         return index
 
@@ -316,14 +315,15 @@ class _ReaderSource:
                   "    return '{' + ','.join(parts) + '}', pos" if json_mode else "    return out, pos", ""]
         return lines
 
-    def tagged_fields(self, what: str, tagged: dict[int, tuple[FieldSpec, str, str]], all_tags: str) -> list[str]:
+    def tagged_fields(self, what: str, tagged: dict[int, tuple[FieldSpec, list[str], str, str]],
+                      all_tags: str) -> list[str]:
         """Code reading the tagged fields (``count`` read, ``pos`` at it) into ``t<n>`` variables (left
         ``_ABSENT`` when missing or default) and ``unknown``, as Kafka's generated readers do."""
         lines = ["    if count < 0x80:",
                  "        pos += 1",
                  "    else:",
                  "        count, pos = _read_uvarint(buf, pos)",
-                 *(f"    {t} = _ABSENT" for _, _, t in tagged.values()),
+                 *(f"    {t} = _ABSENT" for *_, t in tagged.values()),
                  "    unknown = None",
                  "    for _ in range(count):",
                  "        tag = buf[pos]",
@@ -340,16 +340,19 @@ class _ReaderSource:
                  f"            raise DecodeError(f'{what}: tagged field {{tag}} of size {{size}} overruns the body')",
                  "        stop = pos + size"]
         branches = []
-        for tag, (field, reader, t) in tagged.items():
+        for tag, (field, code, value, t) in tagged.items():
             default = field.default_value()
-            check = "value is not None" if default is None else f"value is None or not value == {self.const(default)}"
+            check = f"{value} is not None" if default is None else \
+                f"{value} is None or not {value} == {self.const(default)}"
             branches.append((f"tag == {tag}", [
-                f"            value, used = {reader}(buf, pos, stop)",
-                "            if used != stop:",
+                "            start, limit, end = pos, end, stop  # the value must fill its declared size",
+                *code,
+                "            end = limit",
+                "            if pos != stop:",
                 (f"                raise DecodeError(f'{what}: tagged field {field.name} declared {{size}} byte(s), "
-                 "its value used {used - pos}')"),
+                 "its value used {pos - start}')"),
                 f"            if {check}:",
-                f"                {t} = value"]))
+                f"                {t} = {value}"]))
         branches.append((f"tag in {all_tags}", [
             f"            raise DecodeError(f'{what}: Tag {{tag}} is not valid for version {self.version}')"]))
         for i, (condition, code) in enumerate(branches):
@@ -373,7 +376,11 @@ class _ReaderSource:
         if type_ == "string":
             return f"('null' if {v} is None else _jstr({v}))"
         if field.is_array and field.element_type in _FIXED and field.element_type != "float64":
-            return f"('null' if {v} is None else '[' + ','.join(map(str, {v})) + ']')"
+            return f"('null' if {v} is None else str({v}).replace(' ', ''))"
+        if field.is_array and field.element_type == "uuid":
+            return f"""('null' if {v} is None else '["' + '","'.join({v}) + '"]' if {v} else '[]')"""
+        if field.is_array and field.element_type == "string":
+            return f"('null' if {v} is None else '[' + ','.join(map(_jstr, {v})) + ']')"
         return f"_json_text({v})"
 
 
