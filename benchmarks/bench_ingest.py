@@ -17,8 +17,9 @@ log (a NoOpRecord every 500 ms after a short generated prefix).
 Stages (``--stages``):
 
 * ``decode``: :func:`metadata.columns.decode_to_arrow` on one core in this process, and two
-  reduced passes of the same loop to split its time: rows only (``iter_file_rows``: batch framing,
-  CRC, record values → dicts), rows + JSON payload text, and the full Arrow output.
+  reduced passes of the same loop to split its time: the readers with payloads as dicts
+  (``iter_file_items``: batch framing, CRC, record values → dicts, NoOp runs as numpy arrays), the
+  readers with payloads as JSON text (as ``decode_to_arrow`` reads), and the full Arrow output.
 * ``profile``: cProfile of the full single-core decode of the largest log of ≤ ``--profile-size``
   records; self time grouped by component (builtins are charged to their main caller) + top functions.
 * ``spark``: the Spark decode stage of ``ingest`` alone: ``mapInArrow(decode_to_arrow)`` into
@@ -62,28 +63,25 @@ def _tasks(log: BenchLog):
 
 
 def decode_single_core(log: BenchLog, repeat: int) -> dict:
-    """rows only / rows + JSON / full decode_to_arrow on one core; best of ``repeat``."""
-    from metadata.columns import _dumps, decode_to_arrow
-    from metadata.readers import ReadOptions, iter_file_rows
+    """readers (payloads as dicts) / readers (payloads as JSON text) / full decode_to_arrow on one core;
+    best of ``repeat``."""
+    from metadata.columns import decode_to_arrow
+    from metadata.readers import ReadOptions, iter_file_items
     tasks = _tasks(log)
     options = ReadOptions()
 
-    def rows_only() -> int:
+    def readers(json_payload: bool) -> int:
         n = 0
         for f, start, end in tasks:
-            for _ in iter_file_rows(f, [], options, start, end):
-                n += 1
+            for _, item in iter_file_items(f, [], options, start, end, json_payload=json_payload):
+                n += len(item) if not isinstance(item, tuple) else len(item[1])
         return n
 
+    def rows_only() -> int:
+        return readers(False)
+
     def rows_json() -> int:
-        n = 0
-        for f, start, end in tasks:
-            for _, row in iter_file_rows(f, [], options, start, end):
-                data = row[13]
-                if data is not None:
-                    _dumps(data) if data else "{}"
-                n += 1
-        return n
+        return readers(True)
 
     def full() -> int:
         return sum(b.num_rows for f, start, end in tasks for b in decode_to_arrow(f, options, start, end))
@@ -134,11 +132,14 @@ def _bucket(filename: str, func: str) -> str | None:
     if "/json/" in f:
         return "JSON payload text"
     if f.endswith("metadata/columns.py"):
-        # flush() and its list comprehension build the columns (zip) and call pa.array (not profiled itself)
-        return "Arrow arrays (pyarrow)" if func in ("flush", "<listcomp>") else "row tuples (decode_to_arrow loop)"
-    if f.endswith(("codec/records.py", "codec/message.py", "codec/primitives.py")) or func == "_data_record":
-        return "record values → dicts (codec)"
-    if f.endswith(("codec/batch.py", "codec/compression.py", "metadata/readers.py")) or "crc32c" in func:
+        # flush() and _run_batch build the columns and call pa.array (not profiled itself)
+        return "Arrow arrays (pyarrow)" if func in ("flush", "_run_batch", "_record_batch", "_constant") \
+            else "row tuples (decode_to_arrow loop)"
+    if f.endswith(("codec/records.py", "codec/message.py", "codec/primitives.py")) or func == "_data_record" \
+            or f == "<kraft-replay body readers>":
+        return "record values → dicts / JSON text (codec)"
+    if f.endswith(("codec/batch.py", "codec/compression.py", "metadata/readers.py")) or "crc32c" in func \
+            or "numpy" in f:
         return "batch framing, CRC (readers, codec.batch)"
     if "pydantic" in f:
         return "other"
@@ -346,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
                     ["log", "records", "MB", ("arrow_s", "s"), ("rec_per_s", "records/s"), ("MB_per_s", "MB/s"),
                      ("us_per_rec", "µs/record"), ("binary_pct", "binary decode %"), ("json_pct", "JSON payload %"),
                      ("arrow_pct", "Arrow + row tuples %"), ("driver_peak_rss_mb", "peak RSS MB"), "load"],
-                    note="binary decode = `iter_file_rows` alone (framing, CRC, record values → dicts); JSON = "
-                         "+ compact payload text; Arrow = the rest of `decode_to_arrow` (row tuples, "
-                         "`pa.array` per column). Shares from three separate passes (best of "
+                    note="binary decode = the readers alone (`iter_file_items`: framing, CRC, record values → "
+                         "dicts, NoOp runs as numpy arrays); JSON = what payloads as JSON text (written directly by the "
+                         "generated readers) cost beyond dicts; Arrow = the rest of `decode_to_arrow` (columns, "
+                         "`pa.array`). Shares from three separate passes (best of "
                          f"{a.repeat}).")
 
     if "profile" in stages:
