@@ -218,8 +218,10 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
     CRC, consecutive offsets from ``expected``, leader epochs never going back from ``epoch``."""
     n = min((end - pos) // _NOOP_BATCH_SIZE, limit)
     head = np.frombuffer(arr, _NOOP_HEADERS, n, pos)
-    raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
     attributes = int(head["attributes"][0])
+    if (attributes & ATTR_COMPRESSION) > 4:  # an unknown codec: the per-batch path reports it
+        return None
+    raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
     base = int(head["base_offset"][0]) if expected is None else expected
     epochs = head["leader_epoch"]
     ok = ((head["batch_length"] == _NOOP_BATCH_SIZE - LOG_OVERHEAD) & (head["magic"] == 2)
@@ -227,8 +229,6 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
           & (head["base_offset"] == np.arange(base, base + n, dtype=np.int64))
           & (epochs >= np.maximum.accumulate(np.maximum(epochs, epoch)))
           & (raw[:, HEADER_SIZE:] == _NOOP_RECORDS).all(axis=1))
-    if (attributes & ATTR_COMPRESSION) > 4:
-        return None
     m = n if ok.all() else int(np.argmin(ok))
     if m:
         ok = crc32c_rows(raw[:m, CRC_START:]) == head["crc"][:m]

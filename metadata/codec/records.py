@@ -57,7 +57,7 @@ def decode_metadata_value(value: bytes, json_payload: bool = False) -> tuple[Mes
         api_key, version, pos = value[1], value[2], 3
     else:
         api_key, version, pos = read_frame(value)
-    spec = metadata_spec(api_key, version)
+    spec = _KNOWN.get((api_key, version)) or metadata_spec(api_key, version)
     try:
         return spec, version, decode_body(spec, version, value, pos, json_payload=json_payload)
     except IndexError:
