@@ -406,11 +406,15 @@ def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: 
     """Decode a whole body (dict, or its :func:`json_text` with ``json_payload``); trailing bytes are an
     error as in Kafka's serde."""
     end = len(buf) if end is None else end
-    reader = _READERS.get((spec.name, version, json_payload)) or body_reader(spec, version, json_payload)
-    value, stop = reader(buf, pos, end)
+    value, stop = body_reader(spec, version, json_payload)(buf, pos, end)
+    check_body_end(spec, stop, end)
+    return value
+
+
+def check_body_end(spec: MessageSpec, stop: int, end: int) -> None:
+    """Trailing bytes after a body are an error, as in Kafka's serde."""
     if stop != end:
         raise DecodeError(f"Found {end - stop} byte(s) of garbage after {spec.name}")
-    return value
 
 
 # ---------------------------------------------------------------- writers

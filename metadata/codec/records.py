@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from metadata.codec.message import decode_body, encode_body, json_text
+from metadata.codec.message import Reader, body_reader, check_body_end, decode_body, encode_body, json_text
 from metadata.codec.primitives import read_uvarint, uvarint
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, control_specs, metadata_specs, spec_by_type_name
@@ -35,20 +35,16 @@ def read_frame(value: bytes) -> tuple[int, int, int]:
 
 def metadata_spec(api_key: int, version: int) -> MessageSpec:
     """The spec for a frame, or :class:`UnknownRecordError` (unknown apiKey, or a version above the schema)."""
-    spec = _KNOWN.get((api_key, version))
-    if spec is not None:
-        return spec
     spec = _SPECS.get(api_key)
     if spec is None:
         raise UnknownRecordError(f"Unknown metadata id {api_key}")
     if version not in spec.valid_versions:
         raise UnknownRecordError(f"{spec.name} version {version} is not known (valid: "
                                  f"{spec.valid_versions.low}-{spec.valid_versions.high})")
-    _KNOWN[(api_key, version)] = spec
     return spec
 
 
-_KNOWN: dict[tuple[int, int], MessageSpec] = {}  # (apiKey, version) -> spec, once seen
+_READERS: dict[tuple[int, int, bool], tuple[MessageSpec, Reader]] = {}  # (apiKey, version, JSON?) -> body reader
 
 
 def decode_metadata_value(value: bytes, json_payload: bool = False) -> tuple[MessageSpec, int, Any]:
@@ -57,11 +53,18 @@ def decode_metadata_value(value: bytes, json_payload: bool = False) -> tuple[Mes
         api_key, version, pos = value[1], value[2], 3
     else:
         api_key, version, pos = read_frame(value)
-    spec = _KNOWN.get((api_key, version)) or metadata_spec(api_key, version)
+    found = _READERS.get((api_key, version, json_payload))
+    if found is None:
+        spec = metadata_spec(api_key, version)
+        found = _READERS[(api_key, version, json_payload)] = spec, body_reader(spec, version, json_payload)
+    spec, reader = found
+    end = len(value)
     try:
-        return spec, version, decode_body(spec, version, value, pos, json_payload=json_payload)
+        data, stop = reader(value, pos, end)
     except IndexError:
         raise DecodeError(f"{spec.name} v{version}: body ends early") from None
+    check_body_end(spec, stop, end)
+    return spec, version, data
 
 
 def encode_metadata_value(type_name: str, version: int, data: dict[str, Any]) -> bytes:
