@@ -105,3 +105,25 @@ def test_random_damage_matches_the_per_batch_path(tmp_path, monkeypatch):
             buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
         for options in (ReadOptions(), ReadOptions(allow_gaps=True)):
             _same_as_per_batch(tmp_path, monkeypatch, bytes(buf), options)
+
+
+def test_snapshot_starting_with_a_noop_run_is_rejected_at_its_first_batch(tmp_path):
+    path = tmp_path / "00000000000000000040-0000000003.checkpoint"
+    path.write_bytes(_noops(0, 40))
+    f = readers.discover(path)[0]
+    issues = [i for i in pa.Table.from_batches(list(decode_to_arrow(f, ReadOptions()))).column("issue").to_pylist() if i]
+    assert len(issues) == 1 and issues[0].endswith(f"{path}, byte 0: First control record is not a snapshot header")
+
+
+def test_repeated_and_unknown_tags_give_the_dicts_json():
+    from metadata.codec.message import json_text
+    from metadata.codec.records import decode_metadata_value
+    raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"})
+    def leader(n: int) -> bytes:  # tag 1, 4 bytes
+        return bytes.fromhex("01" "04") + n.to_bytes(4, "big", signed=True)
+
+    for tags in ([leader(3), leader(-1)], [leader(-1), leader(3)], [leader(3), bytes.fromhex("1e" "01" "ff")]):
+        body = raw[:-1] + bytes((len(tags),)) + b"".join(tags)
+        data = decode_metadata_value(body)[2]
+        assert decode_metadata_value(body, json_payload=True)[2] == json_text(data)
+    assert "leader" in data and data["_unknownTaggedFields"] == [{"tag": 30, "data": "/w=="}]
