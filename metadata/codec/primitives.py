@@ -34,6 +34,10 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    b2 = buf[pos + 1]
+    if b2 < 0x80:  # two bytes: lengths of 64..8191
+        u = (b & 0x7F) | (b2 << 7)
+        return (u >> 1) ^ -(u & 1), pos + 2
     u, pos = read_uvarint(buf, pos)
     u &= 0xFFFFFFFF
     return (u >> 1) ^ -(u & 1), pos
