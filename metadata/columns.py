@@ -30,6 +30,8 @@ _TYPES = [f.type for f in DECODED_SCHEMA]
 # batch-level columns (one value per batch) and record-level columns, as DECODED_SCHEMA indexes
 _BATCH_COLUMNS = (1, 2, 3, 4, 5, 6, 7, 8, 15)
 _RECORD_COLUMNS = (0, 9, 10, 11, 12, 13, 14)
+_NUMPY = {i: {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}[_TYPES[i]]
+          for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 15)}  # columns of numbers that are never null in record rows
 
 _dumps = json_text
 
@@ -63,6 +65,13 @@ def _record_batch(columns: dict[int, pa.Array], n: int, source: str, section: st
     return pa.RecordBatch.from_arrays([columns[i] for i in range(len(_TYPES))], schema=DECODED_SCHEMA)
 
 
+def _column(rows: list[tuple], field: int, i: int) -> pa.Array:
+    """Column ``i`` of :data:`DECODED_SCHEMA` from ``field`` of every row (numbers never null go through numpy)."""
+    values = map(itemgetter(field), rows)
+    dtype = _NUMPY.get(i)
+    return pa.array(list(values), _TYPES[i]) if dtype is None else pa.array(np.fromiter(values, dtype, len(rows)))
+
+
 class _Batches:
     """Decoded batches of one section, collected until they make an Arrow record batch."""
 
@@ -84,10 +93,10 @@ class _Batches:
         n = len(records)
         columns: dict[int, pa.Array] = {}
         for field, i in enumerate(_RECORD_COLUMNS):
-            columns[i] = pa.array(list(map(itemgetter(field), records)), _TYPES[i])
+            columns[i] = _column(records, field, i)
         repeat = None if len(heads) == n else pa.array(np.repeat(np.arange(len(heads)), self.counts))
         for field, i in enumerate(_BATCH_COLUMNS):
-            values = pa.array(list(map(itemgetter(field), heads)), _TYPES[i])
+            values = _column(heads, field, i)
             columns[i] = values if repeat is None else values.take(repeat)
         self.heads, self.counts, self.records = [], [], []
         return _record_batch(columns, n, self.source, self.section)
