@@ -72,10 +72,6 @@ def _unpack_array(code: str, n: int) -> Callable[[bytes, int], tuple]:
     return struct.Struct(f">{n}{code}").unpack_from
 
 
-def _json_float(value: float) -> str:
-    return json_text(value)
-
-
 def _is_default(field: FieldSpec, value: Any) -> bool:
     return value == field.default_value() if value is not None else field.default_value() is None
 
@@ -87,15 +83,15 @@ _HELPERS: dict[str, Any] = {
     "DecodeError": DecodeError, "_need": _need, "_need_each": _need_each, "_array_length": _array_length,
     "_read_uvarint": read_uvarint, "_b2a": binascii.b2a_base64, "_URLSAFE": URLSAFE, "_b64": base64.b64encode,
     "_unpack_array": _unpack_array,
-    "_jstr": json.encoder.encode_basestring_ascii, "_jfloat": _json_float, "_jbool": {True: "true", False: "false"},
+    "_jstr": json.encoder.encode_basestring_ascii, "_jfloat": json_text, "_jbool": {True: "true", False: "false"},
     "_json_text": json_text, "_ABSENT": object(),
 }
 
 
 class _ReaderSource:
     """The readers of one message version, generated as Python source: per struct ``_d<i>`` (→ dict)
-    and ``_j<i>`` (→ that dict's :func:`json_text`, written directly; when tagged fields are present
-    it falls back to ``_d<i>``). Every reader is ``(buf, pos, end) -> (value, next pos)``."""
+    and ``_j<i>`` (→ that dict's :func:`json_text`, written directly), both from the same field code.
+    Every reader is ``(buf, pos, end) -> (value, next pos)`` and raises what Kafka's readers would."""
 
     def __init__(self, version: int) -> None:
         self.version = version
