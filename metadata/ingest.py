@@ -35,7 +35,8 @@ from metadata.readers import InputFile, ReadOptions, discover, plan_ranges
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
 from metadata.spark import get_spark
 
-DEFAULT_SPLIT_BYTES = 64 << 20
+MAX_SPLIT_BYTES = 64 << 20
+MIN_SPLIT_BYTES = 4 << 20
 
 
 class IngestError(RuntimeError):
@@ -75,12 +76,18 @@ def _decode_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                                        ReadOptions.model_validate_json(task["options"]), task["start"], task["end"])
 
 
-def plan(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[tuple[InputFile, int, int | None]]:
-    """Decode tasks for ``paths``: (file, start byte, end byte or None)."""
-    tasks = []
-    for path in paths:
-        for f in discover(path):
-            tasks.extend((f, start, end) for start, end in plan_ranges(f, split_bytes))
+def split_size(total_bytes: int, parallelism: int) -> int:
+    """Byte-range size giving every core about two decode tasks, within [4 MiB, 64 MiB]."""
+    return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(1, 2 * parallelism))))
+
+
+def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2
+         ) -> list[tuple[InputFile, int, int | None]]:
+    """Decode tasks for ``paths``: (file, start byte, end byte or None); ``split_bytes`` defaults
+    to :func:`split_size` of the inputs' total size."""
+    files = [f for path in paths for f in discover(path)]
+    split = split_bytes or split_size(sum(f.size for f in files), parallelism)
+    tasks = [(f, start, end) for f in files for start, end in plan_ranges(f, split)]
     unique = {(f.path, start, end): (f, start, end) for f, start, end in tasks}  # a file named twice is read once
     return list(unique.values())
 
@@ -112,13 +119,13 @@ def _check_conflicts(log: DataFrame) -> None:
 
 
 def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
-           spark: SparkSession | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES,
+           spark: SparkSession | None = None, split_bytes: int | None = None,
            progress: bool = True) -> IngestReport:
     """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent."""
     options = options or ReadOptions()
     started = time.monotonic()
-    tasks = plan(paths, split_bytes)
     spark = spark or get_spark()
+    tasks = plan(paths, split_bytes, spark.sparkContext.defaultParallelism)
     lake = Lake(lake_location, spark)
     run_id = uuid.uuid4().hex
     staging = lake.path(f"_staging/{run_id}")
@@ -164,9 +171,13 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, sta
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written."""
     added = 0
     if stats["n"]:
-        stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
-        fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
-        added = fresh.count()
+        if stats["lo"] > state.high_water_mark:  # all beyond the committed log: nothing to filter
+            fresh = log.persist()
+            added = stats["n"]
+        else:
+            stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
+            fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
+            added = fresh.count()
         if added:
             state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)
             wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
