@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,6 +70,7 @@ class Run:
         self.spark: SparkSession = lake.spark
         self._errors: list[DataFrame] = []
         self._collecting = True
+        self._cached: dict[str, DataFrame] = {}
         # set by parts(): topic incarnations, valid topic removals, config events
         self.inc: DataFrame | None = None
         self.removed: DataFrame | None = None
@@ -78,30 +80,49 @@ class Run:
     def base(self) -> Base:
         return self.plan.base
 
+    def _cache(self, key: str, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted for this pass: the part transforms read each slice many times, and
+        every read of a lake table would otherwise list its Delta files again (a Spark job)."""
+        if key not in self._cached:
+            self._cached[key] = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        return self._cached[key]
+
+    def release(self) -> None:
+        """Drop the pass's cached slices (once its result is materialised)."""
+        for frame in self._cached.values():
+            frame.unpersist()
+        self._cached.clear()
+
     def _snapshot_rows(self) -> DataFrame:
         end, epoch = self.base.snapshot or (0, 0)
-        return (lake_table(self.lake, self.state, "snapshots")
-                .where((F.col("snapshot_end_offset") == end) & (F.col("snapshot_epoch") == epoch) & ~F.col("is_control"))
-                .withColumn("offset", F.lit(self.base.offset).cast("long"))
-                .withColumn("batch_base_offset", F.lit(self.base.offset).cast("long")))
+        return self._cache("_snapshot", lake_table(self.lake, self.state, "snapshots")
+                           .where((F.col("snapshot_end_offset") == end) & (F.col("snapshot_epoch") == epoch)
+                                  & ~F.col("is_control"))
+                           .withColumn("offset", F.lit(self.base.offset).cast("long"))
+                           .withColumn("batch_base_offset", F.lit(self.base.offset).cast("long")))
 
     def typed(self, name: str) -> DataFrame:
+        """Typed table ``name`` from the base (snapshot rows first) to the last target, with
+        positions, segments and the aborted flag; cached for the pass."""
+        if name in self._cached:
+            return self._cached[name]
         in_range = (F.col("offset") > self.base.offset) & (F.col("offset") <= self.plan.upto)
         tail = lake_table(self.lake, self.state, name).where(in_range).withColumn("_seq", F.lit(0).cast("long"))
         if self.base.kind == "snapshot":
             snap = typed_rows(name, self._snapshot_rows())
             snap = snap.withColumn("_seq", F.col("position") + 1).drop("snapshot_end_offset", "snapshot_epoch", "position")
             tail = snap.unionByName(tail)
-        return (tail.withColumn("_pos", F.col("offset") * SHIFT + F.col("_seq"))
-                .withColumn("_seg", self.plan.seg()).withColumn("_aborted", self.plan.aborted()))
+        return self._cache(name, tail.withColumn("_pos", F.col("offset") * SHIFT + F.col("_seq"))
+                           .withColumn("_seg", self.plan.seg()).withColumn("_aborted", self.plan.aborted()))
 
     def base_rows(self, part: str, seq: int) -> DataFrame | None:
         if self.base.frames is None:
             return None
-        return (self.base.frames.parts()[part].withColumn("offset", F.lit(self.base.offset).cast("long"))
-                .withColumn("_seq", F.lit(seq).cast("long"))
-                .withColumn("_pos", F.lit(self.base.offset * SHIFT + seq).cast("long"))
-                .withColumn("_seg", F.lit(0)))
+        return self._cache(f"_base_{part}", self.base.frames.parts()[part]
+                           .withColumn("offset", F.lit(self.base.offset).cast("long"))
+                           .withColumn("_seq", F.lit(seq).cast("long"))
+                           .withColumn("_pos", F.lit(self.base.offset * SHIFT + seq).cast("long"))
+                           .withColumn("_seg", F.lit(0)))
 
     def error(self, rows: DataFrame, message: Column) -> None:
         if self._collecting:
@@ -197,6 +218,14 @@ def _replay_pass(lake: Lake, state: LakeState, base: Base, requested: Sequence[i
     records = lake_table(lake, state, "records")
     plan = make_plan(records, base, requested)
     run = Run(lake, state, plan, lenient)
+    try:
+        return _compute(run, records, base, requested, lenient)
+    finally:
+        run.release()
+
+
+def _compute(run: Run, records: DataFrame, base: Base, requested: Sequence[int], lenient: bool) -> PassResult:
+    plan = run.plan
     parts = run.parts(effective=set())
     parts["provenance"] = plan.provenance(records)
     offsets_of = [[t for t in plan.requested if plan.index[t] == i] for i in range(plan.m)]
