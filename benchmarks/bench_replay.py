@@ -100,11 +100,20 @@ def bench_log(log: common.BenchLog, args: argparse.Namespace, spark, jvm_pid: in
         for target, offset in targets.items():
             base = checkpoints.choose_base(lake, state, offset)
             case(target, "spark+cp", offset - base.offset, lambda: replay_frames(lake, offset).to_json())
+        made = [c.offset for c in checkpoints.listed(lake)]
+        if made and args.tails:
+            after = [c for c in made if c > targets["middle"] + 1]  # past the snapshot: the base is a checkpoint
+            start = after[0] if after else made[-1]
+            for tail in args.tails:
+                offset = min(start + min(tail, every - 1), end)
+                targets[f"cp+{tail:g}"] = offset
+                base = checkpoints.choose_base(lake, state, offset)
+                case(f"cp+{tail:g}", "spark+cp", offset - base.offset, lambda: replay_frames(lake, offset).to_json())
     for r in rows:
         key = (r["target"], r["engine"])
-        if key in images:
-            other = images.get((r["target"], "reference"), images.get((r["target"], "spark")))
-            r["agree"] = images[key] == other
+        others = [images[r["target"], e] for e in ("reference", "spark") if e != r["engine"] and (r["target"], e) in images]
+        if key in images and others:
+            r["agree"] = images[key] == others[0]
     return rows
 
 
@@ -116,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, help="checkpoint interval (default: a tenth of the log, ≥ 1000)")
     ap.add_argument("--reference-limit", type=float, default=2e6,
                     help="skip the reference engine above this many records to replay (default 2e6)")
+    ap.add_argument("--tails", default="0,1e3,1e4,1e5,1e6",
+                    help="after building checkpoints, also replay this many records past one (cost ∝ tail)")
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR, help="cache of logs and lakes")
     ap.add_argument("--out", help="write every result as JSON here")
     args = ap.parse_args(argv)
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    args.tails = [int(float(t)) for t in args.tails.split(",") if t.strip()]
     sizes = common.parse_sizes(args.sizes) + ([10**7] if args.huge else [])
     info = common.machine_info()
     common.print_machine(info)
