@@ -20,6 +20,7 @@ its changes, not to the image size.
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Iterable
 from dataclasses import replace
@@ -47,7 +48,7 @@ class TransactionState(enum.Enum):
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
 
 
-class _BatchReader:
+class _BatchReader(abc.ABC):
     """Batch, transaction and provenance bookkeeping of MetadataBatchLoader; subclasses decide
     what replaying, publishing, committing and aborting mean."""
 
@@ -146,8 +147,9 @@ class _BatchReader:
     def _publish(self, provenance: MetadataProvenance) -> None:
         self._published = provenance
 
+    @abc.abstractmethod
     def _replay_record(self, record: LogRecord) -> None:
-        raise NotImplementedError
+        """Apply one metadata record of the current batch."""
 
     def _commit(self) -> None:
         """An EndTransactionRecord was read."""
