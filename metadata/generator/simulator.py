@@ -156,6 +156,7 @@ class Simulator:
         self._cum_weights = list(accumulate(w for _, w in CHURN_KINDS))
         self._handlers: dict[str, Callable[[], bool]] = {k: getattr(self, "_ev_" + k) for k, _ in CHURN_KINDS}
         writer.on_boundary = self._at_boundary
+        writer.on_delta_end = self.state.topic_config_image.end_delta
 
     # ================================================================== plumbing
 

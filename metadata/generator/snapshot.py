@@ -14,7 +14,7 @@ from typing import Any
 
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_control_record, encode_metadata_value
-from metadata.generator.state import ClusterState
+from metadata.generator.state import TOPIC_RESOURCE, ClusterState
 
 SNAPSHOT_WRITE_CHUNK = 1024  # SnapshotEmitter DEFAULT_BATCH_SIZE
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -27,7 +27,7 @@ def snapshot_file_name(end_offset: int, epoch: int) -> str:
 
 
 def image_records(state: ClusterState) -> list[tuple[str, int, dict[str, Any]]]:
-    """The image as records, in ``MetadataImage.write`` order."""
+    """The image as records, in ``MetadataImage.write`` order (call at a delta boundary)."""
     out: list[tuple[str, int, dict[str, Any]]] = []
     # features: metadata.version first, then the other finalized features, then the ZK migration state
     out.append(("FEATURE_LEVEL_RECORD", 0, {"name": "metadata.version", "featureLevel": state.metadata_version}))
@@ -50,8 +50,11 @@ def image_records(state: ClusterState) -> list[tuple[str, int, dict[str, Any]]]:
         out.append(("TOPIC_RECORD", 0, {"name": topic.name, "topicId": topic.id}))
         for pid, part in enumerate(topic.parts):
             out.append(("PARTITION_RECORD", PARTITION_RECORD_VERSION, part.to_record(topic.id, pid)))
-    # configs
-    for (resource_type, resource_name), entries in state.configs.items():
+    # configs: the controller's, then the image-only ones of removed topics
+    configs = [*state.configs.items(),
+               *(((TOPIC_RESOURCE, name), entries)
+                 for name, entries in state.topic_config_image.orphans(state.configs).items())]
+    for (resource_type, resource_name), entries in configs:
         for key, value in entries.items():
             out.append(("CONFIG_RECORD", 0, {"resourceType": resource_type, "resourceName": resource_name,
                                              "name": key, "value": value}))

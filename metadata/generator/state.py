@@ -5,6 +5,12 @@ of the record it has just written, exactly as Kafka's active controller replays 
 So the state is, by construction, what a replay of the generated log yields (aborted transactions
 are simply not replayed). The snapshot writer serializes it (``snapshot.py``).
 
+One difference between the controller's view and Kafka's MetadataImage is kept apart: a
+RemoveTopicRecord deletes only the topic config keys the image held *before the current delta*, so
+keys set earlier in the same delta survive in the image (replay-semantics.md §1.6).
+:class:`TopicConfigImage` follows the image's topic configs delta by delta; the writer reports
+where each delta ends (``LogWriter.on_delta_end``).
+
 Lists held in the state are never mutated in place (records may share them), only replaced.
 """
 
@@ -152,6 +158,59 @@ def _uuid_key(text: str) -> tuple[int, int]:
     return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
+class TopicConfigImage:
+    """The TOPIC config resources of Kafka's MetadataImage (name → key → value), updated once per
+    delta like ``ConfigurationsDelta``; the records of the open delta wait in a buffer."""
+
+    __slots__ = ("_pending", "data")
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, str]] = {}
+        # (offset, topic name, key, value) of the open delta; key None = RemoveTopicRecord
+        self._pending: list[tuple[int, str, str | None, str | None]] = []
+
+    def replay(self, offset: int, name: str, key: str | None, value: str | None) -> None:
+        """A topic ConfigRecord (``key``, ``value``; None value = delete) or, with key None, a
+        RemoveTopicRecord of the topic ``name``."""
+        self._pending.append((offset, name, key, value))
+
+    def end_delta(self, last_offset: int) -> None:
+        """Apply the buffered records up to ``last_offset`` as one delta."""
+        pending = self._pending
+        n = 0
+        while n < len(pending) and pending[n][0] <= last_offset:
+            n += 1
+        if not n:
+            return
+        changes: dict[str, dict[str, str | None]] = {}
+        for _, name, key, value in pending[:n]:
+            if key is not None:
+                changes.setdefault(name, {})[key] = value
+            elif name in self.data:  # only the keys of the delta's base image are deleted
+                changes[name] = dict.fromkeys(self.data[name])
+        del pending[:n]
+        for name, entries in changes.items():
+            data = self.data.setdefault(name, {})
+            for key, value in entries.items():
+                if value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = value
+            if not data:
+                del self.data[name]
+
+    def orphans(self, configs: dict[tuple[int, str], dict[str, str]]) -> dict[str, dict[str, str]]:
+        """Topic configs in the image that the controller's ``configs`` no longer hold (keys of
+        removed topics that were set in the same delta as the removal)."""
+        out: dict[str, dict[str, str]] = {}
+        for name, data in self.data.items():
+            current = configs.get((TOPIC_RESOURCE, name), {})
+            extra = {key: value for key, value in data.items() if key not in current}
+            if extra:
+                out[name] = extra
+        return out
+
+
 class ClusterState:
     """Brokers, controllers, topics, configs, features and producer ids, as replayed so far."""
 
@@ -160,7 +219,8 @@ class ClusterState:
         self.controllers: dict[int, dict[str, Any]] = {}
         self.topics: dict[str, Topic] = {}  # by id, in creation order
         self.topics_by_name: dict[str, str] = {}
-        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}  # the controller's view
+        self.topic_config_image = TopicConfigImage()
         self.metadata_version: int | None = None
         self.features: dict[str, int] = {}  # finalized features other than metadata.version
         self.zk_migration_state: int | None = None
@@ -233,10 +293,13 @@ class ClusterState:
         topic = self.topics.pop(data["topicId"])
         del self.topics_by_name[topic.name]
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+        self.topic_config_image.replay(offset, topic.name, None, None)
 
     def _config(self, data: dict[str, Any], offset: int) -> None:
         key = (data["resourceType"], data["resourceName"])
         value = data.get("value")
+        if key[0] == TOPIC_RESOURCE:
+            self.topic_config_image.replay(offset, key[1], data["name"], value)
         if value is None:
             current = self.configs.get(key)
             if current is not None:

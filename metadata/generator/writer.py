@@ -7,6 +7,10 @@ operation itself asks for it (metadata transactions written in several batches).
 (LEADER_CHANGE) is always a batch of its own. Segments roll when the next batch would push the
 segment past ``segment_bytes`` (``LocalLog.maybeRoll``); a segment is named after the base offset
 of its first batch.
+
+``on_delta_end(last_offset)`` reports where the batch loader (``image/loader.py``) publishes a delta:
+at the end of every batch written outside a metadata transaction, and just before a
+BeginTransactionRecord that is not the first record of its batch.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class LogWriter:
         self.sink = sink
         # called at batch boundaries between controller operations, outside metadata transactions
         self.on_boundary: Callable[[], None] | None = None
+        # called with the last offset of each delta the batch loader publishes (see the module doc)
+        self.on_delta_end: Callable[[int], None] | None = None
 
         self.epoch = 0
         self.next_offset = 0
@@ -142,6 +148,8 @@ class LogWriter:
             else:
                 self._txn_records += 1
         elif type_name == "BEGIN_TRANSACTION_RECORD":
+            if len(self._pending) > 1:  # the records before the Begin are published first
+                self._delta_end(offset - 1)
             self._txn_open = True
             self._txn_records = 0
         if self.sink is not None:
@@ -161,6 +169,8 @@ class LogWriter:
                                                            timestamp=self._pending_time,
                                                            compression=self.compression), self._pending_time)
         self.data_batches += 1
+        if not self._txn_open:
+            self._delta_end(self.next_offset - 1)
         self._pending = []
         self._pending_bytes = 0
         self._op_start = 0
@@ -186,6 +196,10 @@ class LogWriter:
         self._boundary()
         self.epoch = epoch
         self.epoch_starts.append((epoch, self.next_offset))
+
+    def _delta_end(self, last_offset: int) -> None:
+        if self.on_delta_end is not None:
+            self.on_delta_end(last_offset)
 
     def _boundary(self) -> None:
         if self.on_boundary is not None and not self._txn_open:
