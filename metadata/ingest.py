@@ -96,8 +96,10 @@ def _stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], 
            staging: str) -> DataFrame:
     rows = [(f.model_dump_json(), start, end, options.model_dump_json()) for f, start, end in tasks]
     frame = spark.createDataFrame(rows, _TASK_SCHEMA).repartition(max(1, len(rows)))
-    frame.mapInArrow(_decode_tasks, from_arrow_schema(DECODED_SCHEMA)).write.mode("overwrite").parquet(staging)
-    return spark.read.parquet(staging)
+    schema = from_arrow_schema(DECODED_SCHEMA)
+    # partitioned by record type: each typed-table append then reads only its types' files
+    frame.mapInArrow(_decode_tasks, schema).write.mode("overwrite").partitionBy("type").parquet(staging)
+    return spark.read.schema(schema).parquet(staging)
 
 
 def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType) -> int:
@@ -171,8 +173,8 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, sta
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written."""
     added = 0
     if stats["n"]:
-        if stats["lo"] > state.high_water_mark:  # all beyond the committed log: nothing to filter
-            fresh = log.persist()
+        if stats["lo"] > state.high_water_mark:  # all beyond the committed log: the staged rows as they are
+            fresh = log
             added = stats["n"]
         else:
             stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
