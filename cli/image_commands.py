@@ -42,6 +42,9 @@ class Engine(str, Enum):
     reference = "reference"
 
 
+EngineOpt = Annotated[Engine, typer.Option(help="Replay engine (auto: reference for short replays).")]
+
+
 class Part(str, Enum):
     partitions = "partitions"
     brokers = "brokers"
@@ -130,9 +133,7 @@ def _time_text(ms: int) -> str:
 
 @app.command()
 @handles_errors
-def replay(lake_location: LakeOpt, at_offset: AtOffset = None, at_time: AtTime = None,
-           engine: Annotated[Engine, typer.Option(help="Replay engine (auto: reference for short replays).")]
-           = Engine.auto,
+def replay(lake_location: LakeOpt, at_offset: AtOffset = None, at_time: AtTime = None, engine: EngineOpt = Engine.auto,
            lenient: Annotated[bool, typer.Option(help="Skip records Kafka rejects (listed on stderr).")] = False,
            save: Annotated[Path | None, typer.Option("--save", help="Also write the image as Delta tables here.")]
            = None,
@@ -201,11 +202,11 @@ def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_locat
          broker: Annotated[int | None, typer.Option(
              "--broker", help="Only this broker (partitions and topics it replicates, brokers; its BROKER configs).")]
          = None,
-         as_json: JsonOpt = False) -> None:
+         engine: EngineOpt = Engine.auto, as_json: JsonOpt = False) -> None:
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
     from image.frames import canonical
     _check_filters(part, topic, broker)
-    frames = _image(lake_location, at_offset, at_time)
+    frames = _image(lake_location, at_offset, at_time, engine)
     rows = [r.asDict(recursive=True) for r in _filtered(frames, part, topic, broker).collect()]
     if part is Part.features:
         rows = sorted(rows, key=lambda r: r["name"])
@@ -240,13 +241,14 @@ def _details_table(section: str, changes: dict[str, list[dict[str, Any]]]) -> Ta
     return table
 
 
-def _side(location: str, offset: int | None, at_time: str | None, which: str, required: bool) -> ImageFrames:
+def _side(location: str, offset: int | None, at_time: str | None, which: str, required: bool,
+          engine: Engine) -> ImageFrames:
     """One side of ``diff`` from the lake: by offset or time; the latest image if neither and not ``required``."""
     if offset is not None and at_time is not None:
         raise ValueError(f"give --{which}-offset or --{which}-time, not both")
     if required and offset is None and at_time is None:
         raise ValueError(f"give --{which}-offset or --{which}-time (or --from-image/--to-image)")
-    return _image(location, offset, at_time)
+    return _image(location, offset, at_time, engine)
 
 
 @app.command("diff")
@@ -264,7 +266,7 @@ def diff_command(
         = None,
         to_image: Annotated[Path | None, typer.Option(help="Image after: a directory written by replay --save.")]
         = None,
-        as_json: JsonOpt = False) -> None:
+        engine: EngineOpt = Engine.auto, as_json: JsonOpt = False) -> None:
     """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
     from image.diff import diff_images
     from image.frames import ImageFrames
@@ -277,8 +279,8 @@ def diff_command(
     else:
         if lake_location is None:
             raise ValueError("give --lake (or --from-image and --to-image)")
-        before = _side(lake_location, from_offset, from_time, "from", required=True)
-        after = _side(lake_location, to_offset, to_time, "to", required=False)
+        before = _side(lake_location, from_offset, from_time, "from", required=True, engine=engine)
+        after = _side(lake_location, to_offset, to_time, "to", required=False, engine=engine)
     doc = diff_images(before, after).to_json()
     if as_json:
         print_json(doc)
