@@ -33,12 +33,10 @@ _RECORD_COLUMNS = (0, 9, 10, 11, 12, 13, 14)
 _NUMPY = {i: {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}[_TYPES[i]]
           for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 15)}  # columns of numbers that are never null in record rows
 
-_dumps = json_text
-
 
 def payload_json(data: dict | None) -> str | None:
     """Canonical payload text: compact JSON in Kafka's field order."""
-    return None if data is None else _dumps(data)
+    return None if data is None else json_text(data)
 
 
 def _snapshot(section: str) -> tuple[int | None, int | None]:

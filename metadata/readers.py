@@ -142,7 +142,9 @@ def discover(path: str | os.PathLike[str]) -> list[InputFile]:
 Batch = tuple[tuple, list[tuple]]
 
 NOOP_VALUE = bytes.fromhex("01140000")  # frame 1, apiKey 20 (NoOpRecord), version 0, no tagged fields
-_NOOP_BATCH_RECORDS = bytes.fromhex("1400000001080114000000")  # the one record of a controller's NoOp batch
+# the one record of a controller's NoOp batch: length 10, attributes, timestamp and offset deltas 0, no key
+# (-1), a 4-byte value, no headers (zig-zag varints)
+_NOOP_BATCH_RECORDS = bytes.fromhex("1400000001" "08") + NOOP_VALUE + b"\x00"
 _NOOP_BATCH_SIZE = HEADER_SIZE + len(_NOOP_BATCH_RECORDS)
 _NOOP_LENGTH_FIELD = struct.pack(">i", _NOOP_BATCH_SIZE - LOG_OVERHEAD)
 _NOOP_RECORDS = np.frombuffer(_NOOP_BATCH_RECORDS, np.uint8)
