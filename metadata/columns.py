@@ -1,7 +1,7 @@
 """Decoded batches → Arrow columns: the hot path of ingest (no model object per record).
 
-:data:`DECODED_SCHEMA` is the output of the Spark decode tasks: one row per record of a log,
-snapshot or dump file, plus ``issue`` rows (offset null) carrying what the reader reported.
+:data:`DECODED_SCHEMA` is what the decode tasks of an ingest stage: one row per record of a log,
+snapshot or dump file; what the readers report goes to a list of :class:`~metadata.readers.Issue`.
 Batches arrive column-wise from the readers (payloads already JSON text); runs of NoOp batches
 arrive as numpy arrays and become Arrow arrays without a Python object per record.
 """
@@ -24,7 +24,6 @@ DECODED_SCHEMA = pa.schema([
     ("control_type", pa.string()), ("type", pa.string()), ("api_key", pa.int32()), ("version", pa.int32()),
     ("payload", pa.string()), ("raw", pa.binary()), ("position", pa.int64()), ("source_file", pa.string()),
     ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
-    ("issue_severity", pa.string()), ("issue", pa.string()),
 ])
 _TYPES = [f.type for f in DECODED_SCHEMA]
 # batch-level columns (one value per batch) and record-level columns, as DECODED_SCHEMA indexes
@@ -59,7 +58,6 @@ def _record_batch(columns: dict[int, pa.Array], n: int, source: str, section: st
     columns[16] = _constant(source, n, pa.string())
     columns[17] = _constant(snapshot_end, n, pa.int64())
     columns[18] = _constant(snapshot_epoch, n, pa.int32())
-    columns[19] = columns[20] = pa.nulls(n, pa.string())
     return pa.RecordBatch.from_arrays([columns[i] for i in range(len(_TYPES))], schema=DECODED_SCHEMA)
 
 
@@ -113,16 +111,16 @@ def _run_batch(run: NoOpRun, source: str, section: str) -> pa.RecordBatch:
     return _record_batch(columns, n, source, section)
 
 
-def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int | None = None,
-                    batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
-    """Decode one input file into Arrow batches of :data:`DECODED_SCHEMA`; issues come last.
+def decode_to_arrow(f: InputFile, options: ReadOptions, issues: list[Issue], start: int = 0,
+                    end: int | None = None, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """Decode one input file (or byte range) into Arrow batches of :data:`DECODED_SCHEMA`.
 
-    A fatal decode error is not raised here but emitted as an ``error`` issue row, so that a
-    Spark task never dies with a Python traceback: the driver turns it into one clear error.
+    What the readers report is appended to ``issues``; a fatal decode error is not raised but
+    appended as a ``fatal`` issue, so that a Spark task never dies with a Python traceback: the
+    driver turns it into one clear error.
     """
     source = f.path
     pending = _Batches(source)
-    issues: list[Issue] = []
     try:
         for section, item in iter_file_items(f, issues, options, start, end, json_payload=True):
             if pending.records and (section != pending.section or isinstance(item, NoOpRun)):
@@ -133,16 +131,7 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, start: int = 0, end: int
             pending.add(section, item)
             if len(pending.records) >= batch_rows:
                 yield pending.flush()
-    except Exception as exc:  # noqa: BLE001 — every failure becomes one reported error row
+    except Exception as exc:  # noqa: BLE001 — every failure becomes one reported error
         issues.append(Issue(file=source, severity="fatal", message=str(exc) or type(exc).__name__))
     if pending.records:
         yield pending.flush()
-    if issues:  # issue rows: the offset column is null; batch_base_offset carries the issue's offset
-        n = len(issues)
-        columns = {i: pa.nulls(n, _TYPES[i]) for i in range(len(_TYPES))}
-        columns[1] = pa.array([i.offset for i in issues], pa.int64())
-        columns[15] = pa.array([i.position for i in issues], pa.int64())
-        columns[16] = pa.array([i.file for i in issues], pa.string())
-        columns[19] = pa.array([i.severity for i in issues], pa.string())
-        columns[20] = pa.array([str(i) for i in issues], pa.string())
-        yield pa.RecordBatch.from_arrays([columns[i] for i in range(len(_TYPES))], schema=DECODED_SCHEMA)

@@ -1,15 +1,16 @@
 """Ingest: decode inputs on Spark in parallel, stage them, then append what is new to the Delta lake.
 
 1. Discover the input files and cut large segments into byte ranges at batch boundaries.
-2. Decode on Spark: one task per file or range (``mapInArrow`` over :func:`decode_to_arrow`);
-   the output, records plus reported issues, is staged as Parquet under ``<lake>/_staging``.
-   The driver only collects issues and small aggregates, never the records.
+2. Decode on Spark: one task per file or range; each task writes its records as Parquet
+   partitioned by record type (:mod:`metadata.staging`) and returns counts, offset spans and
+   issues. The driver collects only those, never the records.
 3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
    ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. Append to ``records`` and each typed table only the staged records whose offset the
-   committed ``records`` lacks, and to ``snapshots`` only snapshots (end offset, epoch) not yet
-   stored (offset-filtered appends: re-runs add nothing), then commit the new table versions in
-   ``_ingests`` (see :mod:`metadata.lake`).
+4. Append to ``records`` and each typed table (concurrently, one Delta commit each) only the
+   staged records whose offset the committed ``records`` lacks — no comparison at all when every
+   staged offset is beyond the committed high-water mark — and to ``snapshots`` only snapshots
+   (end offset, epoch) not yet stored (offset-filtered appends: re-runs add nothing), then commit
+   the new table versions in ``_ingests`` (see :mod:`metadata.lake`).
 """
 
 from __future__ import annotations
@@ -17,23 +18,21 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import pyarrow as pa
 from pydantic import BaseModel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import Window
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql import types as T
 
-from metadata.columns import DECODED_SCHEMA, decode_to_arrow
-from metadata.lake import Lake, LakeState
+from metadata.lake import Lake, LakeState, stats_columns
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, ReadOptions, discover, plan_ranges
-from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
 from metadata.spark import get_spark
+from metadata.staging import stage, staging_dir
+from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
 
 MAX_SPLIT_BYTES = 64 << 20
 MIN_SPLIT_BYTES = 4 << 20
@@ -64,18 +63,6 @@ class IngestReport(BaseModel):
     seconds: float
 
 
-_TASK_SCHEMA = T.StructType([T.StructField("file", T.StringType()), T.StructField("start", T.LongType()),
-                             T.StructField("end", T.LongType()), T.StructField("options", T.StringType())])
-
-
-def _decode_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Spark task body: decode the files/ranges listed in the input rows."""
-    for batch in batches:
-        for task in batch.to_pylist():
-            yield from decode_to_arrow(InputFile.model_validate_json(task["file"]),
-                                       ReadOptions.model_validate_json(task["options"]), task["start"], task["end"])
-
-
 def split_size(total_bytes: int, parallelism: int) -> int:
     """Byte-range size giving every core about two decode tasks, within [4 MiB, 64 MiB]."""
     return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(1, 2 * parallelism))))
@@ -92,20 +79,10 @@ def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int 
     return list(unique.values())
 
 
-def _stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
-           staging: str) -> DataFrame:
-    rows = [(f.model_dump_json(), start, end, options.model_dump_json()) for f, start, end in tasks]
-    frame = spark.createDataFrame(rows, _TASK_SCHEMA).repartition(max(1, len(rows)))
-    schema = from_arrow_schema(DECODED_SCHEMA)
-    # partitioned by record type: each typed-table append then reads only its types' files
-    frame.mapInArrow(_decode_tasks, schema).write.mode("overwrite").partitionBy("type").parquet(staging)
-    return spark.read.schema(schema).parquet(staging)
-
-
 def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType) -> int:
-    """Append ``rows`` to table ``name`` (one Delta commit); returns its new version."""
+    """Append ``rows`` to table ``name`` (one Delta commit; the first one creates it); returns its new version."""
     rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta").mode("append") \
-        .save(lake.path(name))
+        .option("delta.dataSkippingStatsColumns", stats_columns(name)).save(lake.path(name))
     return lake.current_version(name)
 
 
@@ -130,27 +107,29 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
     tasks = plan(paths, split_bytes, spark.sparkContext.defaultParallelism)
     lake = Lake(lake_location, spark)
     run_id = uuid.uuid4().hex
-    staging = lake.path(f"_staging/{run_id}")
-    with spark_progress(spark, "decoding", enabled=progress):
-        staged = _stage(spark, tasks, options, staging)
+    staging = staging_dir(lake.uri, run_id)
     try:
-        issues = staged.where("issue_severity IS NOT NULL").select("issue_severity", "issue").collect()
+        with spark_progress(spark, "decoding", enabled=progress):
+            staged, summary = stage(spark, tasks, options, staging)
+        issues = [r for r in summary if r["issue_severity"] is not None]
         fatal = [i["issue"] for i in issues if i["issue_severity"] == "fatal"]
         if fatal:
             raise IngestError(fatal[0] + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
-        records = staged.where("issue_severity IS NULL")
-        log = records.where("snapshot_end_offset IS NULL")
-        spans, by_type, stats = _summarise(log)
+        log = staged.where("snapshot_end_offset IS NULL")
+        spans, by_type, stats = _summarise([r for r in summary if r["issue_severity"] is None
+                                            and r["snapshot_end_offset"] is None])
         if any(b["lo"] <= a["hi"] for a, b in zip(spans, spans[1:])):  # inputs overlap: check, then dedupe
             _check_conflicts(log)
             # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
             pick = Window.partitionBy("offset").orderBy(F.length(F.coalesce("payload", F.lit(""))).desc(),
                                                         "source_file")
             log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
-            _, by_type, stats = _summarise(log)
+            _, by_type, stats = _summarise(_groups(log))
+        snapshot_ids = sorted({(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in summary
+                               if r["issue_severity"] is None and r["snapshot_end_offset"] is not None})
         with spark_progress(spark, "writing Delta tables", enabled=progress):
             state = lake.prepare()
-            added, snap_added, snapshots = _write(lake, state, log, records, stats, by_type)
+            added, snap_added, snapshots = _write(lake, state, log, staged, stats, by_type, snapshot_ids)
         gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
                 for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
         hwm = max(state.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
@@ -168,8 +147,8 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
         skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started)
 
 
-def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, stats: dict, by_type: dict[str, int]
-           ) -> tuple[int, int, list[str]]:
+def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
+           snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str]]:
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written."""
     added = 0
     if stats["n"]:
@@ -181,20 +160,18 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, sta
             fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
             added = fresh.count()
         if added:
-            state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)
             wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
-            with ThreadPoolExecutor(4) as pool:  # one commit per table; tables are independent
+            with ThreadPoolExecutor(4) as pool:  # one commit per table; the small typed tables side by side
                 state.versions.update(pool.map(
                     lambda n: (n, _append(lake, n, typed_rows(n, fresh), TYPED_TABLES[n].schema())), wanted))
+            state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)  # alone: every core
         fresh.unpersist()
-    snaps = records.where("snapshot_end_offset IS NOT NULL")
     stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
                   .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()}
-    ids = sorted((r[0], r[1]) for r in snaps.select("snapshot_end_offset", "snapshot_epoch").distinct().collect())
-    new_ids = [i for i in ids if i not in stored_ids]
+    new_ids = [i for i in snapshot_ids if i not in stored_ids]
     snap_added = 0
     if new_ids:
-        snaps = snaps.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in new_ids))
+        snaps = staged.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in new_ids))
         header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
                   .select("snapshot_end_offset", "snapshot_epoch",
                           F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
@@ -210,20 +187,24 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, records: DataFrame, sta
     return added, snap_added, ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
 
 
-def _summarise(log: DataFrame) -> tuple[list[dict], dict[str, int], dict]:
-    """One small aggregation: per-file offset spans (by first offset), counts by type, totals."""
-    rows = (log.groupBy("source_file", "type", "is_control")
+def _groups(log: DataFrame) -> list[Row]:
+    """Counts and offset spans of ``log`` per (file, record type, control flag), as staging reports them."""
+    return (log.groupBy("source_file", "type", "is_control")
             .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
+
+
+def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int], dict]:
+    """Per-file offset spans (by first offset), counts by type and totals of the log's groups."""
     files: dict[str, dict] = {}
-    for r in rows:
+    for r in groups:
         span = files.setdefault(r["source_file"], {"file": r["source_file"], "lo": r["lo"], "hi": r["hi"]})
         span["lo"], span["hi"] = min(span["lo"], r["lo"]), max(span["hi"], r["hi"])
     by_type: dict[str, int] = {}
-    for r in rows:
+    for r in groups:
         if r["type"] is not None:
             by_type[r["type"]] = by_type.get(r["type"], 0) + r["n"]
-    stats = {"n": sum(r["n"] for r in rows), "control": sum(r["n"] for r in rows if r["is_control"]),
-             "lo": min((r["lo"] for r in rows), default=None), "hi": max((r["hi"] for r in rows), default=None)}
+    stats = {"n": sum(r["n"] for r in groups), "control": sum(r["n"] for r in groups if r["is_control"]),
+             "lo": min((r["lo"] for r in groups), default=None), "hi": max((r["hi"] for r in groups), default=None)}
     return sorted(files.values(), key=lambda f: (f["lo"], f["hi"])), by_type, stats
 
 

@@ -524,18 +524,31 @@ def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, star
 
 def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
     """Byte ranges of a segment cut at batch boundaries, each about ``split_bytes`` long, so that a
-    large segment decodes in several tasks. Found by hopping over batch headers only."""
+    large segment decodes in several tasks. Found by hopping over batch headers only; a stretch of
+    batches of one size (an idle cluster's NoOps) is hopped over in one numpy step."""
     if f.kind is not InputKind.SEGMENT or f.size <= split_bytes:
         return [(0, None)]
     buf = open_bytes(f.path)
+    octets = np.frombuffer(buf, np.uint8)
     ranges: list[tuple[int, int | None]] = []
     start = pos = 0
     size = len(buf)
+    step = run = 0  # the last batch's size; batches in a row of that size
     while pos + LOG_OVERHEAD <= size:
         _, batch_length = _PREFIX.unpack_from(buf, pos)
         if batch_length < HEADER_SIZE - LOG_OVERHEAD:
             break
-        pos += LOG_OVERHEAD + batch_length
+        run = run + 1 if LOG_OVERHEAD + batch_length == step else 0
+        step = LOG_OVERHEAD + batch_length
+        hops = 1
+        # whole batches before the next cut; checked in numpy chunks once MIN_RUN equal sizes went by
+        ahead = min((size - pos) // step, -(-(start + split_bytes - pos) // step), 1 << 16)
+        if run >= MIN_RUN and ahead > 1:
+            at = pos + 8 + step * np.arange(1, ahead)  # the length field of each following batch
+            same = (octets[at].astype(np.int64) << 24 | octets[at + 1].astype(np.int64) << 16
+                    | octets[at + 2].astype(np.int64) << 8 | octets[at + 3]) == batch_length
+            hops = ahead if same.all() else int(np.argmin(same)) + 1
+        pos += step * hops
         if pos - start >= split_bytes and pos < size:
             ranges.append((start, pos))
             start = pos

@@ -1,0 +1,144 @@
+"""Staging: the decode tasks of an ingest write the decoded records as Parquet themselves.
+
+Each Spark task (``mapInArrow`` over :func:`stage_tasks`) decodes one file or byte range with
+:func:`~metadata.columns.decode_to_arrow` and writes the rows with pyarrow, partitioned by record
+type in the Hive layout Spark reads (``<staging>/type=<T>/part-<task>.parquet``). The records
+cross into the JVM once, when Spark reads them for the Delta appends, and never through the
+driver. What a task returns is small (:data:`SUMMARY_SCHEMA`): per (file, snapshot, record type,
+control flag) a count and an offset span, and one row per issue the readers reported. File
+names depend only on the task, so a retried task overwrites its own output.
+
+The workers write to a local path (the inputs are local files too): the staging directory is
+under the lake when the lake is a local path, else under ``KRAFT_REPLAY_STAGING`` or the
+temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from metadata.columns import DECODED_SCHEMA, decode_to_arrow
+from metadata.readers import InputFile, Issue, ReadOptions
+
+SUMMARY_SCHEMA = pa.schema([
+    ("source_file", pa.string()), ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
+    ("type", pa.string()), ("is_control", pa.bool_()), ("n", pa.int64()), ("lo", pa.int64()), ("hi", pa.int64()),
+    ("issue_severity", pa.string()), ("issue", pa.string()),
+])
+_KEYS = ["source_file", "snapshot_end_offset", "snapshot_epoch", "type", "is_control"]
+_TYPE = DECODED_SCHEMA.get_field_index("type")
+_FILE_SCHEMA = DECODED_SCHEMA.remove(_TYPE)  # the partition column lives in the directory name
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+ROW_GROUP = 1 << 17
+
+TASK_SCHEMA = T.StructType([T.StructField("task", T.IntegerType()), T.StructField("file", T.StringType()),
+                            T.StructField("start", T.LongType()), T.StructField("end", T.LongType()),
+                            T.StructField("options", T.StringType()), T.StructField("staging", T.StringType())])
+
+
+def staging_dir(lake_uri: str, run_id: str) -> str:
+    """Where the run's decode tasks write: a local directory."""
+    if lake_uri.startswith("file:"):
+        lake_uri = lake_uri.removeprefix("file:").removeprefix("//")
+    if "://" not in lake_uri:
+        return os.path.join(lake_uri, "_staging", run_id)
+    root = os.environ.get("KRAFT_REPLAY_STAGING") or os.path.join(tempfile.gettempdir(), "kraft-replay-staging")
+    return os.path.join(root, run_id)
+
+
+class _Writer:
+    """One task's staged output: a Parquet file per record type, and the summary of what it holds.
+
+    Decoded batches can be small (a generated log's NoOp runs cut them); rows are gathered into
+    chunks, split by type with one stable sort, and written in row groups of :data:`ROW_GROUP` rows.
+    """
+
+    def __init__(self, staging: str, task: int) -> None:
+        self.staging, self.task = staging, task
+        self.chunk: list[pa.RecordBatch] = []
+        self.pending: dict[str | None, list[pa.Table]] = {}
+        self.files: dict[str | None, pq.ParquetWriter] = {}
+        self.spans: dict[tuple, list[int]] = {}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.chunk.append(batch)
+        if sum(b.num_rows for b in self.chunk) >= ROW_GROUP:
+            self._split()
+
+    def _split(self) -> None:
+        rows = pa.Table.from_batches(self.chunk, DECODED_SCHEMA)
+        self.chunk = []
+        for row in rows.group_by(_KEYS, use_threads=False).aggregate(
+                [("offset", "count"), ("offset", "min"), ("offset", "max")]).to_pylist():
+            key = tuple(row[k] for k in _KEYS)
+            span = self.spans.setdefault(key, [0, row["offset_min"], row["offset_max"]])
+            span[0] += row["offset_count"]
+            span[1], span[2] = min(span[1], row["offset_min"]), max(span[2], row["offset_max"])
+        types = rows.column("type").combine_chunks().dictionary_encode()
+        codes = types.indices.fill_null(-1).to_numpy()
+        order = np.argsort(codes, kind="stable")  # by type, offset order kept within a type
+        codes = codes[order]
+        rows = rows.take(order).drop_columns(["type"])
+        bounds = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(codes)]
+        for lo, hi in zip(bounds, bounds[1:]):
+            value = None if codes[lo] < 0 else types.dictionary[codes[lo]].as_py()
+            self.pending.setdefault(value, []).append(rows.slice(lo, hi - lo))
+            if sum(t.num_rows for t in self.pending[value]) >= ROW_GROUP:
+                self._flush(value)
+
+    def _flush(self, value: str | None) -> None:
+        if value not in self.files:
+            folder = os.path.join(self.staging, f"type={NULL_PARTITION if value is None else value}")
+            os.makedirs(folder, exist_ok=True)
+            self.files[value] = pq.ParquetWriter(os.path.join(folder, f"part-{self.task:05d}.parquet"),
+                                                 _FILE_SCHEMA, compression="snappy")
+        self.files[value].write_table(pa.concat_tables(self.pending.pop(value)), row_group_size=ROW_GROUP)
+
+    def close(self, issues: list[Issue]) -> pa.RecordBatch:
+        if self.chunk:
+            self._split()
+        for value in list(self.pending):
+            self._flush(value)
+        for w in self.files.values():
+            w.close()
+        rows = [dict(zip(_KEYS, key), n=n, lo=lo, hi=hi) for key, (n, lo, hi) in self.spans.items()]
+        rows += [{"source_file": i.file, "issue_severity": i.severity, "issue": str(i)} for i in issues]
+        return pa.RecordBatch.from_pylist(rows, SUMMARY_SCHEMA)
+
+
+def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Spark task body: decode and stage the files/ranges listed in the input rows (:data:`TASK_SCHEMA`)."""
+    for batch in batches:
+        for task in batch.to_pylist():
+            writer = _Writer(task["staging"], task["task"])
+            issues: list[Issue] = []
+            try:
+                for records in decode_to_arrow(InputFile.model_validate_json(task["file"]),
+                                               ReadOptions.model_validate_json(task["options"]), issues,
+                                               task["start"], task["end"]):
+                    writer.write(records)
+            except OSError as exc:  # the staging directory, not the input: decode errors are issues
+                issues.append(Issue(file=task["staging"], severity="fatal", message=f"cannot stage: {exc}"))
+            yield writer.close(issues)
+
+
+def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
+          staging: str) -> tuple[DataFrame, list[Row]]:
+    """Decode and stage ``tasks`` on Spark: (the staged records, the tasks' summary rows)."""
+    rows = [(i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
+            for i, (f, start, end) in enumerate(tasks)]
+    frame = spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
+    summary = frame.mapInArrow(stage_tasks, from_arrow_schema(SUMMARY_SCHEMA)).collect()
+    schema = from_arrow_schema(DECODED_SCHEMA)
+    if not any(r["n"] for r in summary if r["issue_severity"] is None):
+        return spark.createDataFrame([], schema), summary
+    return spark.read.schema(schema).parquet(f"file://{os.path.abspath(staging)}"), summary
