@@ -6,7 +6,7 @@
    issues. The driver collects only those, never the records.
 3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
    ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. Append to ``records`` and each typed table (concurrently, one Delta commit each) only the
+4. Append to ``records`` and each typed table (side by side, one Delta commit each) only the
    staged records whose offset the committed ``records`` lacks — no comparison at all when every
    staged offset is beyond the committed high-water mark — and to ``snapshots`` only snapshots
    (end offset, epoch) not yet stored (offset-filtered appends: re-runs add nothing), then commit
@@ -18,8 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -149,42 +150,55 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
 
 def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
            snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str]]:
-    """Offset-filtered appends: only records (and snapshots) the committed state lacks are written."""
+    """Offset-filtered appends: only records (and snapshots) the committed state lacks are written.
+
+    One Delta commit per table. The typed tables and snapshots (mostly driver-side Delta work on
+    little data) are appended four at a time, then ``records`` alone: it keeps every core busy, and
+    the small appends beside it only slow each other down (measured on 2 cores).
+    """
     added = 0
+    small: list[tuple[str, Callable[[], DataFrame], T.StructType]] = []  # typed tables and snapshots
+    fresh = log
     if stats["n"]:
-        if stats["lo"] > state.high_water_mark:  # all beyond the committed log: the staged rows as they are
-            fresh = log
-            added = stats["n"]
-        else:
+        if stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
             stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
             fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
             added = fresh.count()
+        else:  # all beyond the committed log: the staged rows as they are
+            added = stats["n"]
         if added:
-            wanted = [n for n, t in TYPED_TABLES.items() if any(r in by_type for r in t.record_types)]
-            with ThreadPoolExecutor(4) as pool:  # one commit per table; the small typed tables side by side
-                state.versions.update(pool.map(
-                    lambda n: (n, _append(lake, n, typed_rows(n, fresh), TYPED_TABLES[n].schema())), wanted))
-            state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)  # alone: every core
-        fresh.unpersist()
+            small += [(n, partial(typed_rows, n, fresh), t.schema()) for n, t in TYPED_TABLES.items()
+                      if any(r in by_type for r in t.record_types)]
     stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
                   .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()}
     new_ids = [i for i in snapshot_ids if i not in stored_ids]
+    snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
+    if snapshot_rows is not None:
+        small.append(("snapshots", lambda: snapshot_rows, SNAPSHOTS_SCHEMA))
+    with ThreadPoolExecutor(4) as pool:
+        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2])), small))
+    if added:
+        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)
     snap_added = 0
-    if new_ids:
-        snaps = staged.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in new_ids))
-        header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
-                  .select("snapshot_end_offset", "snapshot_epoch",
-                          F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
-                          .alias("last_contained_timestamp")))
-        rows = (snaps.drop("position").withColumnRenamed("offset", "position")
-                .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
-                .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
-                            .otherwise("snapshot"))
-                .dropDuplicates(["snapshot_end_offset", "snapshot_epoch", "position"]).persist())
-        snap_added = rows.count()
-        state.versions["snapshots"] = _append(lake, "snapshots", rows, SNAPSHOTS_SCHEMA)
-        rows.unpersist()
+    if snapshot_rows is not None:
+        snap_added = snapshot_rows.count()
+        snapshot_rows.unpersist()
+    fresh.unpersist()
     return added, snap_added, ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
+
+
+def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:
+    """Rows of the ``snapshots`` table for the staged snapshots ``ids`` (end offset, epoch)."""
+    snaps = staged.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in ids))
+    header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
+              .select("snapshot_end_offset", "snapshot_epoch",
+                      F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
+                      .alias("last_contained_timestamp")))
+    return (snaps.drop("position").withColumnRenamed("offset", "position")
+            .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
+            .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
+                        .otherwise("snapshot"))
+            .dropDuplicates(["snapshot_end_offset", "snapshot_epoch", "position"]))
 
 
 def _groups(log: DataFrame) -> list[Row]:
