@@ -4,9 +4,11 @@ checked against the per-batch path on real-format bytes built with the project's
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from crc32c import crc32c
 
@@ -130,3 +132,37 @@ def test_repeated_and_unknown_tags_give_the_dicts_json():
         data = decode_metadata_value(body)[2]
         assert decode_metadata_value(body, json_payload=True)[2] == json_text(data)
     assert "leader" in data and data["_unknownTaggedFields"] == [{"tag": 30, "data": "/w=="}]
+
+
+def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(tmp_path, monkeypatch):
+    """A decode task's staging (Parquet per record type, written in row groups) holds the decoder's rows,
+    in offset order within each type; its summary counts and spans them; a second run of the same
+    task (a retried Spark task) leaves the same files, not twice the rows."""
+    import pyarrow.dataset as ds
+
+    from metadata import staging
+    monkeypatch.setattr(staging, "ROW_GROUP", 50)  # several chunks and row groups per type
+    segment = Path(__file__).resolve().parent.parent / "data" / "sample" / "__cluster_metadata-0"
+    f = readers.discover(sorted(segment.glob("*.log"))[0])[0]
+    expected = pa.Table.from_batches(list(decode_to_arrow(f, ReadOptions(), [])), schema=DECODED_SCHEMA)
+    task = pa.RecordBatch.from_pylist([{"task": 3, "file": f.model_dump_json(), "start": 0, "end": None,
+                                        "options": ReadOptions().model_dump_json(), "staging": str(tmp_path)}])
+    for _ in range(2):
+        summary = pa.Table.from_batches(list(staging.stage_tasks(iter([task])))).to_pylist()
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet"))
+    assert files == sorted({f"type={t or staging.NULL_PARTITION}/part-00003.parquet"
+                            for t in expected.column("type").to_pylist()})
+    staged = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    staged = staged.set_column(staged.schema.get_field_index("type"), "type", staged.column("type").cast(pa.string()))
+    assert staged.num_rows == expected.num_rows
+    assert staged.sort_by("offset").select(DECODED_SCHEMA.names).equals(expected.sort_by("offset"))
+    for t in {r["type"] for r in summary}:
+        offsets = staged.filter(pc.equal(staged.column("type"), t) if t else pc.is_null(staged.column("type")))
+        assert offsets.column("offset").to_pylist() == sorted(offsets.column("offset").to_pylist())
+    assert sum(r["n"] for r in summary) == expected.num_rows and not any(r["issue"] for r in summary)
+    for r in summary:
+        rows = expected.filter(pc.equal(expected.column("type"), r["type"]) if r["type"]
+                               else pc.is_null(expected.column("type")))
+        rows = rows.filter(pc.equal(rows.column("is_control"), r["is_control"]))
+        assert (r["n"], r["lo"], r["hi"]) == (rows.num_rows, pc.min(rows.column("offset")).as_py(),
+                                              pc.max(rows.column("offset")).as_py())

@@ -173,6 +173,31 @@ def test_byte_ranges_cover_a_segment_exactly():
     assert pieces == [r for _, r in iter_file_rows(f, [], ReadOptions())]
 
 
+def test_byte_ranges_hop_equal_sized_batches_like_one_at_a_time(tmp_path, monkeypatch):
+    """Stretches of equal-sized batches (NoOps) are hopped over with numpy: the cuts are the ones the
+    one-batch-at-a-time hop finds, for runs broken by other sizes, a torn tail and any split size."""
+    from metadata import readers
+    noop = readers.NOOP_VALUE
+    topic = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t", "topicId": "f62ptyETTjet8SL5ZeREiw"})
+    batches, offset = [], 0
+    for run in (40, 3, 700, 17, 16, 1, 250):
+        batches += [encode_batch(offset + i, [(None, noop)], leader_epoch=1, timestamp=i) for i in range(run)]
+        offset += run
+        batches.append(encode_batch(offset, [(None, topic)] * (1 + run % 3), leader_epoch=1, timestamp=0))
+        offset += 1 + run % 3
+    data = b"".join(batches)
+    for tail in (b"", data[-30:-10]):
+        path = tmp_path / "00000000000000000000.log"
+        path.write_bytes(data + tail)
+        f = discover(path)[0]
+        for split in (100, 997, 4096, 20_000, len(data) // 2):
+            fast = plan_ranges(f, split)
+            with monkeypatch.context() as m:
+                m.setattr(readers, "MIN_RUN", 10**9)
+                assert fast == plan_ranges(f, split), split
+            assert all(a[1] == b[0] for a, b in zip(fast, fast[1:]))
+
+
 KAFKA_SCENARIOS = sorted(p for p in KAFKA.glob("*/*") if (p / "dump-log.txt").is_file())
 
 
