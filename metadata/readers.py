@@ -146,6 +146,7 @@ NOOP_VALUE = bytes.fromhex("01140000")  # frame 1, apiKey 20 (NoOpRecord), versi
 # (-1), a 4-byte value, no headers (zig-zag varints)
 _NOOP_BATCH_RECORDS = bytes.fromhex("1400000001" "08") + NOOP_VALUE + b"\x00"
 _NOOP_BATCH_SIZE = HEADER_SIZE + len(_NOOP_BATCH_RECORDS)
+_NOT_NOOP = ATTR_CONTROL | ATTR_COMPRESSION  # attributes under which those bytes are not a NoOp record
 _NOOP_LENGTH_FIELD = struct.pack(">i", _NOOP_BATCH_SIZE - LOG_OVERHEAD)
 _NOOP_RECORDS = np.frombuffer(_NOOP_BATCH_RECORDS, np.uint8)
 _NOOP_HEADERS = np.dtype({"names": HEADER_DTYPE.names, "itemsize": _NOOP_BATCH_SIZE,
@@ -221,7 +222,7 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
     n = min((end - pos) // _NOOP_BATCH_SIZE, limit)
     head = np.frombuffer(arr, _NOOP_HEADERS, n, pos)
     attributes = int(head["attributes"][0])
-    if (attributes & ATTR_COMPRESSION) > 4:  # an unknown codec: the per-batch path reports it
+    if attributes & _NOT_NOOP:  # control or compressed batches: the per-batch path decodes (or rejects) them
         return None
     raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
     base = int(head["base_offset"][0]) if expected is None else expected
@@ -359,7 +360,7 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
     control = bool(attributes & ATTR_CONTROL)
     txn = bool(attributes & ATTR_TRANSACTIONAL)
     last_offset = base_offset + last_delta
-    if count == 1 and last_delta == 0 and end - pos == _NOOP_BATCH_SIZE and \
+    if count == 1 and last_delta == 0 and end - pos == _NOOP_BATCH_SIZE and not attributes & _NOT_NOOP and \
             buf[pos + HEADER_SIZE:end] == _NOOP_BATCH_RECORDS:  # one NoOp: decoded by comparison
         return ((base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
                 [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)])

@@ -79,6 +79,25 @@ def test_run_broken_by_other_batches_and_offset_or_epoch_remarks(tmp_path, monke
     assert any("epoch went back from 3 to 2" in i for i in issues)
 
 
+@pytest.mark.parametrize("attributes", [0x20, 0x01])
+def test_noop_bytes_in_a_control_or_compressed_batch_are_not_a_noop(tmp_path, monkeypatch, attributes):
+    """Only a plain data batch holding the NoOp bytes is a NoOp: with the control bit the record needs a
+    control key; with a codec bit the bytes are not gzip (Kafka rejects both)."""
+    batch = bytearray(_noops(0, 1))
+    batch[21:23] = attributes.to_bytes(2, "big")
+    batch[17:21] = crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    single = bytes(batch)
+    run = b"".join(_rebased(single, i) for i in range(40))
+    for buf in (single, run):
+        table, issues = _same_as_per_batch(tmp_path, monkeypatch, buf)
+        assert table.num_rows == 0 and len(issues) == 1 and "byte 0, offset 0: " in issues[0]
+
+
+def _rebased(batch: bytes, offset: int) -> bytes:
+    """``batch`` moved to base offset ``offset`` (the CRC does not cover the base offset)."""
+    return offset.to_bytes(8, "big") + batch[8:]
+
+
 @pytest.mark.parametrize("where", [21, 30, 40, HEADER_SIZE + 5, 17])
 def test_corrupt_batch_in_a_run_is_caught_with_the_per_batch_message(tmp_path, monkeypatch, where):
     buf = bytearray(_noops(0, 500))
