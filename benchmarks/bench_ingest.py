@@ -84,7 +84,7 @@ def decode_single_core(log: BenchLog, repeat: int) -> dict:
         return readers(True)
 
     def full() -> int:
-        return sum(b.num_rows for f, start, end in tasks for b in decode_to_arrow(f, options, start, end))
+        return sum(b.num_rows for f, start, end in tasks for b in decode_to_arrow(f, options, [], start, end))
 
     nbytes = sum(f.size for f, s, e in tasks if s == 0)
     out: dict = {"log": log.name, "records": None, "MB": round(nbytes / 1e6, 2), "tasks": len(tasks)}
@@ -117,7 +117,7 @@ def warm_up_decode() -> float | None:
         return None
     with common.timer() as t:
         for f in discover(fixture[0].dir):
-            for _ in decode_to_arrow(f, ReadOptions()):
+            for _ in decode_to_arrow(f, ReadOptions(), []):
                 pass
     return t["s"]
 
@@ -155,7 +155,7 @@ def profile_decode(log: BenchLog) -> dict:
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
-    n = sum(b.num_rows for f, s, e in tasks for b in decode_to_arrow(f, ReadOptions(), s, e))
+    n = sum(b.num_rows for f, s, e in tasks for b in decode_to_arrow(f, ReadOptions(), [], s, e))
     prof.disable()
     wall = time.perf_counter() - t0
     stats = pstats.Stats(prof).stats  # (file, line, func) -> (cc, nc, tt, ct, callers)
