@@ -365,7 +365,13 @@ class Simulator:
 
     def _fence_records(self, b: int) -> None:
         """``handleBrokerFenced``: drop ``b`` from every ISR (electing new leaders), then fence it."""
-        br = self.state.brokers[b]
+        self._drop_from_isrs(b)
+        self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 0,
+                  {"brokerId": b, "brokerEpoch": self.state.brokers[b].epoch, "fenced": 1})
+
+    def _drop_from_isrs(self, b: int) -> None:
+        """``generateLeaderAndIsrUpdates`` for a broker going away: ``b`` leaves every ISR it is in,
+        and partitions it led elect a new leader among the other active replicas."""
 
         def acceptable(r: int) -> bool:
             return r != b and self.state.is_active(r)
@@ -377,7 +383,6 @@ class Simulator:
                                                  target_isr=[r for r in part.isr if r != b])
                     if rec is not None:
                         self.emit("PARTITION_CHANGE_RECORD", PARTITION_CHANGE_VERSION, rec)
-        self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 0, {"brokerId": b, "brokerEpoch": br.epoch, "fenced": 1})
 
     def _active_brokers(self) -> list[int]:
         return [b for b in self.broker_ids if self.state.is_active(b)]
@@ -408,17 +413,7 @@ class Simulator:
         self.begin()
         self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 1,
                   {"brokerId": b, "brokerEpoch": br.epoch, "inControlledShutdown": 1})
-
-        def acceptable(r: int) -> bool:
-            return r != b and self.state.is_active(r)
-
-        for topic in self.state.topics.values():
-            for pid, part in enumerate(topic.parts):
-                if b in part.isr:
-                    rec = build_partition_change(self.state, topic.id, pid, part, acceptable=acceptable,
-                                                 target_isr=[r for r in part.isr if r != b])
-                    if rec is not None:
-                        self.emit("PARTITION_CHANGE_RECORD", PARTITION_CHANGE_VERSION, rec)
+        self._drop_from_isrs(b)
         self.end()
         self.schedule(self.uniform(300, 4000), self._shutdown_now, b, br.epoch)
         return True
