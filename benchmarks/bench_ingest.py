@@ -446,12 +446,7 @@ def main(argv: list[str] | None = None) -> int:
                          "listing` (inside appends and prepare) and the summed (not wall) typed-append time are "
                          "in the JSON output.")
 
-    results["load_average_end"] = common.load_average()
-    print(f"\nload average at end: {' / '.join(map(str, results['load_average_end']))}")
-    if a.out:
-        common.write_json(a.out, results)
-        print(f"results written to {a.out}")
-    return 0
+    return common.finish(results, a.out)
 
 
 if __name__ == "__main__":

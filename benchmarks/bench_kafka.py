@@ -367,12 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                  + (")" if "log" in modes else "; others: full log)"))
         print_table(title, sel, COLUMNS + [("ingest_s", "lake ingest s"), ("materialize_s", "to_json s"), "note",
                                            "error"])
-    results["load_average_end"] = common.load_average()
-    print(f"\nload average at end: {' / '.join(map(str, results['load_average_end']))}")
-    if a.out:
-        common.write_json(a.out, results)
-        print(f"results written to {a.out}")
-    return 0
+    return common.finish(results, a.out)
 
 
 if __name__ == "__main__":

@@ -429,6 +429,16 @@ def write_json(path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
     Path(path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
 
 
+def finish(results: dict[str, Any], out: str | None) -> int:
+    """End of a benchmark run: the load average at the end, printed and recorded; the JSON written to ``out``."""
+    results["load_average_end"] = load_average()
+    print(f"\nload average at end: {' / '.join(map(str, results['load_average_end']))}")
+    if out:
+        write_json(out, results)
+        print(f"results written to {out}")
+    return 0
+
+
 def per_s(n: float | None, seconds: float | None) -> float | None:
     return None if not n or not seconds else n / seconds
 
