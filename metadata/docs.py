@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from metadata.lake import INGESTS_SCHEMA
+from metadata.lake import INGESTS_SCHEMA, stats_columns
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
 _RECORDS_ABOUT = {
@@ -38,6 +38,11 @@ def _table(schema: T.StructType, about: dict[str, str]) -> list[str]:
     return lines
 
 
+def _stats(name: str) -> str:
+    columns = ", ".join(f"`{c}`" for c in stats_columns(name).split(","))
+    return f"Delta keeps file statistics (for data skipping) of {columns} (`delta.dataSkippingStatsColumns`)."
+
+
 def render() -> str:
     """The Markdown page."""
     out = ["# Lake tables", "",
@@ -45,16 +50,19 @@ def render() -> str:
            "(`metadata/schema/records.json`); do not edit by hand.", "",
            "Every table is a standard Delta table under `<lake>/<name>`. Readers read each table at the Delta "
            "version named by the newest row of `_ingests` (see README, *Atomic ingest*).", "",
-           "## records", "", "One row per record of the log (control records included), keyed by `offset`.", ""]
+           "## records", "", "One row per record of the log (control records included), keyed by `offset`. "
+           + _stats("records"), ""]
     out += _table(RECORDS_SCHEMA, _RECORDS_ABOUT)
     out += ["", "## snapshots", "", "The records of each ingested `.checkpoint` (and `bootstrap.checkpoint`), "
-            "keyed by (`snapshot_end_offset`, `snapshot_epoch`, `position`); other columns as in `records`.", ""]
+            "keyed by (`snapshot_end_offset`, `snapshot_epoch`, `position`); other columns as in `records`. "
+            + _stats("snapshots"), ""]
     out += _table(SNAPSHOTS_SCHEMA, {**_RECORDS_ABOUT, **_SNAPSHOT_ABOUT})
     out += ["", "## Typed tables", "",
             "One row per record of the named types, keyed by `offset`, with `batch_base_offset`, `epoch` (raft "
             "epoch), `timestamp`, `type` and `version`, then one column per record field in snake_case. Absent "
             "fields carry the schema default (so `partition_changes.leader = -2` means *no change* and a null "
-            "list means *unchanged*); nested struct arrays keep Kafka's camelCase member names.", ""]
+            "list means *unchanged*); nested struct arrays keep Kafka's camelCase member names. "
+            + _stats("topics"), ""]
     for name, table in TYPED_TABLES.items():
         out += [f"### {name}", "", f"{table.about}. Record types: {', '.join(f'`{t}`' for t in table.record_types)}.",
                 ""]

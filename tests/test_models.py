@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from metadata import gen_models
+from metadata import docs, gen_models
 from metadata.models import MODELS
 from metadata.schema import control_specs, metadata_specs
 from tests.recordgen import body
@@ -18,6 +20,11 @@ SPECS = [(s, v) for s in (*metadata_specs().values(), *control_specs().values())
 
 def test_models_module_is_generated_from_the_schema():
     assert gen_models.TARGET.read_text() == gen_models.render(), "run: python -m metadata.gen_models"
+
+
+def test_lake_tables_page_is_generated_from_the_schema():
+    page = Path(__file__).resolve().parent.parent / "docs" / "lake-tables.md"
+    assert page.read_text() == docs.render(), "run: python -m metadata.docs > docs/lake-tables.md"
 
 
 def test_every_record_type_has_a_model():
