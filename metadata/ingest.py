@@ -6,16 +6,17 @@
    issues. The driver collects only those, never the records.
 3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
    ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. Append to ``records`` and each typed table (side by side, one Delta commit each) only the
-   staged records whose offset the committed ``records`` lacks — no comparison at all when every
-   staged offset is beyond the committed high-water mark — and to ``snapshots`` only snapshots
-   (end offset, epoch) not yet stored (offset-filtered appends: re-runs add nothing), then commit
+4. Append only the staged records whose offset the committed ``records`` lacks (no comparison at
+   all when every staged offset is beyond the committed high-water mark) to the typed tables, four
+   at a time, then to ``records``; and to ``snapshots`` only snapshots (end offset, epoch) not yet
+   stored. One Delta commit per table (offset-filtered appends: re-runs add nothing); then commit
    the new table versions in ``_ingests`` (see :mod:`metadata.lake`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -138,7 +139,7 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
                               records_added=added, snapshots_added=len(snapshots), high_water_mark=hwm,
                               versions=state.versions))
     finally:
-        _remove(spark, staging)
+        _remove(staging)
     return IngestReport(
         lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks}),
         bytes_read=sum(f.size for f, s, e in tasks if s == 0), records_decoded=stats["n"], records_added=added,
@@ -226,8 +227,6 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _remove(spark: SparkSession, uri: str) -> None:
-    """Delete the staging directory (through Hadoop's FileSystem, so any URI works)."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
+def _remove(staging: str) -> None:
+    """Delete the staging directory (a local path, see :func:`~metadata.staging.staging_dir`)."""
+    shutil.rmtree(staging, ignore_errors=True)

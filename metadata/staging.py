@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
+from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -48,9 +50,9 @@ TASK_SCHEMA = T.StructType([T.StructField("task", T.IntegerType()), T.StructFiel
 def staging_dir(lake_uri: str, run_id: str) -> str:
     """Where the run's decode tasks write: a local directory."""
     if lake_uri.startswith("file:"):
-        lake_uri = lake_uri.removeprefix("file:").removeprefix("//")
+        lake_uri = urlparse(lake_uri).path
     if "://" not in lake_uri:
-        return os.path.join(lake_uri, "_staging", run_id)
+        return os.path.join(os.path.abspath(lake_uri), "_staging", run_id)
     root = os.environ.get("KRAFT_REPLAY_STAGING") or os.path.join(tempfile.gettempdir(), "kraft-replay-staging")
     return os.path.join(root, run_id)
 
@@ -58,15 +60,17 @@ def staging_dir(lake_uri: str, run_id: str) -> str:
 class _Writer:
     """One task's staged output: a Parquet file per record type, and the summary of what it holds.
 
-    Decoded batches can be small (a generated log's NoOp runs cut them); rows are gathered into
-    chunks, split by type with one stable sort, and written in row groups of :data:`ROW_GROUP` rows.
+    Decoded batches can be small (a generated log's NoOp runs cut them); they are gathered into
+    chunks of about :data:`ROW_GROUP` rows (runs are at most 65,536), and each chunk is split by type
+    with one stable sort and written at once: a task holds one chunk in memory. A file is written
+    under a hidden temporary name and renamed when complete, so concurrent attempts of one task
+    (speculation) each leave a whole file and Spark never reads a partial one.
     """
 
     def __init__(self, staging: str, task: int) -> None:
         self.staging, self.task = staging, task
         self.chunk: list[pa.RecordBatch] = []
-        self.pending: dict[str | None, list[pa.Table]] = {}
-        self.files: dict[str | None, pq.ParquetWriter] = {}
+        self.files: dict[str | None, tuple[pq.ParquetWriter, str, str]] = {}  # writer, temporary, final
         self.spans: dict[tuple, list[int]] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -91,28 +95,30 @@ class _Writer:
         bounds = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(codes)]
         for lo, hi in zip(bounds, bounds[1:]):
             value = None if codes[lo] < 0 else types.dictionary[codes[lo]].as_py()
-            self.pending.setdefault(value, []).append(rows.slice(lo, hi - lo))
-            if sum(t.num_rows for t in self.pending[value]) >= ROW_GROUP:
-                self._flush(value)
+            self._file(value).write_table(rows.slice(lo, hi - lo), row_group_size=ROW_GROUP)
 
-    def _flush(self, value: str | None) -> None:
+    def _file(self, value: str | None) -> pq.ParquetWriter:
         if value not in self.files:
             folder = os.path.join(self.staging, f"type={NULL_PARTITION if value is None else value}")
             os.makedirs(folder, exist_ok=True)
+            name = f"part-{self.task:05d}.parquet"
+            temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}")
             # dictionaries for the repetitive strings only, no statistics: Spark reads these files about
             # twice as fast as pyarrow's defaults, and writes the Delta tables from them a fifth faster
-            self.files[value] = pq.ParquetWriter(os.path.join(folder, f"part-{self.task:05d}.parquet"),
-                                                 _FILE_SCHEMA, compression="snappy", write_statistics=False,
-                                                 use_dictionary=["control_type", "payload", "source_file"])
-        self.files[value].write_table(pa.concat_tables(self.pending.pop(value)), row_group_size=ROW_GROUP)
+            writer = pq.ParquetWriter(temporary, _FILE_SCHEMA, compression="snappy", write_statistics=False,
+                                      use_dictionary=["control_type", "payload", "source_file"])
+            self.files[value] = (writer, temporary, os.path.join(folder, name))
+        return self.files[value][0]
 
-    def close(self, issues: list[Issue]) -> pa.RecordBatch:
+    def close(self) -> None:
+        """Write what is left and publish the files under their final names."""
         if self.chunk:
             self._split()
-        for value in list(self.pending):
-            self._flush(value)
-        for w in self.files.values():
-            w.close()
+        for writer, temporary, final in self.files.values():
+            writer.close()
+            os.replace(temporary, final)
+
+    def summary(self, issues: list[Issue]) -> pa.RecordBatch:
         rows = [dict(zip(_KEYS, key), n=n, lo=lo, hi=hi) for key, (n, lo, hi) in self.spans.items()]
         rows += [{"source_file": i.file, "issue_severity": i.severity, "issue": str(i)} for i in issues]
         return pa.RecordBatch.from_pylist(rows, SUMMARY_SCHEMA)
@@ -129,9 +135,14 @@ def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                                                ReadOptions.model_validate_json(task["options"]), issues,
                                                task["start"], task["end"]):
                     writer.write(records)
+                writer.close()
             except OSError as exc:  # the staging directory, not the input: decode errors are issues
                 issues.append(Issue(file=task["staging"], severity="fatal", message=f"cannot stage: {exc}"))
-            yield writer.close(issues)
+            yield writer.summary(issues)
+
+
+class StagingError(RuntimeError):
+    """The staged files are not what the decode tasks wrote (a staging path the workers do not share)."""
 
 
 def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
@@ -142,6 +153,12 @@ def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], o
     frame = spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
     summary = frame.mapInArrow(stage_tasks, from_arrow_schema(SUMMARY_SCHEMA)).collect()
     schema = from_arrow_schema(DECODED_SCHEMA)
-    if not any(r["n"] for r in summary if r["issue_severity"] is None):
+    expected = sum(r["n"] for r in summary if r["issue_severity"] is None)
+    if not expected or any(r["issue_severity"] == "fatal" for r in summary):
         return spark.createDataFrame([], schema), summary
-    return spark.read.schema(schema).parquet(f"file://{os.path.abspath(staging)}"), summary
+    staged = spark.read.schema(schema).parquet(f"file://{os.path.abspath(staging)}")
+    found = staged.count()  # from the Parquet footers
+    if found != expected:
+        raise StagingError(f"the decode tasks staged {expected} records under {staging} but {found} are "
+                           "readable there: set KRAFT_REPLAY_STAGING to a directory every Spark worker shares")
+    return staged, summary

@@ -185,3 +185,18 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
         rows = rows.filter(pc.equal(rows.column("is_control"), r["is_control"]))
         assert (r["n"], r["lo"], r["hi"]) == (rows.num_rows, pc.min(rows.column("offset")).as_py(),
                                               pc.max(rows.column("offset")).as_py())
+
+
+def test_a_staging_directory_that_cannot_be_written_is_one_fatal_issue(tmp_path):
+    """A task that cannot write its staging reports it (naming the directory) instead of dying."""
+    from metadata import staging
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    segment = Path(__file__).resolve().parent.parent / "data" / "sample" / "__cluster_metadata-0"
+    f = readers.discover(sorted(segment.glob("*.log"))[0])[0]
+    task = pa.RecordBatch.from_pylist([{"task": 0, "file": f.model_dump_json(), "start": 0, "end": None,
+                                        "options": ReadOptions().model_dump_json(),
+                                        "staging": str(blocker / "run")}])
+    summary = pa.Table.from_batches(list(staging.stage_tasks(iter([task])))).to_pylist()
+    fatal = [r["issue"] for r in summary if r["issue_severity"] == "fatal"]
+    assert len(fatal) == 1 and fatal[0].startswith(f"{blocker / 'run'}: cannot stage: ")
