@@ -1,6 +1,6 @@
 """Shared helpers of the benchmark scripts: machine info, timing, memory, the benchmark logs, tables.
 
-Nothing here is measured itself; ``bench_ingest.py`` and ``bench_kafka.py`` import it (run them
+Nothing here is measured itself; ``bench_ingest.py``, ``bench_kafka.py`` and ``bench_replay.py`` import it (run them
 from the repository root: ``python benchmarks/bench_ingest.py ...``).
 
 Benchmark logs are cached under ``--data-dir`` (default ``$KRAFT_REPLAY_BENCH_DIR`` or

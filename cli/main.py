@@ -1,8 +1,8 @@
 """The ``kraft-replay`` command line: parses, calls the library, prints.
 
-Commands live beside their subject: ingest / log-info / dump / generate here, replay / show /
-diff / checkpoint in :mod:`cli.image_commands`, changes / apply / leader-and-isr in
-:mod:`cli.replica_commands`.
+Commands live beside their subject: ingest / log-info / dump / generate / demo here, replay /
+show / diff / checkpoint in :mod:`cli.image_commands`, changes / apply / leader-and-isr /
+zk-replay in :mod:`cli.replica_commands`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Both engines return :class:`ReplayedFrames` whose ``to_json()`` is the image JSO
 (``image/README.md``); they agree on every image. The reference engine streams the records to
 the driver and replays them sequentially, which is fastest for short replays; the Spark engine
 works set-based on the lake's tables and can start from image checkpoints, which is what scales.
-``engine="auto"`` picks the reference engine when at most ``threshold`` log records lie between
-the best snapshot and the offset.
+``engine="auto"`` picks the reference engine when at most ``threshold`` offsets lie between the
+best snapshot and the offset (image checkpoints are not considered).
 
 ``--at-time`` is resolved here, once for both engines (:func:`resolve_offset`).
 """

@@ -53,7 +53,7 @@ def _constant(value: object, n: int, type_: pa.DataType) -> pa.Array:
 
 
 def _record_batch(columns: dict[int, pa.Array], n: int, source: str, section: str) -> pa.RecordBatch:
-    """A record batch from the given columns; source file, snapshot and issue columns filled in."""
+    """A record batch from the given columns; source file and snapshot columns filled in."""
     snapshot_end, snapshot_epoch = _snapshot(section)
     columns[16] = _constant(source, n, pa.string())
     columns[17] = _constant(snapshot_end, n, pa.int64())

@@ -1,8 +1,9 @@
 """Readers of metadata log inputs: log directories, segments, snapshots, and kafka-dump-log text.
 
-Every reader produces the same decoded rows (:data:`ROW_FIELDS`), which feed both the Arrow
-builder of the Spark ingest (:mod:`metadata.columns`) and :class:`metadata.log.LogRecord` for the
-reference engine. Problems are collected as :class:`Issue` values (warnings) or raised as
+Every reader produces decoded batches and runs of NoOp batches (:func:`iter_file_items`), which the
+Arrow builder of the Spark ingest consumes (:mod:`metadata.columns`), or the same records as rows
+(:data:`ROW_FIELDS`, :func:`iter_file_rows`) for :class:`metadata.log.LogRecord` and the reference
+engine. Problems are collected as :class:`Issue` values (warnings) or raised as
 :class:`~metadata.errors.DecodeError` naming the file, byte position and base offset.
 """
 

@@ -2,7 +2,9 @@
 
 Delta's jars come from Maven Central through Spark's own resolver
 (``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache.
-``SPARK_REMOTE`` selects Spark Connect; ``--master``/``KRAFT_REPLAY_MASTER`` any master.
+``--master``/``KRAFT_REPLAY_MASTER`` select any master. Spark Connect (``SPARK_REMOTE``) is refused
+with a clear error: ingest, lake recovery, progress and the Spark engine use the JVM gateway
+(Hadoop FileSystem, status tracker), which a Connect session does not offer.
 """
 
 from __future__ import annotations
@@ -36,21 +38,20 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
-        builder = SparkSession.builder.appName("kraft-replay")
         if os.environ.get("SPARK_REMOTE"):
-            builder = builder.remote(os.environ["SPARK_REMOTE"])
-        else:
-            builder = builder.master(master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]"))
-            builder = builder.config("spark.driver.memory",
-                                     driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
+            raise RuntimeError("Spark Connect (SPARK_REMOTE) is not supported: kraft-replay needs the JVM "
+                               "gateway of a classic Spark session; unset SPARK_REMOTE and use --master or "
+                               "KRAFT_REPLAY_MASTER")
+        builder = SparkSession.builder.appName("kraft-replay").master(
+            master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]"))
+        builder = builder.config("spark.driver.memory",
+                                 driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
         log4j = Path(__file__).with_name("conf") / "log4j2.properties"
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         for key, value in DEFAULT_CONF.items():
             builder = builder.config(key, value)
         builder = builder.config("spark.sql.shuffle.partitions",
                                  str(shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)))
-        if os.environ.get("SPARK_REMOTE"):
-            return builder.getOrCreate()
         cached = _cached_jars()
         if cached:
             builder = builder.config("spark.jars", ",".join(cached))

@@ -13,7 +13,7 @@ import pytest
 
 from metadata.generator import LOG_DIR_NAME, generate
 from tests.harness import oracle, tools
-from tests.harness.kafka_dist import ensure_kafka
+from tests.harness.testing import dist_for
 
 pytestmark = pytest.mark.kafka
 
@@ -36,7 +36,7 @@ def generated(tmp_path_factory) -> dict[str, tuple]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_replay_equals_the_generated_snapshots(version, generated):
-    dist = ensure_kafka(version)
+    dist = dist_for(version)
     for name, (report, log_dir) in generated.items():
         proc = oracle.run_oracle(dist, ["verify-snapshots", "--dir", str(log_dir)])
         results = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -46,7 +46,7 @@ def test_kafka_replay_equals_the_generated_snapshots(version, generated):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_dump_log_decodes_every_record(version, generated):
-    dist = ensure_kafka(version)
+    dist = dist_for(version)
     report, log_dir = generated["middle"]
     text = tools.dump_log(dist, tools.segment_files(log_dir))
     batches = re.findall(r"^baseOffset: .* isvalid: (\w+)$", text, flags=re.MULTILINE)

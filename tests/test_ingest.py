@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,6 +141,15 @@ def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tm
     a = Lake(str(tmp_path / "bin"), spark).table("records").select(*cols)
     b = Lake(str(tmp_path / "txt"), spark).table("records").select(*cols)
     assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+
+
+def test_spark_connect_is_refused_with_one_clear_line():
+    env = {**os.environ, "SPARK_REMOTE": "sc://localhost:15002"}
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "log-info", "--lake", "/nonexistent"], env=env,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().lower().startswith("error: spark connect (spark_remote) is not supported")
+    assert "Traceback" not in proc.stderr
 
 
 def test_cli_ingest_log_info_and_dump(sample_lake, tmp_path):
