@@ -15,7 +15,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import shutil
 import time
 import uuid
@@ -228,5 +230,8 @@ def _now() -> dt.datetime:
 
 
 def _remove(staging: str) -> None:
-    """Delete the staging directory (a local path, see :func:`~metadata.staging.staging_dir`)."""
+    """Delete the run's staging directory (a local path, see :func:`~metadata.staging.staging_dir`),
+    and its parent ``_staging`` when no other run uses it."""
     shutil.rmtree(staging, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(staging))

@@ -106,6 +106,7 @@ def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, spark, tmp_path):
     with pytest.raises(IngestError, match=rf"{last.name}.*byte \d+, offset \d+: CRC mismatch"):
         ingest([str(damaged_dir)], lake.uri, spark=spark, progress=False)
     assert lake.state() == before
+    assert not (Path(lake.uri) / "_staging").exists()  # the staged records are gone too
 
 
 def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark, tmp_path, monkeypatch):
