@@ -231,7 +231,10 @@ def _now() -> dt.datetime:
 
 def _remove(staging: str) -> None:
     """Delete the run's staging directory (a local path, see :func:`~metadata.staging.staging_dir`),
-    and its parent ``_staging`` when no other run uses it."""
+    and the lake's ``_staging`` (or the default temporary root) when no other run uses it; a
+    ``KRAFT_REPLAY_STAGING`` directory stays."""
     shutil.rmtree(staging, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        os.rmdir(os.path.dirname(staging))
+    parent = os.path.dirname(staging)
+    if os.path.basename(parent) in ("_staging", "kraft-replay-staging"):
+        with contextlib.suppress(OSError):
+            os.rmdir(parent)
