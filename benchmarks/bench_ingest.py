@@ -59,7 +59,7 @@ STAGES = ("decode", "profile", "spark", "ingest")
 
 def _tasks(log: BenchLog):
     from metadata.ingest import plan
-    return plan([log.dir])
+    return plan([log.dir])[0]
 
 
 def decode_single_core(log: BenchLog, repeat: int) -> dict:

@@ -39,6 +39,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
         return
     out.print(kv_table(f"ingested into {report.lake}", [
         ("files", len(report.files)), ("bytes read", f"{report.bytes_read:,}"),
+        ("bytes skipped (in the lake already)", f"{report.bytes_skipped:,}"),
         ("records decoded", f"{report.records_decoded:,}"), ("records added", f"{report.records_added:,}"),
         ("offsets", f"{report.first_offset} … {report.last_offset}"), ("high-water mark", report.high_water_mark),
         ("snapshots", ", ".join(report.snapshots) or "none"),

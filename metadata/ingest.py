@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 
 from metadata.lake import Lake, LakeState, stats_columns
 from metadata.progress import spark_progress
-from metadata.readers import InputFile, ReadOptions, discover, plan_ranges
+from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import get_spark
 from metadata.staging import stage, staging_dir
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
@@ -53,6 +53,7 @@ class IngestReport(BaseModel):
     run_id: str
     files: list[str]
     bytes_read: int
+    bytes_skipped: int  # segment bytes not decoded: every offset in them is in the lake already
     records_decoded: int
     records_added: int
     snapshot_records_added: int
@@ -72,15 +73,51 @@ def split_size(total_bytes: int, parallelism: int) -> int:
     return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(1, 2 * parallelism))))
 
 
-def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2
-         ) -> list[tuple[InputFile, int, int | None]]:
-    """Decode tasks for ``paths``: (file, start byte, end byte or None); ``split_bytes`` defaults
-    to :func:`split_size` of the inputs' total size."""
+Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
+
+
+def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2,
+         stored: tuple[int, int] | None = None) -> tuple[list[Task], list[Task]]:
+    """(decode tasks, skipped tasks) for ``paths``; ``split_bytes`` defaults to :func:`split_size` of
+    the inputs' total size.
+
+    ``stored`` = (first, last) offsets the lake holds without a gap: segment ranges whose offsets all
+    lie inside it are skipped, so a re-run, or the next ingest of a growing log, decodes only what
+    is new. A range's offsets run from its first batch to the batch that starts the next range or the
+    next segment of its directory; the last range of the last segment is always decoded.
+    """
     files = [f for path in paths for f in discover(path)]
     split = split_bytes or split_size(sum(f.size for f in files), parallelism)
     tasks = [(f, start, end) for f in files for start, end in plan_ranges(f, split)]
-    unique = {(f.path, start, end): (f, start, end) for f, start, end in tasks}  # a file named twice is read once
-    return list(unique.values())
+    unique = list({(f.path, s, e): (f, s, e) for f, s, e in tasks}.values())  # a file named twice is read once
+    if stored is None:
+        return unique, []
+    segments = sorted({f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
+                      key=lambda f: (os.path.dirname(f.path), f.base_offset))
+    following = {a.path: b for a, b in zip(segments, segments[1:])
+                 if os.path.dirname(a.path) == os.path.dirname(b.path)}
+    keep: list[Task] = []
+    skip: list[Task] = []
+    for task in unique:
+        f, start, end = task
+        if f.kind is InputKind.SEGMENT:
+            lo = batch_offset_at(f, start)
+            after = (batch_offset_at(f, end) if end is not None
+                     else batch_offset_at(following[f.path], 0) if f.path in following else None)
+            if lo is not None and after is not None and stored[0] <= lo and after - 1 <= stored[1]:
+                skip.append(task)
+                continue
+        keep.append(task)
+    return keep, skip
+
+
+def _stored_span(lake: Lake) -> tuple[int, int] | None:
+    """(first, last) offsets of the committed log when it has no gap, else None."""
+    if not lake.exists():
+        return None
+    state = lake.state()
+    first, count = lake.table("records", state).agg(F.min("offset"), F.count(F.lit(1))).first()
+    return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 
 def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType) -> int:
@@ -108,8 +145,8 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
     options = options or ReadOptions()
     started = time.monotonic()
     spark = spark or get_spark()
-    tasks = plan(paths, split_bytes, spark.sparkContext.defaultParallelism)
     lake = Lake(lake_location, spark)
+    tasks, skipped = plan(paths, split_bytes, spark.sparkContext.defaultParallelism, _stored_span(lake))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
     try:
@@ -143,8 +180,8 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
     finally:
         _remove(staging)
     return IngestReport(
-        lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks}),
-        bytes_read=sum(f.size for f, s, e in tasks if s == 0), records_decoded=stats["n"], records_added=added,
+        lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks + skipped}),
+        bytes_read=_bytes(tasks), bytes_skipped=_bytes(skipped), records_decoded=stats["n"], records_added=added,
         snapshot_records_added=snap_added, snapshots=snapshots, by_type=dict(sorted(by_type.items())),
         control_records=int(stats["control"] or 0), first_offset=stats["lo"], last_offset=stats["hi"],
         high_water_mark=hwm, warnings=[i["issue"] for i in issues if i["issue_severity"] == "warning"] + gaps,
@@ -223,6 +260,10 @@ def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int]
     stats = {"n": sum(r["n"] for r in groups), "control": sum(r["n"] for r in groups if r["is_control"]),
              "lo": min((r["lo"] for r in groups), default=None), "hi": max((r["hi"] for r in groups), default=None)}
     return sorted(files.values(), key=lambda f: (f["lo"], f["hi"])), by_type, stats
+
+
+def _bytes(tasks: list[Task]) -> int:
+    return sum((f.size if end is None else end) - start for f, start, end in tasks)
 
 
 def _now() -> dt.datetime:

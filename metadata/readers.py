@@ -524,6 +524,14 @@ def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, star
             yield section, row
 
 
+def batch_offset_at(f: InputFile, position: int) -> int | None:
+    """Base offset of the batch at byte ``position`` of a segment (None past its end)."""
+    with open(f.path, "rb") as fh:
+        fh.seek(position)
+        head = fh.read(_PREFIX.size)
+    return _PREFIX.unpack(head)[0] if len(head) == _PREFIX.size else None
+
+
 def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
     """Byte ranges of a segment cut at batch boundaries, each about ``split_bytes`` long, so that a
     large segment decodes in several tasks. Found by hopping over batch headers only; a stretch of

@@ -68,6 +68,10 @@ def test_reingest_adds_nothing(sample_lake, spark):
     before = lake.state()
     again = ingest([str(SAMPLE)], lake.uri, spark=spark, progress=False)
     assert again.records_added == 0 and again.snapshot_records_added == 0
+    # every segment but the last holds only stored offsets: not decoded again
+    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
+    assert again.bytes_skipped == sum(p.stat().st_size for p in segments[:-1])
+    assert again.records_decoded == REPORT["total_records"] - int(segments[-1].stem)
     after = lake.state()
     assert after.seq == before.seq + 1 and after.versions == before.versions
     assert lake.table("records").count() == REPORT["total_records"]
@@ -90,6 +94,8 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     assert first.first_offset == int(segments[2].stem)
     second = ingest([str(log_dir)], location, spark=spark, progress=False)
     assert second.records_added == REPORT["total_records"] - first.records_added
+    # offsets below the stored ones are decoded and added; segment 2 lies inside them and is skipped
+    assert second.bytes_skipped == segments[2].stat().st_size
     assert second.snapshot_records_added == 0
     assert Lake(location, spark).table("records").count() == REPORT["total_records"]
 
