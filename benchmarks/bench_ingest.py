@@ -27,7 +27,7 @@ Stages (``--stages``):
 * ``ingest``: :func:`metadata.ingest.ingest` into a fresh lake, then the same input again (a
   re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
   (``plan``, ``stage``, ``_groups``, ``Lake.prepare``, ``_write``, ``_append`` per table,
-  ``Lake.commit``, ``_remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate
+  ``Lake.commit``, ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate
   how much of each append is Delta's commit protocol rather than Spark writing data.
 
 Memory: driver = this process's peak RSS per stage (kernel VmHWM, reset per stage); for Spark the
@@ -262,7 +262,7 @@ def instrument() -> Phases:
     ph.wrap(ing, "_check_conflicts", "overlap check")
     ph.wrap(ing, "_write", "_write")
     ph.wrap(ing, "_append", _append_label)
-    ph.wrap(ing, "_remove", "remove staging")
+    ph.wrap(ing, "remove", "remove staging")
     ph.wrap(Lake, "prepare", "prepare (lake state, recovery)")
     ph.wrap(Lake, "commit", "commit (_ingests row)")
     ph.wrap(Lake, "current_version", "Delta version listing")

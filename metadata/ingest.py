@@ -15,10 +15,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -35,7 +33,7 @@ from metadata.lake import Lake, LakeState, stats_columns
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import get_spark
-from metadata.staging import stage, staging_dir
+from metadata.staging import remove, stage, staging_dir
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
 
 MAX_SPLIT_BYTES = 64 << 20
@@ -111,11 +109,10 @@ def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int 
     return keep, skip
 
 
-def _stored_span(lake: Lake) -> tuple[int, int] | None:
+def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     """(first, last) offsets of the committed log when it has no gap, else None."""
-    if not lake.exists():
+    if "records" not in state.versions:
         return None
-    state = lake.state()
     first, count = lake.table("records", state).agg(F.min("offset"), F.count(F.lit(1))).first()
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
@@ -146,7 +143,8 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
     started = time.monotonic()
     spark = spark or get_spark()
     lake = Lake(lake_location, spark)
-    tasks, skipped = plan(paths, split_bytes, spark.sparkContext.defaultParallelism, _stored_span(lake))
+    state = lake.prepare()  # the committed state, after undoing an interrupted ingest (readers see no change)
+    tasks, skipped = plan(paths, split_bytes, spark.sparkContext.defaultParallelism, _stored_span(lake, state))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
     try:
@@ -169,7 +167,6 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
         snapshot_ids = sorted({(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in summary
                                if r["issue_severity"] is None and r["snapshot_end_offset"] is not None})
         with spark_progress(spark, "writing Delta tables", enabled=progress):
-            state = lake.prepare()
             added, snap_added, snapshots = _write(lake, state, log, staged, stats, by_type, snapshot_ids)
         gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
                 for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
@@ -178,7 +175,7 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
                               records_added=added, snapshots_added=len(snapshots), high_water_mark=hwm,
                               versions=state.versions))
     finally:
-        _remove(staging)
+        remove(staging)
     return IngestReport(
         lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks + skipped}),
         bytes_read=_bytes(tasks), bytes_skipped=_bytes(skipped), records_decoded=stats["n"], records_added=added,
@@ -270,12 +267,3 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _remove(staging: str) -> None:
-    """Delete the run's staging directory (a local path, see :func:`~metadata.staging.staging_dir`),
-    and the lake's ``_staging`` (or the default temporary root) when no other run uses it; a
-    ``KRAFT_REPLAY_STAGING`` directory stays."""
-    shutil.rmtree(staging, ignore_errors=True)
-    parent = os.path.dirname(staging)
-    if os.path.basename(parent) in ("_staging", "kraft-replay-staging"):
-        with contextlib.suppress(OSError):
-            os.rmdir(parent)

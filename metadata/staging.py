@@ -15,7 +15,9 @@ temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -47,14 +49,28 @@ TASK_SCHEMA = T.StructType([T.StructField("task", T.IntegerType()), T.StructFiel
                             T.StructField("options", T.StringType()), T.StructField("staging", T.StringType())])
 
 
+_LAKE_ROOT = "_staging"  # under a local lake
+_TEMP_ROOT = "kraft-replay-staging"  # under the temporary directory
+
+
 def staging_dir(lake_uri: str, run_id: str) -> str:
     """Where the run's decode tasks write: a local directory."""
     if lake_uri.startswith("file:"):
         lake_uri = urlparse(lake_uri).path
     if "://" not in lake_uri:
-        return os.path.join(os.path.abspath(lake_uri), "_staging", run_id)
-    root = os.environ.get("KRAFT_REPLAY_STAGING") or os.path.join(tempfile.gettempdir(), "kraft-replay-staging")
+        return os.path.join(os.path.abspath(lake_uri), _LAKE_ROOT, run_id)
+    root = os.environ.get("KRAFT_REPLAY_STAGING") or os.path.join(tempfile.gettempdir(), _TEMP_ROOT)
     return os.path.join(root, run_id)
+
+
+def remove(staging: str) -> None:
+    """Delete a run's staging directory, and the lake's ``_staging`` (or the default temporary root)
+    when no other run uses it; a ``KRAFT_REPLAY_STAGING`` directory stays."""
+    shutil.rmtree(staging, ignore_errors=True)
+    parent = os.path.dirname(staging)
+    if os.path.basename(parent) in (_LAKE_ROOT, _TEMP_ROOT):
+        with contextlib.suppress(OSError):
+            os.rmdir(parent)
 
 
 class _Writer:
