@@ -87,7 +87,7 @@ def transactions(table: TableSource) -> DataFrame:
     """Metadata transactions: ``(txBegin, txClose, txCommitted)``; ``txClose`` is null while the
     transaction is open (or when a BeginTransactionRecord follows it, which replay rejects)."""
     markers = table("transaction_markers").select("offset", "type")
-    following = Window.orderBy("offset")
+    following = Window.partitionBy(F.lit(0)).orderBy("offset")  # the markers are few: one window over them all
     return (markers.withColumn("_next", F.lead("offset").over(following))
             .withColumn("_nextType", F.lead("type").over(following))
             .where(F.col("type") == BEGIN)

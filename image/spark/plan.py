@@ -90,7 +90,7 @@ def transactions(records: DataFrame, after: int, upto: int) -> tuple[list[Txn], 
     one changes nothing, so the open/closed state before a marker is the kind of the one
     before it); a valid Begin closes at the first End/Abort after it.
     """
-    w = Window.orderBy("offset")
+    w = Window.partitionBy(F.lit(0)).orderBy("offset")  # the markers are few: one window over them all
     closing = F.when(F.col("type") != BEGIN, F.struct("offset", "type", "batch_last_offset"))
     markers = (records.where(F.col("type").isin(*MARKERS) & (F.col("offset") > after) & (F.col("offset") <= upto))
                .select("offset", "type", "batch_last_offset")
