@@ -23,7 +23,6 @@ import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -32,7 +31,7 @@ from image.errors import ReplayError
 from image.frames import SCHEMAS, ImageFrames
 from image.spark.plan import EMPTY_BASE, Base, interval_lookup, segment, transactions
 from image.spark.run import replay_pass
-from metadata.lake import Lake, LakeState
+from metadata.lake import Lake, LakeState, delta_version
 
 ROOT = "_checkpoints"
 INDEX = "index"
@@ -66,7 +65,7 @@ def path(lake: Lake, name: str) -> str:
 
 def listed(lake: Lake) -> list[Checkpoint]:
     """Every checkpoint in the index (the newest row per offset), by offset."""
-    if not DeltaTable.isDeltaTable(lake.spark, path(lake, INDEX)):
+    if delta_version(lake.spark, path(lake, INDEX)) is None:
         return []
     rows = lake.spark.read.format("delta").load(path(lake, INDEX)).orderBy("created_at").collect()
     newest = {r["checkpoint_offset"]: r for r in rows}

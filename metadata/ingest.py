@@ -29,10 +29,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import Window
 from pyspark.sql import types as T
 
-from metadata.lake import Lake, LakeState, stats_columns
+from metadata.lake import Lake, LakeState, stats_columns, table_schemas
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
-from metadata.spark import get_spark
+from metadata.spark import default_parallelism, get_spark
 from metadata.staging import remove, stage, staging_dir
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
 
@@ -117,9 +117,9 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 
-def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType) -> int:
-    """Append ``rows`` to table ``name`` (one Delta commit; the first one creates it); returns its new version."""
-    rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta").mode("append") \
+def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType, mode: str) -> int:
+    """Write ``rows`` to table ``name`` (one Delta commit; the first one creates it); returns its new version."""
+    rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta").mode(mode) \
         .option("delta.dataSkippingStatsColumns", stats_columns(name)).save(lake.path(name))
     return lake.current_version(name)
 
@@ -144,7 +144,7 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
     spark = spark or get_spark()
     lake = Lake(lake_location, spark)
     state = lake.prepare()  # the committed state, after undoing an interrupted ingest (readers see no change)
-    tasks, skipped = plan(paths, split_bytes, spark.sparkContext.defaultParallelism, _stored_span(lake, state))
+    tasks, skipped = plan(paths, split_bytes, default_parallelism(spark), _stored_span(lake, state))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
     try:
@@ -193,6 +193,7 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     little data) are appended four at a time, then ``records`` alone: it keeps every core busy, and
     the small appends beside it only slow each other down (measured on 2 cores).
     """
+    modes = {name: lake.write_mode(name, state) for name in table_schemas()}  # before the writes update state
     added = 0
     small: list[tuple[str, Callable[[], DataFrame], T.StructType]] = []  # typed tables and snapshots
     fresh = log
@@ -213,9 +214,9 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows, SNAPSHOTS_SCHEMA))
     with ThreadPoolExecutor(4) as pool:
-        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2])), small))
+        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2], modes[a[0]])), small))
     if added:
-        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA)
+        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA, modes["records"])
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()

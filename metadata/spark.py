@@ -2,21 +2,28 @@
 
 Delta's jars come from Maven Central through Spark's own resolver
 (``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache.
-``--master``/``KRAFT_REPLAY_MASTER`` select any master. Spark Connect (``SPARK_REMOTE``) is refused
-with a clear error: ingest, lake recovery, progress and the Spark engine use the JVM gateway
-(Hadoop FileSystem, status tracker), which a Connect session does not offer.
+``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master)
+selects Spark Connect instead: ``sc://host:port`` is a running Connect server, which must have
+Delta's jars and SQL extension configured itself; ``local[N]`` starts a local Connect server
+configured here. Everything else kraft-replay does through the JVM gateway of a classic session
+has a Connect counterpart (:func:`is_connect`).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.metadata
 import os
+import re
+import sys
 import threading
+import warnings
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 _LOCK = threading.Lock()
+_CONNECT: SparkSession | None = None  # the Connect session, once made
 
 DEFAULT_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -34,16 +41,24 @@ DEFAULT_CONF = {
 def get_spark(master: str | None = None, *, shuffle_partitions: int | None = None,
               driver_memory: str | None = None) -> SparkSession:
     """The active session, or a new one configured for Delta (idempotent, thread-safe)."""
+    global _CONNECT
     with _LOCK:
+        if _CONNECT is not None and not _CONNECT.is_stopped:
+            return _CONNECT
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
-        if os.environ.get("SPARK_REMOTE"):
-            raise RuntimeError("Spark Connect (SPARK_REMOTE) is not supported: kraft-replay needs the JVM "
-                               "gateway of a classic Spark session; unset SPARK_REMOTE and use --master or "
-                               "KRAFT_REPLAY_MASTER")
-        builder = SparkSession.builder.appName("kraft-replay").master(
-            master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]"))
+        master = master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]")
+        remote = os.environ.get("SPARK_REMOTE") or (master if master.startswith("sc://") else None)
+        if remote and "google.protobuf" not in sys.modules:
+            # the Spark engine's plans nest deeper (≈ 120 messages) than the 100 levels the default
+            # (upb) protobuf runtime copies; the pure-Python runtime has no such limit
+            os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+        builder = (SparkSession.builder.remote(remote) if remote else SparkSession.builder.master(master)) \
+            .appName("kraft-replay")
+        if remote and remote.startswith("sc://"):  # a running server: its configuration is its own
+            _CONNECT = builder.getOrCreate()
+            return _CONNECT
         builder = builder.config("spark.driver.memory",
                                  driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
         log4j = Path(__file__).with_name("conf") / "log4j2.properties"
@@ -58,11 +73,38 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         else:
             from delta import configure_spark_with_delta_pip
             builder = configure_spark_with_delta_pip(builder)
+        if remote:  # a local Connect server, started with this configuration
+            with warnings.catch_warnings():  # the client re-sets the server's static options, which Spark refuses
+                warnings.simplefilter("ignore", UserWarning)
+                _CONNECT = builder.getOrCreate()
+            atexit.register(_CONNECT.stop)  # the local server ends with its client, not mid-response
+            return _CONNECT
         spark = builder.getOrCreate()
         if not cached:
             _remember_jars(spark.conf.get("spark.jars", ""))
         spark.sparkContext.setLogLevel(os.environ.get("KRAFT_REPLAY_SPARK_LOG_LEVEL", "ERROR"))
         return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM gateway, no SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the cluster runs at once (Connect: ``spark.default.parallelism``, else a local master's N)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return int(configured)
+    cores = re.fullmatch(r"local\[(\d+)\]", spark.conf.get("spark.master", None) or "")
+    return int(cores.group(1)) if cores else os.cpu_count() or 2
+
+
+def session_id(spark: SparkSession) -> str:
+    """An id of the session's application: cached results of one are not valid in another."""
+    return spark.session_id if is_connect(spark) else spark.sparkContext.applicationId
 
 
 def _jar_cache() -> Path:

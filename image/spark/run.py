@@ -18,6 +18,7 @@ from image.frames import SCHEMAS
 from image.spark import parts as P
 from image.spark.plan import SHIFT, Base, Plan, make_plan
 from metadata.lake import Lake, LakeState
+from metadata.spark import session_id
 from metadata.tables import typed_rows
 
 
@@ -54,7 +55,7 @@ def lake_table(lake: Lake, state: LakeState, name: str) -> DataFrame:
     """``lake.table(name, state)``, one DataFrame per session, table version and ingest: its analysed
     plan holds the Delta snapshot, which time travel would otherwise rebuild (a Spark job) for
     every read."""
-    key = (lake.spark.sparkContext.applicationId, lake.path(name), state.versions.get(name, -1), state.run_id)
+    key = (session_id(lake.spark), lake.path(name), state.versions.get(name, -1), state.run_id)
     if key not in _TABLES:
         if len(_TABLES) > 256:
             _TABLES.clear()
