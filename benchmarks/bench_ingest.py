@@ -192,14 +192,10 @@ def _decode_only(batches):
     """A decode task that stages nothing: decodes its files/ranges and yields one row count."""
     import pyarrow as pa
 
-    from metadata.columns import decode_to_arrow
-    from metadata.readers import InputFile, ReadOptions
+    from metadata.staging import decoded
     for batch in batches:
         for task in batch.to_pylist():
-            n = sum(b.num_rows for b in decode_to_arrow(InputFile.model_validate_json(task["file"]),
-                                                       ReadOptions.model_validate_json(task["options"]), [],
-                                                       task["start"], task["end"]))
-            yield pa.RecordBatch.from_pylist([{"n": n}])
+            yield pa.RecordBatch.from_pylist([{"n": sum(b.num_rows for b in decoded(task, []))}])
 
 
 def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) -> dict:
@@ -213,8 +209,7 @@ def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) 
     out: dict = {"log": log.name, "records": log.records, "MB": round(nbytes / 1e6, 2), "tasks": len(tasks)}
 
     def noop() -> None:  # the tasks stage builds, decoding without staging
-        rows = [(i, f.model_dump_json(), s, e, options.model_dump_json(), "") for i, (f, s, e) in enumerate(tasks)]
-        frame = spark.createDataFrame(rows, stg.TASK_SCHEMA).repartition(max(1, len(rows)))
+        frame = stg.task_frame(spark, tasks, options, "")
         assert sum(r["n"] for r in frame.mapInArrow(_decode_only, "n long").collect()) >= log.records * 0.9
 
     progress(f"spark decode {log.name}: decode only")

@@ -140,6 +140,20 @@ class _Writer:
         return pa.RecordBatch.from_pylist(rows, SUMMARY_SCHEMA)
 
 
+def task_frame(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
+               staging: str) -> DataFrame:
+    """One row per decode task (:data:`TASK_SCHEMA`), one Spark partition each."""
+    rows = [(i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
+            for i, (f, start, end) in enumerate(tasks)]
+    return spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
+
+
+def decoded(task: dict, issues: list[Issue]) -> Iterator[pa.RecordBatch]:
+    """The records of one task row, decoded (:func:`~metadata.columns.decode_to_arrow`)."""
+    return decode_to_arrow(InputFile.model_validate_json(task["file"]),
+                           ReadOptions.model_validate_json(task["options"]), issues, task["start"], task["end"])
+
+
 def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Spark task body: decode and stage the files/ranges listed in the input rows (:data:`TASK_SCHEMA`)."""
     for batch in batches:
@@ -147,9 +161,7 @@ def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             writer = _Writer(task["staging"], task["task"])
             issues: list[Issue] = []
             try:
-                for records in decode_to_arrow(InputFile.model_validate_json(task["file"]),
-                                               ReadOptions.model_validate_json(task["options"]), issues,
-                                               task["start"], task["end"]):
+                for records in decoded(task, issues):
                     writer.write(records)
                 writer.close()
             except OSError as exc:  # the staging directory, not the input: decode errors are issues
@@ -164,9 +176,7 @@ class StagingError(RuntimeError):
 def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
           staging: str) -> tuple[DataFrame, list[Row]]:
     """Decode and stage ``tasks`` on Spark: (the staged records, the tasks' summary rows)."""
-    rows = [(i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
-            for i, (f, start, end) in enumerate(tasks)]
-    frame = spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
+    frame = task_frame(spark, tasks, options, staging)
     summary = frame.mapInArrow(stage_tasks, from_arrow_schema(SUMMARY_SCHEMA)).collect()
     schema = from_arrow_schema(DECODED_SCHEMA)
     expected = sum(r["n"] for r in summary if r["issue_severity"] is None)
