@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import Window
 from pyspark.sql import types as T
 
-from metadata.lake import Lake, LakeState, stats_columns, table_schemas
+from metadata.lake import Lake, LakeState, quoted, stats_columns
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import default_parallelism, get_spark
@@ -117,10 +117,15 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 
-def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType, mode: str) -> int:
-    """Write ``rows`` to table ``name`` (one Delta commit; the first one creates it); returns its new version."""
-    rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta").mode(mode) \
-        .option("delta.dataSkippingStatsColumns", stats_columns(name)).save(lake.path(name))
+def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType, create: bool) -> int:
+    """Append ``rows`` to table ``name``, or ``create`` it (replacing what an interrupted ingest may have
+    left there): one Delta commit; returns its new version."""
+    frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields])
+    if create:
+        frame.writeTo(f"delta.{quoted(lake.path(name))}").using("delta") \
+            .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name)).createOrReplace()
+    else:
+        frame.write.format("delta").mode("append").save(lake.path(name))
     return lake.current_version(name)
 
 
@@ -193,7 +198,7 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     little data) are appended four at a time, then ``records`` alone: it keeps every core busy, and
     the small appends beside it only slow each other down (measured on 2 cores).
     """
-    modes = {name: lake.write_mode(name, state) for name in table_schemas()}  # before the writes update state
+    committed = set(state.versions)  # the tables that exist (before the writes add to state)
     added = 0
     small: list[tuple[str, Callable[[], DataFrame], T.StructType]] = []  # typed tables and snapshots
     fresh = log
@@ -214,9 +219,10 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows, SNAPSHOTS_SCHEMA))
     with ThreadPoolExecutor(4) as pool:
-        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2], modes[a[0]])), small))
+        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2], a[0] not in committed)),
+                                       small))
     if added:
-        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA, modes["records"])
+        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA, "records" not in committed)
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()

@@ -5,9 +5,9 @@ first write. An ingest writes each table with one Delta commit, then appends one
 ``<lake>/_ingests`` naming the Delta version of every table it produced and the log high-water mark. Readers read every table
 *at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
 ingest become visible together, and a run that dies half-way is invisible. The next ingest
-first restores any table whose latest version is beyond the recorded one (``RESTORE``), and
-overwrites, with its first write, a table no commit names yet: repeating or resuming never
-duplicates rows.
+first restores any table whose latest version is beyond the recorded one (``RESTORE``) and
+deletes tables no commit names (under Spark Connect, which has no file system, their next first
+write replaces them), then writes again: repeating or resuming never duplicates rows.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def _uri(location: str) -> str:
     return os.path.abspath(location)
 
 
-def _quoted(path: str) -> str:
+def quoted(path: str) -> str:
+    """``path`` as a SQL identifier (``delta.<quoted>`` names a path-based table)."""
     return "`" + path.replace("`", "``") + "`"
 
 
@@ -82,17 +83,30 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     """
     if is_connect(spark):
         try:
-            return spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT 1").first()["version"]
+            return spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)} LIMIT 1").first()["version"]
         except AnalysisException:
             return None
-    jvm = spark.sparkContext._jvm
-    log = jvm.org.apache.hadoop.fs.Path(f"{path}/_delta_log")
-    fs = log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    log, fs = _hadoop(spark, f"{path}/_delta_log")
     if not fs.exists(log):
         return None
     names = [st.getPath().getName() for st in fs.listStatus(log)]
     versions = [int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit()]
     return max(versions) if versions else None
+
+
+def delete_table(spark: SparkSession, path: str) -> None:
+    """Delete the table directory at ``path`` with its files. Spark Connect offers no file system: there
+    the table stays, and the write that creates it again replaces it (``createOrReplace``); its old
+    files remain until a ``VACUUM``."""
+    if not is_connect(spark):
+        directory, fs = _hadoop(spark, path)
+        fs.delete(directory, True)
+
+
+def _hadoop(spark: SparkSession, path: str):
+    """(Hadoop Path, its FileSystem) of a classic session."""
+    hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
 
 class Lake:
@@ -140,9 +154,9 @@ class Lake:
 
     def prepare(self) -> LakeState:
         """The committed state to build on, after undoing what an interrupted ingest left behind:
-        tables it appended to are restored to their committed version; tables it created are not
-        in the state, and their next write overwrites them (:meth:`write_mode`). Tables are created
-        by their first write, so a new lake starts with none."""
+        tables it appended to are restored to their committed version (``RESTORE``), tables it created
+        are deleted (:func:`delete_table`). Tables are created by their first write
+        (``createOrReplace``), so a new lake starts with none."""
         if not self.exists():
             state = LakeState(seq=0, run_id="init", committed_at=dt.datetime.now(dt.timezone.utc), inputs=[],
                               records_added=0, snapshots_added=0, high_water_mark=-1, versions={})
@@ -152,17 +166,13 @@ class Lake:
             current = self.current_version(name)
             if current is None:
                 state.versions.pop(name, None)
-            elif name in state.versions and current > state.versions[name]:
-                self.spark.sql(f"RESTORE TABLE delta.{_quoted(self.path(name))} TO VERSION AS OF "
+            elif name not in state.versions:
+                delete_table(self.spark, self.path(name))
+            elif current > state.versions[name]:
+                self.spark.sql(f"RESTORE TABLE delta.{quoted(self.path(name))} TO VERSION AS OF "
                                f"{state.versions[name]}").collect()
                 state.versions[name] = self.current_version(name)
         return state
-
-    @staticmethod
-    def write_mode(name: str, state: LakeState) -> str:
-        """``append`` to a committed table; ``overwrite`` one that no commit names (what an interrupted
-        ingest wrote there is replaced)."""
-        return "append" if name in state.versions else "overwrite"
 
     def commit(self, state: LakeState) -> None:
         """Publish ``state``: the one write that makes an ingest visible."""

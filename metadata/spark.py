@@ -2,11 +2,11 @@
 
 Delta's jars come from Maven Central through Spark's own resolver
 (``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache.
-``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master)
-selects Spark Connect instead: ``sc://host:port`` is a running Connect server, which must have
-Delta's jars and SQL extension configured itself; ``local[N]`` starts a local Connect server
-configured here. Everything else kraft-replay does through the JVM gateway of a classic session
-has a Connect counterpart (:func:`is_connect`).
+``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master, or
+``SPARK_API_MODE=connect``) selects Spark Connect instead: ``sc://host:port`` is a running Connect
+server, which must have Delta's jars and SQL extension configured itself; ``local[N]`` starts a
+local Connect server configured here. Everything kraft-replay does through the JVM gateway of a
+classic session has a Connect counterpart (:func:`is_connect`).
 """
 
 from __future__ import annotations
@@ -49,41 +49,55 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         if active is not None:
             return active
         master = master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]")
-        remote = os.environ.get("SPARK_REMOTE") or (master if master.startswith("sc://") else None)
-        if remote and "google.protobuf" not in sys.modules:
-            # the Spark engine's plans nest deeper (≈ 120 messages) than the 100 levels the default
-            # (upb) protobuf runtime copies; the pure-Python runtime has no such limit
-            os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+        remote = os.environ.get("SPARK_REMOTE") or (
+            master if master.startswith("sc://") or os.environ.get("SPARK_API_MODE", "").lower() == "connect"
+            else None)
+        if remote:
+            _use_python_protobuf()
         builder = (SparkSession.builder.remote(remote) if remote else SparkSession.builder.master(master)) \
             .appName("kraft-replay")
-        if remote and remote.startswith("sc://"):  # a running server: its configuration is its own
-            _CONNECT = builder.getOrCreate()
-            return _CONNECT
-        builder = builder.config("spark.driver.memory",
-                                 driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
-        log4j = Path(__file__).with_name("conf") / "log4j2.properties"
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        for key, value in DEFAULT_CONF.items():
-            builder = builder.config(key, value)
-        builder = builder.config("spark.sql.shuffle.partitions",
-                                 str(shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)))
+        server = remote is not None and remote.startswith("sc://")  # a running server configures itself
         cached = _cached_jars()
-        if cached:
-            builder = builder.config("spark.jars", ",".join(cached))
+        if not server:
+            builder = builder.config("spark.driver.memory",
+                                     driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
+            log4j = Path(__file__).with_name("conf") / "log4j2.properties"
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+            for key, value in DEFAULT_CONF.items():
+                builder = builder.config(key, value)
+            builder = builder.config("spark.sql.shuffle.partitions", str(
+                shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)))
+            if cached:
+                builder = builder.config("spark.jars", ",".join(cached))
+            else:
+                from delta import configure_spark_with_delta_pip
+                builder = configure_spark_with_delta_pip(builder)
+        if remote is None:
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel(os.environ.get("KRAFT_REPLAY_SPARK_LOG_LEVEL", "ERROR"))
         else:
-            from delta import configure_spark_with_delta_pip
-            builder = configure_spark_with_delta_pip(builder)
-        if remote:  # a local Connect server, started with this configuration
-            with warnings.catch_warnings():  # the client re-sets the server's static options, which Spark refuses
+            with warnings.catch_warnings():  # the client re-sets a local server's static options, which Spark refuses
                 warnings.simplefilter("ignore", UserWarning)
-                _CONNECT = builder.getOrCreate()
-            atexit.register(_CONNECT.stop)  # the local server ends with its client, not mid-response
-            return _CONNECT
-        spark = builder.getOrCreate()
-        if not cached:
+                spark = _CONNECT = builder.getOrCreate()
+            atexit.register(spark.stop)  # the session (and a local server) ends with its client, not mid-response
+        if not (server or cached):
             _remember_jars(spark.conf.get("spark.jars", ""))
-        spark.sparkContext.setLogLevel(os.environ.get("KRAFT_REPLAY_SPARK_LOG_LEVEL", "ERROR"))
         return spark
+
+
+def _use_python_protobuf() -> None:
+    """Spark Connect sends plans as protobuf; the Spark engine's nest deeper (≈ 120 messages) than the
+    100 levels the default (upb) runtime copies, so Connect sessions use the pure-Python runtime. It is
+    chosen when protobuf is first imported: a process that imported it before gets a warning."""
+    if "google.protobuf" not in sys.modules:
+        os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+        return
+    from google.protobuf.internal import api_implementation
+    if api_implementation.Type() != "python":
+        warnings.warn("protobuf was imported before the Spark Connect session was made: Spark-engine replays "
+                      "may fail with 'Exceeded upb_DecodeOptions_MaxDepth'; set "
+                      "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python before importing it", RuntimeWarning,
+                      stacklevel=3)
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -98,8 +112,10 @@ def default_parallelism(spark: SparkSession) -> int:
     configured = spark.conf.get("spark.default.parallelism", None)
     if configured:
         return int(configured)
-    cores = re.fullmatch(r"local\[(\d+)\]", spark.conf.get("spark.master", None) or "")
-    return int(cores.group(1)) if cores else os.cpu_count() or 2
+    local = re.fullmatch(r"local(?:\[(\d+|\*)\])?", spark.conf.get("spark.master", None) or "")
+    if local and local.group(1) is None:
+        return 1
+    return int(local.group(1)) if local and local.group(1) != "*" else os.cpu_count() or 2
 
 
 def session_id(spark: SparkSession) -> str:

@@ -64,6 +64,15 @@ except RuntimeError:
 Lake.commit = commit
 out["torn_unchanged"] = Lake(torn).state() == committed
 out["rerun_added"] = ingest([str(s) for s in segments[:2]], torn, progress=False).records_added
+
+# a first ingest that dies before its commit: no file system to delete its tables, the rerun replaces them
+Lake.commit = crash
+try:
+    ingest([str(segments[0])], torn + "-first", progress=False)
+except RuntimeError:
+    pass
+Lake.commit = commit
+out["first_rerun_added"] = ingest([str(segments[0])], torn + "-first", progress=False).records_added
 print(json.dumps(out))
 '''
 
@@ -121,3 +130,12 @@ def test_connect_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicat
     assert connect["out"]["rerun_added"] == int(segments[2].stem) - int(segments[1].stem)
     records = Lake(str(connect["root"] / "torn"), spark).table("records")
     assert records.count() == records.select("offset").distinct().count() == int(segments[2].stem)
+
+
+def test_connect_rerun_replaces_the_tables_of_an_interrupted_first_ingest(connect, spark):
+    n = int(connect["segments"][1].stem)
+    assert connect["out"]["first_rerun_added"] == n
+    lake = Lake(str(connect["root"] / "torn-first"), spark)
+    assert lake.current_version("records") == 1  # the torn table, replaced
+    records = lake.table("records")
+    assert records.count() == records.select("offset").distinct().count() == n

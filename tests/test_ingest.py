@@ -134,9 +134,9 @@ def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark,
     assert records.count() == records.select("offset").distinct().count() == int(segments[2].stem)
 
 
-def test_tables_an_interrupted_first_ingest_created_are_overwritten_by_the_rerun(spark, tmp_path, monkeypatch):
-    """Nothing commits the first ingest: its tables are on disk but no state names them; the rerun's
-    first write replaces them (no rows twice, no table left to delete)."""
+def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spark, tmp_path, monkeypatch):
+    """Nothing commits the first ingest: its tables are on disk but no state names them; the rerun
+    deletes them and creates them again (no rows twice)."""
     location = str(tmp_path / "lake")
     monkeypatch.setattr(Lake, "commit", lambda self, state: (_ for _ in ()).throw(RuntimeError("killed")))
     with pytest.raises(RuntimeError, match="killed"):
@@ -146,11 +146,14 @@ def test_tables_an_interrupted_first_ingest_created_are_overwritten_by_the_rerun
     assert not lake.exists() and lake.current_version("records") == 0
     rerun = ingest([str(SAMPLE)], location, spark=spark, progress=False)
     assert rerun.records_added == REPORT["total_records"]
-    assert lake.current_version("records") == 1  # the overwrite
+    assert lake.current_version("records") == 0  # a new table, not a second version of the torn one
     records = lake.table("records")
     assert records.count() == records.select("offset").distinct().count() == REPORT["total_records"]
     topics = lake.table("topics")
     assert topics.count() == topics.select("offset").distinct().count() == REPORT["by_type"]["TOPIC_RECORD"]
+    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{lake.path('records')}`")
+                  .collect()}
+    assert properties["delta.dataSkippingStatsColumns"] == "offset,timestamp"
 
 
 @pytest.mark.skipif(not KAFKA_BASIC.is_dir(), reason="real-Kafka fixture not present")
