@@ -26,7 +26,7 @@ Stages (``--stages``):
   returns a count), and ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging).
 * ``ingest``: :func:`metadata.ingest.ingest` into a fresh lake, then the same input again (a
   re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
-  (``plan``, ``stage``, ``_groups``, ``Lake.prepare``, ``_write``, ``_append`` per table,
+  (``plan``, ``stage``, ``_groups``, ``Lake.prepare``, ``_write``, ``Lake.write`` per table,
   ``Lake.commit``, ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate
   how much of each append is Delta's commit protocol rather than Spark writing data.
 
@@ -243,7 +243,7 @@ def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) 
 # ---------------------------------------------------------------- ingest
 
 
-def _append_label(lake, name, *args, **kwargs) -> str:
+def _write_label(lake, name, *args, **kwargs) -> str:
     return "append records" if name == "records" else "append snapshots" if name == "snapshots" else "append typed"
 
 
@@ -256,7 +256,7 @@ def instrument() -> Phases:
     ph.wrap(ing, "_groups", "summarise overlapping inputs (Spark aggregate)")
     ph.wrap(ing, "_check_conflicts", "overlap check")
     ph.wrap(ing, "_write", "_write")
-    ph.wrap(ing, "_append", _append_label)
+    ph.wrap(Lake, "write", _write_label)
     ph.wrap(ing, "remove", "remove staging")
     ph.wrap(Lake, "prepare", "prepare (lake state, recovery)")
     ph.wrap(Lake, "commit", "commit (_ingests row)")

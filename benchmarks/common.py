@@ -159,7 +159,7 @@ class Phases:
 
     def wrap(self, owner: Any, attr: str, name: str | Callable[..., str] | None = None) -> None:
         """Replace ``owner.attr`` (module function or class method) by a timed wrapper; ``name`` may be
-        a function of the call's arguments (e.g. the table an ``_append`` writes)."""
+        a function of the call's arguments (e.g. the table a ``Lake.write`` writes)."""
         original = getattr(owner, attr)
         phases = self
 

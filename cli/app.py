@@ -52,8 +52,9 @@ def _one_line(exc: Exception) -> str:
 
 @app.callback()
 def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-         master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*], or "
-                                                     "KRAFT_REPLAY_MASTER); sc://host:port for Spark Connect.")] = None) -> None:
+         master: Annotated[str | None, typer.Option(
+             "--master", help="Spark master (default local[*], or KRAFT_REPLAY_MASTER); sc://host:port for "
+                              "Spark Connect.")] = None) -> None:
     _state["debug"] = debug
     _state["master"] = master
 

@@ -27,14 +27,13 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import Window
-from pyspark.sql import types as T
 
-from metadata.lake import Lake, LakeState, quoted, stats_columns
+from metadata.lake import Lake, LakeState
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import default_parallelism, get_spark
 from metadata.staging import remove, stage, staging_dir
-from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES, typed_rows
+from metadata.tables import TYPED_TABLES, typed_rows
 
 MAX_SPLIT_BYTES = 64 << 20
 MIN_SPLIT_BYTES = 4 << 20
@@ -117,18 +116,6 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 
-def _append(lake: Lake, name: str, rows: DataFrame, schema: T.StructType, create: bool) -> int:
-    """Append ``rows`` to table ``name``, or ``create`` it (replacing what an interrupted ingest may have
-    left there): one Delta commit; returns its new version."""
-    frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields])
-    if create:
-        frame.writeTo(f"delta.{quoted(lake.path(name))}").using("delta") \
-            .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name)).createOrReplace()
-    else:
-        frame.write.format("delta").mode("append").save(lake.path(name))
-    return lake.current_version(name)
-
-
 def _check_conflicts(log: DataFrame) -> None:
     """Two inputs holding different metadata records at one offset (divergent logs) is an error."""
     clash = (log.where("NOT is_control").groupBy("offset")
@@ -200,7 +187,7 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     """
     committed = set(state.versions)  # the tables that exist (before the writes add to state)
     added = 0
-    small: list[tuple[str, Callable[[], DataFrame], T.StructType]] = []  # typed tables and snapshots
+    small: list[tuple[str, Callable[[], DataFrame]]] = []  # typed tables and snapshots
     fresh = log
     if stats["n"]:
         if stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
@@ -210,19 +197,19 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
         else:  # all beyond the committed log: the staged rows as they are
             added = stats["n"]
         if added:
-            small += [(n, partial(typed_rows, n, fresh), t.schema()) for n, t in TYPED_TABLES.items()
+            small += [(n, partial(typed_rows, n, fresh)) for n, t in TYPED_TABLES.items()
                       if any(r in by_type for r in t.record_types)]
     stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
                   .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()}
     new_ids = [i for i in snapshot_ids if i not in stored_ids]
     snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
     if snapshot_rows is not None:
-        small.append(("snapshots", lambda: snapshot_rows, SNAPSHOTS_SCHEMA))
+        small.append(("snapshots", lambda: snapshot_rows))
     with ThreadPoolExecutor(4) as pool:
-        state.versions.update(pool.map(lambda a: (a[0], _append(lake, a[0], a[1](), a[2], a[0] not in committed)),
+        state.versions.update(pool.map(lambda a: (a[0], lake.write(a[0], a[1](), create=a[0] not in committed)),
                                        small))
     if added:
-        state.versions["records"] = _append(lake, "records", fresh, RECORDS_SCHEMA, "records" not in committed)
+        state.versions["records"] = lake.write("records", fresh, create="records" not in committed)
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()

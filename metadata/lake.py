@@ -19,6 +19,7 @@ from functools import cached_property
 from pydantic import BaseModel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from metadata.spark import get_spark, is_connect
@@ -70,7 +71,7 @@ def _uri(location: str) -> str:
     return os.path.abspath(location)
 
 
-def quoted(path: str) -> str:
+def _quoted(path: str) -> str:
     """``path`` as a SQL identifier (``delta.<quoted>`` names a path-based table)."""
     return "`" + path.replace("`", "``") + "`"
 
@@ -83,7 +84,7 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     """
     if is_connect(spark):
         try:
-            return spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)} LIMIT 1").first()["version"]
+            return spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT 1").first()["version"]
         except AnalysisException:
             return None
     log, fs = _hadoop(spark, f"{path}/_delta_log")
@@ -169,10 +170,22 @@ class Lake:
             elif name not in state.versions:
                 delete_table(self.spark, self.path(name))
             elif current > state.versions[name]:
-                self.spark.sql(f"RESTORE TABLE delta.{quoted(self.path(name))} TO VERSION AS OF "
+                self.spark.sql(f"RESTORE TABLE delta.{_quoted(self.path(name))} TO VERSION AS OF "
                                f"{state.versions[name]}").collect()
                 state.versions[name] = self.current_version(name)
         return state
+
+    def write(self, name: str, rows: DataFrame, *, create: bool) -> int:
+        """Write ``rows`` (cast to the table's schema) to table ``name`` in one Delta commit: appended, or
+        when no commit names the table yet (``create``) as a new table, with its statistics columns,
+        replacing whatever an interrupted ingest left there; returns the table's new version."""
+        frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in table_schemas()[name].fields])
+        if create:
+            frame.writeTo(f"delta.{_quoted(self.path(name))}").using("delta") \
+                .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name)).createOrReplace()
+        else:
+            frame.write.format("delta").mode("append").save(self.path(name))
+        return self.current_version(name)
 
     def commit(self, state: LakeState) -> None:
         """Publish ``state``: the one write that makes an ingest visible."""

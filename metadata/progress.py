@@ -60,9 +60,8 @@ def _polled(spark: SparkSession, show: Callable[[int, int], None]) -> Iterator[N
 @contextmanager
 def _reported(spark: SparkSession, show: Callable[[int, int], None]) -> Iterator[None]:
     """Follow the progress a Spark Connect server reports for the session's operations."""
-    def handler(stages: Iterable[Any] | None, inflight_tasks: int, operation_id: str | None, done: bool,
-                **_: Any) -> None:
-        stages = [s for s in stages or () if not s.done]
+    def handler(stages: Iterable[Any] | None = None, **_: Any) -> None:  # also inflight_tasks, operation_id, done
+        stages = list(stages or ())  # the stages of the running operation so far
         show(sum(s.num_completed_tasks for s in stages), sum(s.num_tasks for s in stages))
 
     spark.registerProgressHandler(handler)

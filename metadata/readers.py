@@ -574,6 +574,14 @@ def to_log_record(row: Row, source_file: str = "") -> LogRecord:
                      is_transactional=txn, producer_id=pid, producer_epoch=pepoch, source_file=source_file)
 
 
+def read_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[LogRecord]:
+    """The log records under ``path`` (snapshots left out) as :class:`LogRecord` values, read without
+    Spark: the reference engine's input for a small log."""
+    options = options or ReadOptions()
+    return [to_log_record(row, f.path) for f in discover(path)
+            for section, row in iter_file_rows(f, [], options) if section == "log"]
+
+
 def decode_path(path: str | os.PathLike[str], options: ReadOptions | None = None) -> Iterator[dict[str, Any]]:
     """Every record under ``path`` as ``{offset, timestamp, control_type, type, version, data, section}``."""
     options = options or ReadOptions()

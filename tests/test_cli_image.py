@@ -17,7 +17,7 @@ from image.replay import replay_to
 from metadata.generator import generate
 from metadata.ingest import ingest
 from metadata.log import LogRecord
-from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.readers import read_log
 from tests.test_diff import python_diff
 
 pytestmark = pytest.mark.spark
@@ -44,8 +44,7 @@ def log(spark, tmp_path_factory) -> Log:
     root = tmp_path_factory.mktemp("cli-image")
     generate(6, 4, 3, 2, 80, root / "gen")
     ingest([str(root / "gen" / "__cluster_metadata-0")], str(root / "lake"), spark=spark, progress=False)
-    records = [to_log_record(row, f.path) for f in discover(root / "gen" / "__cluster_metadata-0")
-               for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
+    records = read_log(root / "gen" / "__cluster_metadata-0")
     return Log(root, records)
 
 

@@ -19,7 +19,7 @@ import pytest
 from image.replay import replay_to
 from metadata.generator import generate
 from metadata.lake import Lake
-from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.readers import read_log
 
 pytestmark = pytest.mark.spark
 
@@ -83,8 +83,7 @@ def connect(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("connect")
     generate(4, 4, 3, 2, 60, root / "gen", segment_bytes=4096)
     log_dir = root / "gen" / "__cluster_metadata-0"
-    records = [to_log_record(row, f.path) for f in discover(log_dir)
-               for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
+    records = read_log(log_dir)
     mid = records[len(records) // 2].offset
     env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, str(log_dir), str(root / "lake"), str(root / "torn"),

@@ -11,7 +11,7 @@ from image.diff import diff_images
 from image.frames import SCHEMAS, ImageFrames
 from image.replay import replay_to
 from metadata.generator import generate
-from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.readers import read_log
 
 pytestmark = pytest.mark.spark
 
@@ -263,8 +263,7 @@ def python_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
 def generated_records(tmp_path_factory) -> list:
     out = tmp_path_factory.mktemp("gen")
     generate(11, 4, 6, 3, 250, out)
-    return [to_log_record(row, f.path) for f in discover(out / "__cluster_metadata-0")
-            for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
+    return read_log(out / "__cluster_metadata-0")
 
 
 def test_spark_diff_equals_python_diff_on_generated_log(spark, generated_records):

@@ -138,7 +138,10 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
     """Nothing commits the first ingest: its tables are on disk but no state names them; the rerun
     deletes them and creates them again (no rows twice)."""
     location = str(tmp_path / "lake")
-    monkeypatch.setattr(Lake, "commit", lambda self, state: (_ for _ in ()).throw(RuntimeError("killed")))
+
+    def crash(self, state):
+        raise RuntimeError("killed before the commit")
+    monkeypatch.setattr(Lake, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
         ingest([str(SAMPLE)], location, spark=spark, progress=False)
     monkeypatch.undo()

@@ -35,7 +35,7 @@ from metadata.generator import generate
 from metadata.ingest import ingest
 from metadata.lake import Lake
 from metadata.log import LogRecord
-from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.readers import read_log
 from metadata.tables import RECORDS_SCHEMA, typed_rows
 from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows, plan_text
 from replica.local_changes import local_changes_json
@@ -59,11 +59,6 @@ def memory_delta(spark: SparkSession, records: list[LogRecord], a: int, b: int, 
     start, _, end = delta_between(records, a, b, lenient=lenient)
     return DeltaFrames(ImageFrames.from_json(spark, start.to_json()), ImageFrames.from_json(spark, end.to_json()),
                        memory_tables(spark, records), a, b)
-
-
-def log_records(log_dir: Path) -> list[LogRecord]:
-    return [to_log_record(row, f.path) for f in discover(log_dir)
-            for section, row in iter_file_rows(f, [], ReadOptions()) if section == "log"]
 
 
 def windows(records: list[LogRecord], seed: int, count: int, transactions: bool = True) -> list[tuple[int, int]]:
@@ -105,7 +100,7 @@ class Lakes:
         self.location = str(root / "lake")
         ingest([str(root / "gen" / "__cluster_metadata-0")], self.location, spark=spark, progress=False)
         self.lake = Lake(self.location, spark)
-        self.records = log_records(root / "gen" / "__cluster_metadata-0")
+        self.records = read_log(root / "gen" / "__cluster_metadata-0")
         self.root = root
 
 
@@ -126,7 +121,7 @@ def test_ingested_log_windows_spark_equals_reference(spark, lakes: Lakes) -> Non
 
 
 def test_sample_log_windows_spark_equals_reference(spark) -> None:
-    records = log_records(Path(__file__).parents[1] / "data" / "sample" / "__cluster_metadata-0")
+    records = read_log(Path(__file__).parents[1] / "data" / "sample" / "__cluster_metadata-0")
     table = memory_tables(spark, records)
     for a, b in windows(records, 9, 1, transactions=False):
         start, _, end = delta_between(records, a, b)
