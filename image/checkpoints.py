@@ -29,8 +29,9 @@ from pyspark.sql import types as T
 from image.engine import snapshot_base
 from image.errors import ReplayError
 from image.frames import SCHEMAS, ImageFrames
-from image.spark.plan import EMPTY_BASE, Base, interval_lookup, segment, transactions
+from image.spark.plan import EMPTY_BASE, Base, interval_lookup, segment
 from image.spark.run import replay_pass
+from image.spark.transactions import transactions
 from metadata.lake import Lake, LakeState, delta_version
 
 ROOT = "_checkpoints"

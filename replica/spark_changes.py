@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from image.frames import ImageFrames
+from image.spark.transactions import spans
 from image.uuids import MIGRATING
 
 TableSource = Callable[[str], DataFrame]
@@ -80,20 +81,10 @@ def _prev(column: str) -> str:
     return "prev" + column[0].upper() + column[1:]
 
 
-BEGIN, END, ABORT = "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"
-
-
 def transactions(table: TableSource) -> DataFrame:
-    """Metadata transactions: ``(txBegin, txClose, txCommitted)``; ``txClose`` is null while the
-    transaction is open (or when a BeginTransactionRecord follows it, which replay rejects)."""
-    markers = table("transaction_markers").select("offset", "type")
-    following = Window.partitionBy(F.lit(0)).orderBy("offset")  # the markers are few: one window over them all
-    return (markers.withColumn("_next", F.lead("offset").over(following))
-            .withColumn("_nextType", F.lead("type").over(following))
-            .where(F.col("type") == BEGIN)
-            .select(F.col("offset").alias("txBegin"),
-                    F.when(F.col("_nextType").isin(END, ABORT), F.col("_next")).alias("txClose"),
-                    (F.col("_nextType") == END).alias("txCommitted")))
+    """The lake's metadata transactions (:func:`image.spark.transactions.spans`): ``(begin, close,
+    aborted)``, ``close`` null while open."""
+    return spans(table("transaction_markers"))
 
 
 def visible_in(table: TableSource, name: str, from_offset: int, to_offset: int,
@@ -101,10 +92,12 @@ def visible_in(table: TableSource, name: str, from_offset: int, to_offset: int,
     """Rows of typed table ``name`` that become visible in (from_offset, to_offset]."""
     txns = transactions(table) if txns is None else txns
     rows = table(name).where(F.col("offset") <= to_offset)
-    enclosing = (rows["offset"] > txns["txBegin"]) & (txns["txClose"].isNull() | (rows["offset"] < txns["txClose"]))
+    txns = txns.select(*[F.col(c).alias("_tx" + c) for c in ("begin", "close", "aborted")])
+    enclosing = ((F.col("offset") > F.col("_txbegin"))
+                 & (F.col("_txclose").isNull() | (F.col("offset") < F.col("_txclose"))))
     joined = rows.join(F.broadcast(txns), enclosing, "left")
-    visible_at = (F.when(F.col("txBegin").isNull(), F.col("offset"))
-                  .when(F.col("txCommitted"), F.col("txClose")))
+    visible_at = (F.when(F.col("_txbegin").isNull(), F.col("offset"))
+                  .when(~F.col("_txaborted"), F.col("_txclose")))
     return (joined.where((visible_at > from_offset) & (visible_at <= to_offset))
             .select(*[F.col(c) for c in rows.columns]))
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from image import checkpoints
 from image.errors import ReplayError
-from image.spark.plan import transactions
+from image.spark.transactions import transactions
 from image.spark_engine import replay_frames, replay_many
 from metadata.generator import generate
 from metadata.lake import Lake

@@ -22,6 +22,9 @@ from image.frames import ImageFrames
 from image.replay import delta_between
 from image.testing import (
     LogBuilder,
+    abort,
+    begin,
+    end,
     feature_level,
     partition,
     partition_change,
@@ -288,6 +291,26 @@ def test_apply_plan_topic_id_mismatch_aborts_apply_delta(spark) -> None:
     assert [summary(r)[:3] for r in rows] == [(1, "remove-fetcher", "a-0"), (2, "make-leader", "a-0"),
                                               (3, "abort", "t-0")]
     assert rows[2]["reason"].startswith(f"IllegalStateException: Topic t-0 exists, but its ID is {t}, not {t2}")
+
+
+def test_misplaced_transaction_markers_are_skipped_like_the_reference(spark) -> None:
+    """A lenient replay skips an End/Abort outside a transaction and a Begin inside one, so the
+    transaction of the first Begin closes at the End: the Spark changes pair markers the same way."""
+    t, u = make_uuid(0x81), make_uuid(0x82)
+    log = LogBuilder()
+    log.batch(*[register_broker(b, 10 + b, fenced=False) for b in (1, 2, 3)])
+    log.batch(topic("t", t), partition(t, 0, [1, 2]), partition(t, 1, [2, 3]), topic("u", u), partition(u, 0, [3, 1]))
+    a = log.next_offset - 1
+    log.batch(end())  # outside a transaction: skipped
+    log.batch(begin(), remove_topic(u))  # deletes only a record of the delta can tell
+    log.batch(begin(), partition_change(t, 1, replicas=[3, 1], isr=[3, 1]))  # inside a transaction: skipped
+    log.batch(end(), abort())  # the End commits both changes; the Abort is outside a transaction
+    last = log.next_offset - 1
+    for b in (last - 2, last):  # the transaction open, then committed
+        delta = memory_delta(spark, log.records, a, b, lenient=True)
+        expected = local_changes_json(log.records, a, b, lenient=True)
+        assert_same(delta.changes_json(), expected, f"({a}, {b}]")
+        assert bool(expected["brokers"]) == (b == last)
 
 
 def test_leader_and_isr_requests_replay_cleanly(apply_delta: DeltaFrames) -> None:

@@ -13,7 +13,8 @@ its BeginTransactionRecord (image and provenance as the reference engine gives t
 aborted transactions are dropped, and the records of a committed transaction need nothing
 special, because no target lies between its Begin and its End. The markers also give the
 delta boundaries the reference loader uses (one delta per batch, a transaction's delta from its
-Begin to the end of the batch holding its End), which two Kafka quirks depend on.
+Begin to the end of the batch holding its End), which two Kafka quirks depend on. The markers
+are paired in :mod:`image.spark.transactions`.
 """
 
 from __future__ import annotations
@@ -21,25 +22,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from image.errors import ReplayError
 from image.frames import ImageFrames
+from image.spark.transactions import Txn, transactions
 
 SHIFT = 1 << 32
 """Positions: ``offset * SHIFT + seq``."""
-
-BEGIN = "BEGIN_TRANSACTION_RECORD"
-END = "END_TRANSACTION_RECORD"
-ABORT = "ABORT_TRANSACTION_RECORD"
-MARKERS = (BEGIN, END, ABORT)
-
-_MISUSE = {
-    BEGIN: "Encountered BeginTransactionRecord while already in a transaction",
-    END: "Encountered EndTransactionRecord without having seen a BeginTransactionRecord",
-    ABORT: "Encountered AbortTransactionRecord without having seen a BeginTransactionRecord",
-}
 
 
 @dataclass(frozen=True)
@@ -67,49 +58,6 @@ class Base:
 
 
 EMPTY_BASE = Base("empty")
-
-
-@dataclass(frozen=True)
-class Txn:
-    """A valid BeginTransactionRecord and the End/Abort closing it (None: still open at the
-    end of the considered range), with the last offset of the closing record's batch and the
-    next valid Begin after the close (or None)."""
-
-    begin: int
-    close: int | None
-    aborted: bool
-    close_batch_last: int | None
-    next_begin: int | None = None
-
-
-def transactions(records: DataFrame, after: int, upto: int) -> tuple[list[Txn], list[ReplayError]]:
-    """Metadata transactions among the records in ``(after, upto]`` and the misplaced markers.
-
-    Set-based on the (few) marker records: a marker is valid iff the previous marker is a
-    Begin exactly when it is an End/Abort (a Begin inside a transaction or an End/Abort outside
-    one changes nothing, so the open/closed state before a marker is the kind of the one
-    before it); a valid Begin closes at the first End/Abort after it.
-    """
-    w = Window.partitionBy(F.lit(0)).orderBy("offset")  # the markers are few: one window over them all
-    closing = F.when(F.col("type") != BEGIN, F.struct("offset", "type", "batch_last_offset"))
-    markers = (records.where(F.col("type").isin(*MARKERS) & (F.col("offset") > after) & (F.col("offset") <= upto))
-               .select("offset", "type", "batch_last_offset")
-               .withColumn("prev", F.lag("type").over(w))
-               .withColumn("close", F.first(closing, ignorenulls=True).over(w.rowsBetween(1, Window.unboundedFollowing)))
-               .withColumn("valid", F.when(F.col("type") == BEGIN, F.coalesce(F.col("prev") != BEGIN, F.lit(True)))
-                           .otherwise(F.coalesce(F.col("prev") == BEGIN, F.lit(False))))
-               .where(~F.col("valid") | (F.col("type") == BEGIN))
-               .orderBy("offset").collect())
-    errors = [ReplayError(_MISUSE[m["type"]], location=f"offset {m['offset']}", offset=m["offset"],
-                          record_type=m["type"]) for m in markers if not m["valid"]]
-    begins = [m for m in markers if m["valid"]]
-    txns = []
-    for i, m in enumerate(begins):
-        close = m["close"]
-        txns.append(Txn(m["offset"], close and close["offset"], bool(close) and close["type"] == ABORT,
-                        close and close["batch_last_offset"],
-                        begins[i + 1]["offset"] if i + 1 < len(begins) else None))
-    return txns, errors
 
 
 def _tree(x: str, intervals: Sequence[tuple[int, int, str]], lo: int, hi: int) -> str:
