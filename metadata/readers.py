@@ -107,11 +107,12 @@ def discover(path: str | os.PathLike[str]) -> list[InputFile]:
     ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself, a single segment
     or snapshot, or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
     Indexes, ``quorum-state``, producer-state ``.snapshot`` files, partial or deleted snapshots
-    and lock files are not inputs.
+    and lock files are not inputs. Paths are made absolute: Spark's workers need not share the
+    caller's working directory, and the lake records where each record came from.
     """
-    p = Path(path)
-    if not p.exists():
-        raise DecodeError("no such file or directory", file=str(p))
+    if not Path(path).exists():
+        raise DecodeError("no such file or directory", file=str(path))
+    p = Path(os.path.abspath(path))
     if p.is_file():
         found = _classify(p)
         if found is not None:

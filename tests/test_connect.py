@@ -86,8 +86,9 @@ def connect(tmp_path_factory) -> dict[str, Any]:
     records = read_log(log_dir)
     mid = records[len(records) // 2].offset
     env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, str(log_dir), str(root / "lake"), str(root / "torn"),
-                           str(mid)], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    # relative paths: the server's Python workers do not run in the client's working directory
+    proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake", "torn", str(mid)],
+                          env=env, capture_output=True, text=True, cwd=root, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return {"out": json.loads(proc.stdout.splitlines()[-1]), "records": records, "mid": mid, "root": root,
             "segments": sorted(log_dir.glob("*.log"))}
@@ -102,6 +103,7 @@ def test_connect_ingest_is_idempotent_and_counts_every_record(connect):
     out = connect["out"]
     assert len(connect["segments"]) >= 3
     assert out["ingest"]["records_added"] == len(records)
+    assert out["ingest"]["files"] == [str(s) for s in connect["segments"]]  # where the records came from
     assert out["again"]["records_added"] == 0 and out["again"]["bytes_skipped"] > 0
     assert out["log_info"]["last_offset"] == records[-1].offset
     assert out["log_info"]["records"] + out["log_info"]["control_records"] == len(records)
