@@ -260,7 +260,7 @@ def instrument() -> Phases:
     ph.wrap(ing, "remove", "remove staging")
     ph.wrap(Lake, "prepare", "prepare (lake state, recovery)")
     ph.wrap(Lake, "commit", "commit (_ingests row)")
-    ph.wrap(Lake, "current_version", "Delta version listing")
+    ph.wrap(Lake, "current_versions", "Delta version listing")
     return ph
 
 

@@ -206,10 +206,12 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows))
     with ThreadPoolExecutor(4) as pool:
-        state.versions.update(pool.map(lambda a: (a[0], lake.write(a[0], a[1](), create=a[0] not in committed)),
-                                       small))
+        list(pool.map(lambda a: lake.write(a[0], a[1](), create=a[0] not in committed), small))
+    written = [name for name, _ in small]
     if added:
-        state.versions["records"] = lake.write("records", fresh, create="records" not in committed)
+        lake.write("records", fresh, create="records" not in committed)
+        written.append("records")
+    state.versions.update(lake.current_versions(written))
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()
