@@ -163,9 +163,9 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
         gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
                 for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
         hwm = max(state.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
-        lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(), inputs=[str(p) for p in paths],
-                              records_added=added, snapshots_added=len(snapshots), high_water_mark=hwm,
-                              versions=state.versions))
+        lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(),
+                              inputs=[os.path.abspath(p) for p in paths], records_added=added,
+                              snapshots_added=len(snapshots), high_water_mark=hwm, versions=state.versions))
     finally:
         remove(staging)
     return IngestReport(
@@ -211,7 +211,10 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     if added:
         lake.write("records", fresh, create="records" not in committed)
         written.append("records")
-    state.versions.update(lake.current_versions(written))
+    versions = lake.current_versions(written)
+    if missing := [name for name, version in versions.items() if version is None]:
+        raise RuntimeError(f"tables {', '.join(missing)} were written but have no Delta version at {lake.uri}")
+    state.versions.update(versions)
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()
@@ -227,11 +230,13 @@ def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:
               .select("snapshot_end_offset", "snapshot_epoch",
                       F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
                       .alias("last_contained_timestamp")))
+    first_copy = Window.partitionBy("snapshot_end_offset", "snapshot_epoch", "position").orderBy("source_file")
     return (snaps.drop("position").withColumnRenamed("offset", "position")
             .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
             .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
                         .otherwise("snapshot"))
-            .dropDuplicates(["snapshot_end_offset", "snapshot_epoch", "position"]))
+            # a snapshot found twice (a copy elsewhere): the rows of its first path
+            .withColumn("_n", F.row_number().over(first_copy)).where("_n = 1").drop("_n"))
 
 
 def _groups(log: DataFrame) -> list[Row]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from collections.abc import Sequence
 from functools import cached_property
+from urllib.parse import unquote
 
 from pydantic import BaseModel
 from pyspark.errors import AnalysisException
@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from metadata.spark import get_spark, is_connect
+from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
 INGESTS = "_ingests"
@@ -93,32 +93,32 @@ def delta_versions(spark: SparkSession, root: str, names: Sequence[str]) -> dict
     """
     if not is_connect(spark) or not names:
         return {name: _listed_version(spark, f"{root}/{name}") for name in names}
-    pattern = f"{_glob_escaped(root)}/{{{','.join(_glob_escaped(n) for n in names)}}}/_delta_log"
+    pattern = f"{glob_escaped(root)}/{{{','.join(glob_escaped(n) for n in names)}}}/_delta_log"
     try:
         files = spark.read.format("text").load(pattern).inputFiles()
-    except AnalysisException:  # no table at all
+    except AnalysisException as exc:
+        if exc.getCondition() != "PATH_NOT_FOUND":  # only "no table at all" means no versions
+            raise
         files = []
     found: dict[str, int | None] = dict.fromkeys(names)
     for file in files:
-        match = _COMMIT.search(file)
-        if match and match["name"] in found:
-            found[match["name"]] = max(found[match["name"]] or 0, int(match["version"]))
+        directory, log, commit = unquote(file).rsplit("/", 3)[-3:]
+        version = _commit_version(commit)
+        if log == "_delta_log" and version is not None and directory in found:
+            found[directory] = max(found[directory] or 0, version)
     return found
 
 
-_COMMIT = re.compile(r"/(?P<name>[^/]+)/_delta_log/(?P<version>\d{20})\.json$")
-
-
-def _glob_escaped(text: str) -> str:
-    return re.sub(r"([{}\[\]*?\\])", r"\\\1", text)
+def _commit_version(name: str) -> int | None:
+    """The version of a Delta commit file name (``00000000000000000007.json``), else None."""
+    return int(name[:20]) if len(name) == 25 and name.endswith(".json") and name[:20].isdigit() else None
 
 
 def _listed_version(spark: SparkSession, path: str) -> int | None:
     log, fs = _hadoop(spark, f"{path}/_delta_log")
     if not fs.exists(log):
         return None
-    names = [st.getPath().getName() for st in fs.listStatus(log)]
-    versions = [int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit()]
+    versions = [v for st in fs.listStatus(log) if (v := _commit_version(st.getPath().getName())) is not None]
     return max(versions) if versions else None
 
 
@@ -194,6 +194,7 @@ class Lake:
                               records_added=0, snapshots_added=0, high_water_mark=-1, versions={})
         else:
             state = self.state()
+        restored = []
         for name, current in self.current_versions(list(table_schemas())).items():
             if current is None:
                 state.versions.pop(name, None)
@@ -202,7 +203,8 @@ class Lake:
             elif current > state.versions[name]:
                 self.spark.sql(f"RESTORE TABLE delta.{_quoted(self.path(name))} TO VERSION AS OF "
                                f"{state.versions[name]}").collect()
-                state.versions[name] = self.current_version(name)
+                restored.append(name)
+        state.versions.update(self.current_versions(restored))  # a RESTORE is a new version
         return state
 
     def write(self, name: str, rows: DataFrame, *, create: bool) -> None:

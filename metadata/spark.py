@@ -100,6 +100,11 @@ def _use_python_protobuf() -> None:
                       stacklevel=3)
 
 
+def glob_escaped(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark's file sources read a path as a glob."""
+    return re.sub(r"([{}\[\]*?\\])", r"\\\1", path)
+
+
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (no JVM gateway, no SparkContext)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

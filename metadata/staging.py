@@ -32,6 +32,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata.columns import DECODED_SCHEMA, decode_to_arrow
 from metadata.readers import InputFile, Issue, ReadOptions
+from metadata.spark import glob_escaped
 
 SUMMARY_SCHEMA = pa.schema([
     ("source_file", pa.string()), ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
@@ -182,7 +183,7 @@ def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], o
     expected = sum(r["n"] for r in summary if r["issue_severity"] is None)
     if not expected or any(r["issue_severity"] == "fatal" for r in summary):
         return spark.createDataFrame([], schema), summary
-    staged = spark.read.schema(schema).parquet(f"file://{os.path.abspath(staging)}")
+    staged = spark.read.schema(schema).parquet(f"file://{glob_escaped(os.path.abspath(staging))}")
     found = staged.count()  # from the Parquet footers
     if found != expected:
         raise StagingError(f"the decode tasks staged {expected} records under {staging} but {found} are "

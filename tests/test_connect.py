@@ -86,8 +86,10 @@ def connect(tmp_path_factory) -> dict[str, Any]:
     records = read_log(log_dir)
     mid = records[len(records) // 2].offset
     env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
-    # relative paths: the server's Python workers do not run in the client's working directory
-    proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake", "torn", str(mid)],
+    # relative paths (the server's Python workers do not run in the client's working directory) and a lake
+    # path that is not a plain name (table versions come from a glob under Connect)
+    proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn",
+                           str(mid)],
                           env=env, capture_output=True, text=True, cwd=root, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return {"out": json.loads(proc.stdout.splitlines()[-1]), "records": records, "mid": mid, "root": root,
@@ -111,7 +113,7 @@ def test_connect_ingest_is_idempotent_and_counts_every_record(connect):
 
 def test_connect_lake_reads_the_same_in_a_classic_session(connect, spark):
     """The tables a Connect session wrote are plain Delta: the classic session reads every record once."""
-    table = Lake(str(connect["root"] / "lake"), spark).table("records")
+    table = Lake(str(connect["root"] / "lake, 1 {x}"), spark).table("records")
     assert table.count() == table.select("offset").distinct().count() == len(connect["records"])
     assert {r["offset"] for r in table.select("offset").collect()} == {r.offset for r in connect["records"]}
 

@@ -97,6 +97,19 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     assert Lake(location, spark).table("records").count() == REPORT["total_records"]
 
 
+def test_a_snapshot_found_twice_is_stored_once_from_its_first_path(spark, tmp_path):
+    snapshot = next((SAMPLE / "__cluster_metadata-0").glob("*.checkpoint"))
+    copy = tmp_path / "b-copy" / snapshot.name
+    copy.parent.mkdir()
+    shutil.copy(snapshot, copy)
+    location = str(tmp_path / "lake")
+    report = ingest([str(copy), str(snapshot)], location, spark=spark, progress=False)
+    assert report.snapshots == [snapshot.stem]
+    rows = Lake(location, spark).table("snapshots").select("position", "source_file").collect()
+    assert len(rows) == len({r["position"] for r in rows}) == report.snapshot_records_added
+    assert {r["source_file"] for r in rows} == {min(str(copy), str(snapshot))}
+
+
 def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, spark, tmp_path):
     lake, _ = sample_lake
     damaged_dir = tmp_path / "__cluster_metadata-0"

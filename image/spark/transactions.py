@@ -36,11 +36,12 @@ def markers(rows: DataFrame) -> DataFrame:
     ``close``, ``aborted`` and ``close_batch_last`` (the last offset of the closing marker's batch, when
     ``rows`` has ``batch_last_offset``)."""
     batch_last = F.col("batch_last_offset") if "batch_last_offset" in rows.columns else F.lit(None).cast("long")
-    w = Window.partitionBy(F.lit(0)).orderBy("offset")  # the markers are few: one window over them all
+    # the markers are few: windows over them all, running ones (linear in the number of markers)
     closing = F.when(F.col("type") != BEGIN, F.struct(F.col("offset"), (F.col("type") == ABORT).alias("aborted"),
                                                       F.col("_batch_last")))
-    close = F.first(closing, ignorenulls=True).over(w.rowsBetween(1, Window.unboundedFollowing))
-    previous = F.lag("type").over(w)
+    later = Window.partitionBy(F.lit(0)).orderBy(F.desc("offset")).rowsBetween(Window.unboundedPreceding, -1)
+    close = F.last(closing, ignorenulls=True).over(later)  # the nearest End/Abort after the marker
+    previous = F.lag("type").over(Window.partitionBy(F.lit(0)).orderBy("offset"))
     valid = F.when(F.col("type") == BEGIN, F.coalesce(previous != BEGIN, F.lit(True))) \
         .otherwise(F.coalesce(previous == BEGIN, F.lit(False)))
     begin = F.col("type") == BEGIN
