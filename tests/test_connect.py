@@ -34,7 +34,7 @@ from metadata.ingest import ingest
 from metadata.lake import Lake
 from metadata.spark import get_spark, is_connect
 
-log_dir, lake, torn, mid = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+log_dir, lake, torn, mid, late = sys.argv[1:6]
 runner = CliRunner()
 
 def cli(*args):
@@ -46,9 +46,10 @@ out = {"connect": is_connect(get_spark())}
 out["ingest"] = cli("ingest", log_dir, "--lake", lake)
 out["again"] = cli("ingest", log_dir, "--lake", lake)
 out["log_info"] = cli("log-info", "--lake", lake)
-out["replay"] = cli("replay", "--lake", lake, "--at-offset", mid, "--engine", "spark")
 out["changes"] = cli("changes", "--lake", lake, "--from-offset", mid)
 out["changes_reference"] = cli("changes", "--lake", lake, "--from-offset", mid, "--engine", "reference")
+out["checkpoint"] = cli("checkpoint", "--lake", lake, "--every", str(int(mid) // 2))
+out["replay"] = cli("replay", "--lake", lake, "--at-offset", late, "--engine", "spark")  # from a checkpoint
 
 # an ingest that dies before its commit, on a lake holding the first segment, then the rerun
 segments = sorted(Path(log_dir).glob("*.log"))
@@ -84,15 +85,15 @@ def connect(tmp_path_factory) -> dict[str, Any]:
     generate(4, 4, 3, 2, 60, root / "gen", segment_bytes=4096)
     log_dir = root / "gen" / "__cluster_metadata-0"
     records = read_log(log_dir)
-    mid = records[len(records) // 2].offset
+    mid, late = records[len(records) // 2].offset, records[len(records) * 3 // 4].offset
     env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
     # relative paths (the server's Python workers do not run in the client's working directory) and a lake
     # path that is not a plain name (table versions come from a glob under Connect)
     proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn",
-                           str(mid)],
+                           str(mid), str(late)],
                           env=env, capture_output=True, text=True, cwd=root, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return {"out": json.loads(proc.stdout.splitlines()[-1]), "records": records, "mid": mid, "root": root,
+    return {"out": json.loads(proc.stdout.splitlines()[-1]), "records": records, "mid": mid, "late": late, "root": root,
             "segments": sorted(log_dir.glob("*.log"))}
 
 
@@ -118,8 +119,10 @@ def test_connect_lake_reads_the_same_in_a_classic_session(connect, spark):
     assert {r["offset"] for r in table.select("offset").collect()} == {r.offset for r in connect["records"]}
 
 
-def test_connect_replay_equals_reference_engine(connect):
-    assert connect["out"]["replay"] == replay_to(connect["records"], connect["mid"]).to_json()
+def test_connect_replay_from_checkpoints_equals_reference_engine(connect):
+    """Changes replayed the images from the log alone; then checkpoints, and a replay starting at one."""
+    assert connect["out"]["checkpoint"]["added"]
+    assert connect["out"]["replay"] == replay_to(connect["records"], connect["late"]).to_json()
 
 
 def test_connect_changes_agree_across_engines(connect):
