@@ -437,9 +437,9 @@ def main(argv: list[str] | None = None) -> int:
                          "of an append is Spark writing the data.")
         print_table("Ingest phases (wall seconds; typed-table appends run 4 at a time, then records alone)", rows,
                     ["log", "run", ("wall_s", "total"), *[(f"ph:{k}", k) for k in PHASE_COLUMNS]],
-                    note="`other`: Lake/session setup, the report. `Delta version "
-                         "listing` (inside prepare, and once in `write` after the appends) and the summed (not wall) typed-append time are "
-                         "in the JSON output.")
+                    note="`other`: Lake/session setup, the report. `Delta version listing` (inside prepare, and "
+                         "once in `write` after the appends) and the summed (not wall) typed-append time are in the "
+                         "JSON output.")
 
     return common.finish(results, a.out)
 
