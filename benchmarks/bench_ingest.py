@@ -27,8 +27,9 @@ Stages (``--stages``):
 * ``ingest``: :func:`metadata.ingest.ingest` into a fresh lake, then the same input again (a
   re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
   (``plan``, ``stage``, ``_groups``, ``Lake.prepare``, ``_write``, ``Lake.write`` per table,
-  ``Lake.current_versions`` (once after the appends, inside ``_write``), ``Lake.commit``, ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate
-  how much of each append is Delta's commit protocol rather than Spark writing data.
+  ``Lake.current_versions`` (in ``prepare``, and once after the appends inside ``_write``),
+  ``Lake.commit``, ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate how
+  much of each append is Delta's commit protocol rather than Spark writing data.
 
 Memory: driver = this process's peak RSS per stage (kernel VmHWM, reset per stage); for Spark the
 JVM's peak RSS (VmHWM of the driver/executor JVM in local mode), its peak used heap (sampled via

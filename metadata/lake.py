@@ -2,8 +2,8 @@
 
 Atomicity scheme. Every table is a standard Delta table under ``<lake>/<name>``, created by its
 first write. An ingest writes each table with one Delta commit, then appends one row to
-``<lake>/_ingests`` naming the Delta version of every table it produced and the log high-water mark. Readers read every table
-*at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
+``<lake>/_ingests`` naming the Delta version of every table it produced and the log high-water
+mark. Readers read every table *at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
 ingest become visible together, and a run that dies half-way is invisible. The next ingest
 first restores any table whose latest version is beyond the recorded one (``RESTORE``) and
 deletes tables no commit names (under Spark Connect, which has no file system, their next first
@@ -158,6 +158,10 @@ class Lake:
         """The committed state; :class:`LakeError` if there is no lake here."""
         if not self.exists():
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
+        return self._newest()
+
+    def _newest(self) -> LakeState:
+        """The newest row of ``_ingests`` (which exists)."""
         row = (self.spark.read.format("delta").load(self.path(INGESTS)).orderBy("seq", ascending=False)
                .limit(1).collect())
         if not row:
@@ -189,13 +193,14 @@ class Lake:
         tables it appended to are restored to their committed version (``RESTORE``), tables it created
         are deleted (:func:`delete_table`). Tables are created by their first write
         (``createOrReplace``), so a new lake starts with none."""
-        if not self.exists():
+        versions = self.current_versions([INGESTS, *table_schemas()])  # one lookup for the lake and its tables
+        if versions.pop(INGESTS) is None:
             state = LakeState(seq=0, run_id="init", committed_at=dt.datetime.now(dt.timezone.utc), inputs=[],
                               records_added=0, snapshots_added=0, high_water_mark=-1, versions={})
         else:
-            state = self.state()
+            state = self._newest()
         restored = []
-        for name, current in self.current_versions(list(table_schemas())).items():
+        for name, current in versions.items():
             if current is None:
                 state.versions.pop(name, None)
             elif name not in state.versions:
