@@ -35,6 +35,9 @@ DEFAULT_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.retentionDurationCheck.enabled": "false",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    # PySpark records each Column call's Python call site for error messages: ~6 extra JVM round trips
+    # per call, which more than doubled the driver's py4j traffic when building a replay plan.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
