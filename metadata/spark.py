@@ -89,18 +89,13 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
 
 def _allow_deep_protobuf() -> None:
     """Spark Connect sends plans as protobuf, and the Spark engine's nest deeper (≈ 120 messages) than
-    the 100 levels protobuf's compiled runtimes copy and parse by default. Their "oversize" switch lifts
-    that limit (to 65,535 levels); the pure-Python runtime has none, but is ≈ 2.5× slower to build a
-    replay's plan."""
+    the 100 levels protobuf's compiled (upb) runtime copies and parses by default; its "oversize" switch
+    lifts that limit to 65,535 for the process. The pure-Python runtime has no limit (and is ≈ 2.5×
+    slower to build a replay's plan)."""
     from google.protobuf.internal import api_implementation
-    kind = api_implementation.Type()
-    if kind == "upb":
+    if api_implementation.Type() == "upb":
         from google._upb import _message
-    elif kind == "cpp":
-        from google.protobuf.pyext import _message  # type: ignore[no-redef]
-    else:
-        return
-    _message.SetAllowOversizeProtos(True)
+        _message.SetAllowOversizeProtos(True)
 
 
 def glob_escaped(path: str) -> str:
