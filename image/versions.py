@@ -27,7 +27,7 @@ boundary, so its versions are exactly those of one sequential replay.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -289,13 +289,23 @@ class VersionRecorder(MetadataLoader):
     start from, e.g. the open rows of a lake; the recorder then starts at ``image`` (built from them)
     positioned after ``start_offset``, which must be a delta boundary outside any transaction.
     Without ``stored`` it starts from the empty image.
+
+    As one shard of a sharded replay (:mod:`image.sharding`) it gets only its keys' records, so
+    ``owns(part, row)`` says which keys of the empty image and of snapshots are its own, and only
+    the shard with ``report_shared`` reports what every shard sees alike: transaction spans and
+    misplaced transaction markers.
     """
 
     def __init__(self, sink: VersionSink, image: MetadataImage = MetadataImage.EMPTY,
-                 stored: Mapping[str, Iterable[Row]] | None = None, *, emit_spans: bool = True) -> None:
+                 stored: Mapping[str, Iterable[Row]] | None = None, *,
+                 owns: Callable[[str, Row], bool] | None = None, report_shared: bool = True) -> None:
         super().__init__(image, lenient=True)
         self.sink = sink
-        self.emit_spans = emit_spans
+        self.owns = owns
+        self.report_shared = report_shared
+        self._publish_at: int | None = None
+        self._at = -1  # the offset whose changes are being recorded
+        self._before: dict[tuple[str, Key], Version | None] = {}  # versions before changes at _at
         self.open: dict[str, dict[Key, Version]] = {p: {} for p in PART_KEYS}
         self._partitions_by_topic: dict[str, set[int]] = {}
         self._configs_by_resource: dict[tuple[str, str], set[str]] = {}
@@ -304,7 +314,8 @@ class VersionRecorder(MetadataLoader):
         if stored is None:
             for part, rows in image.rows().items():
                 for row in rows:
-                    self._add(part, row_key(part, row), Version(row, -1, -1))
+                    if owns is None or owns(part, row):
+                        self._add(part, row_key(part, row), Version(row, -1, -1))
         else:
             for part, rows in stored.items():
                 for row in rows:
@@ -334,21 +345,33 @@ class VersionRecorder(MetadataLoader):
             self.sink.version(part, version.row, version.from_offset, to_offset, version.from_time)
 
     def _set(self, part: str, key: Key, row: Row | None, offset: int, time: int) -> None:
-        """The row of ``key`` as visible from ``offset`` on (None: absent)."""
+        """The row of ``key`` as visible from ``offset`` on (None: absent). Changes at one offset are
+        settled together when the next offset is reached (:meth:`_settle`): a key changed and changed
+        back at one offset (a record, then a snapshot loaded at that offset) keeps its version."""
+        if offset != self._at:
+            self._settle()
+            self._at = offset
         current = self.open[part].get(key)
+        if current is not None and current.row == row:
+            return
+        self._before.setdefault((part, key), current)
         if current is not None:
-            if current.row == row:
-                return
-            if current.from_offset == offset and not current.stored:  # changed again at the same offset
-                if row is None:
-                    self._remove(part, key)
-                else:
-                    current.row = row
-                return
-            self._end(part, current, offset)
             self._remove(part, key)
         if row is not None:
             self._add(part, key, Version(row, offset, time))
+
+    def _settle(self) -> None:
+        """End the versions that changed at the offset recorded last."""
+        for (part, key), before in self._before.items():
+            if before is None:
+                continue
+            now = self.open[part].get(key)
+            if now is not None and now.row == before.row:  # changed back: the old version goes on
+                self._remove(part, key)
+                self._add(part, key, before)
+            else:
+                self._end(part, before, self._at)
+        self._before.clear()
 
     def _expand(self, candidate: Candidate) -> Iterator[tuple[str, Key]]:
         part, key = candidate
@@ -388,7 +411,9 @@ class VersionRecorder(MetadataLoader):
         kind = record.type
         if kind in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
             was_open = self.in_transaction
+            self._publish_at = record.offset - 1  # a Begin inside a batch publishes what precedes it
             super()._replay_data(record, index)
+            self._publish_at = None
             if not was_open and self.in_transaction:
                 self._begin = record.offset
             elif was_open and not self.in_transaction:
@@ -407,7 +432,7 @@ class VersionRecorder(MetadataLoader):
 
     def _end_span(self, end: int | None, outcome: str | None) -> None:
         assert self._begin is not None
-        if self.emit_spans:
+        if self.report_shared:
             self.sink.span(Span(self._begin, end, outcome))
         self._begin = None
 
@@ -419,20 +444,25 @@ class VersionRecorder(MetadataLoader):
             names = {d.name for d in td.changed_topics.values()}
             names.update(td.image.topics_by_id[topic_id].name for topic_id in td.deleted_topic_ids)
         super()._publish(provenance)
+        # The name index changes only when a delta is applied (image.parts): at the batch's last offset,
+        # or just before a BeginTransactionRecord inside a batch (a shard may not have read that record).
+        offset = self._publish_at if self._publish_at is not None else provenance.last_contained_offset
         by_name = self._image.topics.topics_by_name
-        for name in names:  # the name index changes only when a delta is applied (image.parts)
+        for name in names:
             topic = by_name.get(name)
             self._set("topicNames", (name,), parts.topic_name_row(name, topic.id) if topic is not None else None,
-                      provenance.last_contained_offset, provenance.last_contained_log_time_ms)
+                      offset, provenance.last_contained_log_time_ms)
 
     def _fail(self, error: ReplayError) -> None:
         super()._fail(error)
-        if self.emit_spans or error.record_type not in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
+        if self.report_shared or error.record_type not in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
             self.sink.rejection(Rejection(error, None))
 
     def load_snapshot(self, records: Iterable[LogRecord], end_offset: int, epoch: int,
                       last_contained_timestamp: int | None = None) -> MetadataDelta:
         """Load a snapshot as the reference engine does (onto the empty image); every key is compared."""
+        if self._batch_last_offset is not None and self._batch_last_offset < end_offset:
+            self._end_batch()  # a whole batch before the snapshot (a shard may not have read its last record)
         fresh = MetadataLoader(MetadataImage.EMPTY, lenient=True)
         delta = fresh.load_snapshot(records, end_offset, epoch, last_contained_timestamp)
         for error in fresh.errors:
@@ -445,17 +475,20 @@ class VersionRecorder(MetadataLoader):
         offset, time = end_offset - 1, self._image.provenance.last_contained_log_time_ms
         rows = self._image.rows()
         for part in PART_KEYS:
-            now = {row_key(part, row): row for row in rows[part]}
+            now = {row_key(part, row): row for row in rows[part] if self.owns is None or self.owns(part, row)}
             for key in set(self.open[part]) | set(now):
                 self._set(part, key, now.get(key), offset, time)
         return delta
 
     def finish(self) -> None:
-        """End of the input: the versions still current are written open, an open transaction as an
-        open span."""
+        """End of the input (whole batches): the last batch ends, the versions still current are written
+        open, an open transaction as an open span."""
+        if self._batch_last_offset is not None:
+            self._end_batch()
         if self.in_transaction:
             self._txn_candidates = []
             self._end_span(None, None)
+        self._settle()
         for part, versions in self.open.items():
             for version in versions.values():
                 if not version.stored:
@@ -464,12 +497,17 @@ class VersionRecorder(MetadataLoader):
 
 def record_versions(log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = (), *,
                     sink: VersionSink | None = None) -> VersionSink:
-    """Record the versions of a whole log from the empty image: its records in offset order, each
-    snapshot loaded at its last contained offset (of several snapshots with one end offset, the
-    highest epoch, as the reference engine chooses). Returns the sink (a :class:`VersionLog` by
-    default)."""
+    """Record the versions of a whole log from the empty image (see :func:`replay_with_snapshots`).
+    Returns the sink (a :class:`VersionLog` by default)."""
     sink = sink if sink is not None else VersionLog()
-    recorder = VersionRecorder(sink)
+    replay_with_snapshots(VersionRecorder(sink), log, snapshots)
+    return sink
+
+
+def replay_with_snapshots(recorder: VersionRecorder, log: Iterable[LogRecord], snapshots: Iterable[Snapshot]) -> None:
+    """Feed ``recorder`` the log records in offset order with each snapshot loaded at its last contained
+    offset (of several snapshots with one end offset, the highest epoch, as the reference engine
+    chooses), then finish it."""
     pending = sorted({s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
                      key=lambda s: s.end_offset)
     for record in log:
@@ -480,7 +518,6 @@ def record_versions(log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = ()
     for snap in pending:
         recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
     recorder.finish()
-    return sink
 
 
 # --- reading the versions -------------------------------------------------------------------------

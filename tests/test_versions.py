@@ -17,6 +17,7 @@ from image.parts import assemble
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
 from image.testing import LogBuilder, abort, begin, end
+from image.sharding import plan_for, record_sharded
 from image.versions import (
     RecordPosition,
     VersionLog,
@@ -128,7 +129,7 @@ def snapshot_of(image: MetadataImage, last_contained: int, epoch: int, timestamp
     return Snapshot(records.records, last_contained + 1, epoch, timestamp)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(logs())
 def test_versions_give_the_reference_image_and_errors_at_every_offset(log_and_snapshots: Any) -> None:
     log, snapshots = log_and_snapshots
@@ -206,7 +207,7 @@ def canonical_versions(versions: VersionLog) -> dict[str, list[str]]:
     return {part: sorted(repr(sorted(r.items())) for r in rows) for part, rows in versions.versions.items()}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(logs(), st.lists(st.integers(0, 60), max_size=3))
 def test_recording_in_pieces_gives_the_versions_of_one_pass(log_and_snapshots: Any, cuts: list[int]) -> None:
     log, snapshots = log_and_snapshots
@@ -243,3 +244,36 @@ def test_an_open_transaction_at_the_end_shows_the_image_before_its_begin() -> No
 def bodies_example() -> list[Body]:
     from image.testing import partition, topic, uuid
     return [topic("t", uuid(7)), partition(uuid(7), 0, [1, 2], [1, 2], leader=1)]
+
+
+# --- sharding -------------------------------------------------------------------------------------
+
+def assert_same_recording(sharded: VersionLog, whole: VersionLog) -> None:
+    assert canonical_versions(sharded) == canonical_versions(whole)
+    assert sorted(map(str, sharded.spans)) == sorted(map(str, whole.spans))
+    assert sorted(repr((str(r.error), r.error.offset, r.snapshot)) for r in sharded.rejections) == \
+        sorted(repr((str(r.error), r.error.offset, r.snapshot)) for r in whole.rejections)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(logs(), st.sampled_from([1, 2, 7, 64]), st.integers(0, 2**32))
+def test_any_sharding_records_what_one_sequential_replay_records(log_and_snapshots: Any, shards: int,
+                                                                  seed: int) -> None:
+    log, snapshots = log_and_snapshots
+    plan = plan_for(log, [s.records for s in snapshots], shards=shards, seed=seed)
+    whole = record_versions(log, snapshots)
+    assert isinstance(whole, VersionLog)
+    assert_same_recording(record_sharded(log, snapshots, plan), whole)
+
+
+@pytest.mark.parametrize("shards", [2, 7, 64])
+def test_sharding_real_kafka_logs_and_the_sample_changes_nothing(shards: int) -> None:
+    for path in [*FIXTURES, ROOT / "data" / "sample"]:
+        log, snapshots = read_log(path), read_snapshots(path)
+        plan = plan_for(log, [s.records for s in snapshots], shards=shards, seed=shards)
+        whole = record_versions(log, snapshots)
+        assert isinstance(whole, VersionLog)
+        assert_same_recording(record_sharded(log, snapshots, plan), whole)
+        if shards == 7 and path.name == "sample":  # the plan spreads a real log's topics over the shards
+            used = {plan.shard(f"id:{r['topicId']}") for r in whole.versions["topics"]}
+            assert len(used) == shards
