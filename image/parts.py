@@ -24,24 +24,9 @@ from image.delegation_tokens import DelegationTokenData
 from image.partition import PartitionRegistration
 from image.scram import SCRAM_MECHANISMS, ScramCredentialData
 from image.topics import TopicImage
+from metadata.version_tables import PART_COLUMNS, PART_KEYS
 
 Row = dict[str, Any]
-
-PART_KEYS: dict[str, tuple[str, ...]] = {
-    "topics": ("topicId",),
-    "partitions": ("topicId", "partitionId"),
-    "brokers": ("brokerId",),
-    "controllers": ("controllerId",),
-    "configs": ("resourceType", "resourceName", "name"),
-    "features": ("name",),
-    "producerIds": (),
-    "clientQuotas": ("entity", "key"),
-    "acls": ("id",),
-    "scram": ("mechanism", "name"),
-    "delegationTokens": ("tokenId",),
-    "topicNames": ("name",),
-}
-"""Key columns of every part (``topicNames`` is hidden, see the module doc)."""
 
 JSON_PARTS = tuple(p for p in PART_KEYS if p != "topicNames")
 """The parts of the image JSON, in its order."""
@@ -108,11 +93,13 @@ def topic_name_row(name: str, topic_id: str) -> Row:
 
 
 def assemble(rows: Mapping[str, Iterable[Row]], offset: int, epoch: int, timestamp: int) -> dict[str, Any]:
-    """The image JSON from rows (any order) and provenance: every list in its documented order,
+    """The image JSON from rows (any order, any extra columns) and provenance: every row's fields in
+    the order of :data:`~metadata.version_tables.PART_COLUMNS`, every list in its documented order,
     nested ``endPoints`` / ``features`` by name, ``features`` as a name → level map sorted by name."""
     doc: dict[str, Any] = {"offset": offset, "epoch": epoch, "timestamp": timestamp}
     for part in JSON_PARTS:
-        part_rows = list(rows.get(part, ()))
+        names = [name for name, _ in PART_COLUMNS[part]]
+        part_rows = [{name: row[name] for name in names} for row in rows.get(part, ())]
         if part == "features":
             doc[part] = dict(sorted((r["name"], r["level"]) for r in part_rows))
         elif part == "producerIds":

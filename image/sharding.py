@@ -10,7 +10,7 @@ ClearElrRecord by name. So topic ids and names are nodes joined by every (id, na
 TopicRecords of the log and of snapshots, and in the rows a replay resumes from — and each connected
 component goes to one shard whole (:class:`ShardPlan`). Every other key (a broker, a controller, a
 feature, a quota entity, an ACL, a SCRAM user, a token, a non-topic config resource, the producer-id
-block) is independent. Transaction markers and ClearElrRecords with an empty name go to every shard
+block; client quotas together) is independent. Transaction markers and ClearElrRecords with an empty name go to every shard
 (:data:`EVERY_SHARD`); NoOps and control records never reach a shard (they change no key; provenance
 comes from the ``records`` table, see :func:`image.versions.provenance_at`).
 
@@ -51,8 +51,8 @@ _BY_FIELD = {
 _MARKERS = ("BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")
 
 
-def _quota_key(entity: Mapping[str, str | None]) -> str:
-    return "quota:" + repr(sorted(entity.items()))
+QUOTAS = "quota:"
+"""Client quotas are few: they share one route key (any grouping of independent keys is exact)."""
 
 
 def route_key(record: LogRecord) -> str:
@@ -73,7 +73,7 @@ def route_key(record: LogRecord) -> str:
             return TOPIC_NAME + data["resourceName"]
         return f"config:{resource_type}:{data['resourceName']}"
     if kind == "CLIENT_QUOTA_RECORD":
-        return _quota_key({e["entityType"]: e["entityName"] for e in data["entity"]})
+        return QUOTAS
     if kind in ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"):
         return f"scram:{scram_mechanism(data['mechanism'])}:{data['name']}"
     if kind == "PRODUCER_IDS_RECORD":
@@ -103,7 +103,7 @@ def row_route_key(part: str, row: Row) -> str:
     if part == "producerIds":
         return "producerIds"
     if part == "clientQuotas":
-        return _quota_key(row["entity"])
+        return QUOTAS
     if part == "acls":
         return f"acl:{row['id']}"
     if part == "scram":
@@ -111,6 +111,78 @@ def row_route_key(part: str, row: Row) -> str:
     if part == "delegationTokens":
         return f"token:{row['tokenId']}"
     raise ValueError(f"unknown part {part!r}")
+
+
+def _json(field: str, payload: str) -> str:
+    return f"get_json_object({payload}, '$.{field}')"
+
+
+def _resource_type_sql(code: str) -> str:
+    return "CASE " + " ".join(f"WHEN {code} = '{c}' THEN '{n}'" for c, n in RESOURCE_TYPES.items()) + " ELSE 'UNKNOWN' END"
+
+
+def route_key_sql(type_column: str = "type", payload: str = "payload") -> str:
+    """:func:`route_key` as a Spark SQL expression over a record's type and payload JSON."""
+    cases = [f"WHEN '{kind}' THEN concat('{prefix}', {_json(name, payload)})"
+             for kind, (prefix, name) in _BY_FIELD.items()]
+    cases += [f"WHEN '{kind}' THEN '{EVERY_SHARD}'" for kind in _MARKERS]
+    topic_name = _json("topicName", payload)
+    cases.append(f"WHEN 'CLEAR_ELR_RECORD' THEN CASE WHEN coalesce({topic_name}, '') = '' THEN '{EVERY_SHARD}' "
+                 f"ELSE concat('{TOPIC_NAME}', {topic_name}) END")
+    resource = _resource_type_sql(_json("resourceType", payload))
+    cases.append(f"WHEN 'CONFIG_RECORD' THEN CASE WHEN {resource} = 'TOPIC' THEN concat('{TOPIC_NAME}', "
+                 f"{_json('resourceName', payload)}) ELSE concat('config:', {resource}, ':', "
+                 f"{_json('resourceName', payload)}) END")
+    cases.append(f"WHEN 'CLIENT_QUOTA_RECORD' THEN '{QUOTAS}'")
+    mechanism = _json("mechanism", payload)
+    for kind in ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"):
+        cases.append(f"WHEN '{kind}' THEN concat('scram:', CASE WHEN {mechanism} IN ('1', '2') THEN {mechanism} "
+                     f"ELSE '0' END, ':', {_json('name', payload)})")
+    cases.append("WHEN 'PRODUCER_IDS_RECORD' THEN 'producerIds'")
+    return f"CASE {type_column} " + " ".join(cases) + f" ELSE concat('other:', {type_column}) END"
+
+
+def row_route_key_sql(part: str) -> str:
+    """:func:`row_route_key` as a Spark SQL expression over the columns of ``part``'s versions table."""
+    simple = {"topics": "concat('id:', topicId)", "partitions": "concat('id:', topicId)",
+              "topicNames": "concat('name:', name)", "brokers": "concat('broker:', brokerId)",
+              "controllers": "concat('controller:', controllerId)", "features": "concat('feature:', name)",
+              "producerIds": "'producerIds'", "clientQuotas": f"'{QUOTAS}'", "acls": "concat('acl:', id)",
+              "delegationTokens": "concat('token:', tokenId)",
+              "configs": "CASE WHEN resourceType = 'TOPIC' THEN concat('name:', resourceName) "
+                         "ELSE concat('config:', resourceType, ':', resourceName) END",
+              "scram": "concat('scram:', " + "CASE mechanism " + " ".join(
+                  f"WHEN '{n}' THEN '{c}'" for n, c in _MECHANISMS.items()) + " END, ':', name)"}
+    return simple[part]
+
+
+def partition_keys(partitions: int) -> list[int]:
+    """For each partition p, an int whose Spark hash partitioning (``pmod(hash(k), partitions)``, Murmur3
+    with seed 42) is p: shard s goes to partition s, one shard per task."""
+    found: dict[int, int] = {}
+    k = 0
+    while len(found) < partitions:
+        found.setdefault(_murmur3_int(k) % partitions, k)
+        k += 1
+    return [found[p] for p in range(partitions)]
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt`` (signed result)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = (value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+    k1 = rotl(k1, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = seed ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
 def topic_edges(records: Iterable[LogRecord] = (), rows: Mapping[str, Iterable[Row]] | None = None

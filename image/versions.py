@@ -26,7 +26,6 @@ boundary, so its versions are exactly those of one sequential replay.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -518,53 +517,3 @@ def replay_with_snapshots(recorder: VersionRecorder, log: Iterable[LogRecord], s
     for snap in pending:
         recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
     recorder.finish()
-
-
-# --- reading the versions -------------------------------------------------------------------------
-
-class RecordPosition(NamedTuple):
-    """Where a log record sits, for provenance: its offset, its batch's epoch and append time."""
-
-    offset: int
-    epoch: int
-    timestamp: int
-
-
-def provenance_at(offset: int, records: Sequence[RecordPosition], snapshots: Sequence[Snapshot],
-                  spans: Sequence[Span]) -> MetadataProvenance:
-    """The provenance of the image at ``offset``: inside a visibility span, that of ``begin - 1``;
-    else the last record at or before it, unless the latest snapshot usable there (end offset ≤
-    offset + 1) ends after that record, in which case the snapshot's. ``records`` are in offset order."""
-    for span in spans:
-        if span.begin <= offset and (span.end is None or offset < span.end):
-            offset = span.begin - 1
-            break
-    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
-               default=None)
-    i = bisect.bisect_right(records, (offset, float("inf"), float("inf"))) - 1
-    last = records[i] if i >= 0 else None
-    if base is not None and (last is None or last.offset < base.end_offset):
-        return MetadataProvenance(base.end_offset - 1, base.epoch, base.last_contained_timestamp, True)
-    if last is None:
-        return MetadataProvenance.EMPTY
-    return MetadataProvenance(last.offset, last.epoch, last.timestamp, False)
-
-
-def rows_at(versions: Mapping[str, Iterable[Row]], offset: int) -> dict[str, list[Row]]:
-    """Per part, the rows of the versions visible at ``offset`` (without the version columns)."""
-    return {part: [{k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
-                   for row in rows if row["from_offset"] <= offset
-                   and (row["to_offset"] is None or offset < row["to_offset"])]
-            for part, rows in versions.items()}
-
-
-def rejections_at(rejections: Iterable[Rejection], offset: int,
-                  snapshots: Sequence[Snapshot]) -> list[ReplayError]:
-    """The rejections a replay to ``offset`` meets: those of the snapshot it starts from, then the
-    log's after that snapshot, in replay order."""
-    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
-               default=None)
-    start = base.end_offset if base is not None else -1
-    from_snapshot = [r.error for r in rejections if base is not None and r.snapshot == (base.end_offset, base.epoch)]
-    from_log = [r.error for r in rejections if r.snapshot is None and start <= (r.error.offset or 0) <= offset]
-    return from_snapshot + sorted(from_log, key=lambda e: e.offset or 0)

@@ -43,6 +43,25 @@ class IngestError(RuntimeError):
     """Bad input; the lake was left unchanged."""
 
 
+class LakeChange(BaseModel):
+    """What an ingest changed, for what is derived from the records (the temporal image) before the
+    ingest's commit: the committed state before it, the state it is about to commit (table versions
+    written so far), the lowest offset it added and the snapshots it added."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    lake: Lake
+    before: LakeState
+    after: LakeState
+    first_added: int | None
+    snapshots_added: list[tuple[int, int]]
+    staging: str
+
+
+Derive = Callable[[LakeChange], list[str]]
+"""Writes tables derived from the ingest's records; returns their names (committed with the ingest)."""
+
+
 class IngestReport(BaseModel):
     """What an ingest read and what it added."""
 
@@ -129,8 +148,9 @@ def _check_conflicts(log: DataFrame) -> None:
 
 def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
            spark: SparkSession | None = None, split_bytes: int | None = None,
-           progress: bool = True) -> IngestReport:
-    """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent."""
+           progress: bool = True, derive: Derive | None = None) -> IngestReport:
+    """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent.
+    ``derive`` writes what is derived from the records (the temporal image) in the same commit."""
     options = options or ReadOptions()
     started = time.monotonic()
     spark = spark or get_spark()
@@ -158,11 +178,20 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
             _, by_type, stats = _summarise(_groups(log))
         snapshot_ids = sorted({(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in summary
                                if r["issue_severity"] is None and r["snapshot_end_offset"] is not None})
+        before = state.model_copy(deep=True)
         with spark_progress(spark, "writing Delta tables", enabled=progress):
-            added, snap_added, snapshots = _write(lake, state, log, staged, stats, by_type, snapshot_ids)
+            added, snap_added, snapshots, first_added, new_ids = _write(lake, state, log, staged, stats, by_type,
+                                                                        snapshot_ids)
+        if derive is not None:
+            with spark_progress(spark, "building the temporal image", enabled=progress):
+                derived = derive(LakeChange(lake=lake, before=before, after=state, first_added=first_added,
+                                            snapshots_added=new_ids, staging=staging))
+            if missing := [n for n, v in lake.current_versions(derived).items() if v is None]:
+                raise RuntimeError(f"tables {', '.join(missing)} were written but have no Delta version")
+            state.versions.update(lake.current_versions(derived))
         gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
                 for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
-        hwm = max(state.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
+        hwm = max(before.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
         lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(),
                               inputs=[os.path.abspath(p) for p in paths], records_added=added,
                               snapshots_added=len(snapshots), high_water_mark=hwm, versions=state.versions))
@@ -178,7 +207,7 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
 
 
 def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
-           snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str]]:
+           snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str], int | None, list[tuple[int, int]]]:
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written.
 
     One Delta commit per table. The typed tables and snapshots (mostly driver-side Delta work on
@@ -187,15 +216,16 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     """
     committed = set(state.versions)  # the tables that exist (before the writes add to state)
     added = 0
+    first_added: int | None = None
     small: list[tuple[str, Callable[[], DataFrame]]] = []  # typed tables and snapshots
     fresh = log
     if stats["n"]:
         if stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
             stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
             fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
-            added = fresh.count()
+            added, first_added = fresh.agg(F.count(F.lit(1)), F.min("offset")).first()
         else:  # all beyond the committed log: the staged rows as they are
-            added = stats["n"]
+            added, first_added = stats["n"], stats["lo"]
         if added:
             small += [(n, partial(typed_rows, n, fresh)) for n, t in TYPED_TABLES.items()
                       if any(r in by_type for r in t.record_types)]
@@ -220,7 +250,8 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
         snap_added = snapshot_rows.count()
         snapshot_rows.unpersist()
     fresh.unpersist()
-    return added, snap_added, ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
+    names = ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
+    return added, snap_added, names, first_added if added else None, new_ids
 
 
 def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:

@@ -24,6 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from metadata import version_tables
 from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
@@ -41,13 +44,16 @@ INGESTS_SCHEMA = T.StructType([
 def stats_columns(name: str) -> str:
     """The columns Delta keeps file statistics of in table ``name`` (``delta.dataSkippingStatsColumns``):
     the keys readers filter on. Statistics of every column cost about a third of an append."""
+    if name in version_tables.TABLES:
+        return version_tables.stats_columns(name)
     return {"records": "offset,timestamp", "snapshots": "snapshot_end_offset,snapshot_epoch"}.get(name, "offset")
 
 
 def table_schemas() -> dict[str, T.StructType]:
     """Every data table of a lake and its schema."""
     return {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA,
-            **{name: t.schema() for name, t in TYPED_TABLES.items()}}
+            **{name: t.schema() for name, t in TYPED_TABLES.items()},
+            **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()}}
 
 
 class LakeState(BaseModel):
@@ -218,8 +224,11 @@ class Lake:
         replacing whatever an interrupted ingest left there."""
         frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in table_schemas()[name].fields])
         if create:
-            frame.writeTo(f"delta.{_quoted(self.path(name))}").using("delta") \
-                .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name)).createOrReplace()
+            writer = frame.writeTo(f"delta.{_quoted(self.path(name))}").using("delta") \
+                .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name))
+            if name in version_tables.TABLES:  # versions are ended in place (MERGE): deletion vectors
+                writer = writer.tableProperty("delta.enableDeletionVectors", "true")
+            writer.createOrReplace()
         else:
             frame.write.format("delta").mode("append").save(self.path(name))
 

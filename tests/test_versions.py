@@ -13,20 +13,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from image.image import MetadataImage
-from image.parts import assemble
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
 from image.testing import LogBuilder, abort, begin, end
 from image.sharding import plan_for, record_sharded
-from image.versions import (
-    RecordPosition,
-    VersionLog,
-    VersionRecorder,
-    provenance_at,
-    record_versions,
-    rejections_at,
-    rows_at,
-)
+from image.temporal import MemorySource, RecordPosition, SnapshotId, image_at
+from image.versions import VersionLog, VersionRecorder, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
 from tests.logstrategies import Body, bodies, snapshot_bodies
@@ -47,11 +39,10 @@ def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: i
 
 def from_versions(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
                   offset: int) -> tuple[dict, list[str]]:
-    positions = [RecordPosition(r.offset, r.epoch, r.timestamp) for r in log]
-    p = provenance_at(offset, positions, snapshots, versions.spans)
-    doc = assemble(rows_at(versions.versions, offset), p.last_contained_offset, p.last_contained_epoch,
-                   p.last_contained_log_time_ms)
-    return doc, [str(e) for e in rejections_at(versions.rejections, offset, snapshots)]
+    source = MemorySource(versions, [RecordPosition(r.offset, r.epoch, r.timestamp) for r in log],
+                          [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp) for s in snapshots])
+    doc, errors = image_at(source, offset, lenient=True)
+    return doc, [str(e) for e in errors]
 
 
 def last_offset(log: Sequence[LogRecord], snapshots: Sequence[Snapshot]) -> int:

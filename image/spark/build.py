@@ -1,0 +1,515 @@
+"""The temporal image on Spark: the reference engine's recorder, run per shard of the log in Arrow-batched
+Python workers, writing the versions tables of the lake.
+
+One pass (a handful of stages whatever the log's size or number of transactions):
+
+1. **Plan** (two small jobs): the records' route keys with their counts, and the (topic id, name) pairs
+   of TopicRecords; :class:`~image.sharding.ShardPlan` turns them into a shard per route key.
+2. **Route and sort**: the records to replay (offset ≥ the restart point; no NoOps or control records),
+   the records of the snapshots to load and one boundary row per snapshot and shard, and — when an ingest
+   continues the lake's versions — the versions current at the restart point (the shard's starting
+   image). Each row gets its shard (a broadcast join on the route key; transaction markers and ClearElr
+   of every topic are copied to every shard), is hash-partitioned so that shard s is task s
+   (:func:`~image.sharding.partition_keys`) and sorted within the task by (shard, offset, phase,
+   position).
+3. **Replay** (``mapInArrow``): each shard's rows go to a :class:`~image.versions.VersionRecorder`; its
+   versions, closings of stored versions, rejections and transaction spans are written by the task itself
+   as Parquet under the run's staging directory (like the ingest's decode tasks); the task returns
+   counts.
+4. **Write**: per table, new versions are appended (first time: created, with deletion vectors on and
+   statistics of the interval columns), stored versions are ended with one MERGE, all as commits the
+   caller makes visible in ``_ingests``.
+
+The routing keeps every coupling of Kafka's replay inside one shard (:mod:`image.sharding`), so the result
+is exactly that of one sequential replay for any number of shards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from image.errors import ReplayError
+from image.image import MetadataImage
+from image.parts import PART_KEYS, Row
+from image.provenance import MetadataProvenance
+from image.sharding import (EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key_sql,
+                            row_route_key)
+from image.versions import Rejection, Span, VersionRecorder
+from metadata.ingest import LakeChange
+from metadata.lake import Lake, LakeState
+from metadata.log import LogRecord
+from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
+
+FLUSH_ROWS = 50_000
+"""Rows a task buffers per output file before writing it."""
+
+_ROW, _LOG, _SNAPSHOT, _SNAPSHOT_BEGIN = "row", "log", "snap", "snapb"
+
+INPUT_SCHEMA = T.StructType([
+    T.StructField("pkey", T.IntegerType()), T.StructField("shard", T.IntegerType()),
+    T.StructField("o1", T.LongType()), T.StructField("o2", T.IntegerType()), T.StructField("o3", T.LongType()),
+    T.StructField("kind", T.StringType()), T.StructField("part", T.StringType()),
+    T.StructField("offset", T.LongType()), T.StructField("batch_base_offset", T.LongType()),
+    T.StructField("batch_last_offset", T.LongType()), T.StructField("epoch", T.IntegerType()),
+    T.StructField("timestamp", T.LongType()), T.StructField("type", T.StringType()),
+    T.StructField("version", T.IntegerType()), T.StructField("payload", T.StringType()),
+    T.StructField("snapshot_end", T.LongType()), T.StructField("snapshot_epoch", T.IntegerType()),
+    T.StructField("snapshot_ts", T.LongType()),
+])
+"""One row of a shard's input: a stored version (``row``), a log record (``log``), a snapshot boundary
+(``snapb``) or a snapshot's record (``snap``)."""
+
+SUMMARY = pa.schema([("shard", pa.int32()), ("records", pa.int64()), ("versions", pa.int64()),
+                     ("closings", pa.int64()), ("rejections", pa.int64()), ("first_rejection_at", pa.int64()),
+                     ("first_rejection", pa.string()), ("seconds", pa.float64())])
+
+
+class BuildReport(BaseModel):
+    """What a versions build did."""
+
+    restart: int  # first log offset replayed (-1: from the start)
+    shards: int
+    records: int  # log and snapshot records replayed, summed over shards (broadcast ones counted per shard)
+    versions: int
+    closings: int
+    rejections: int
+    tables: dict[str, int]  # table → Delta version written
+    seconds: float
+
+
+# --- the workers ----------------------------------------------------------------------------------
+
+@dataclass
+class _Files:
+    """A task's Parquet output: rows buffered per (kind, table), written in files of ``FLUSH_ROWS``."""
+
+    root: str
+    task: int
+    buffers: dict[tuple[str, str], list[Row]] = field(default_factory=dict)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, kind: str, table: str, schema: pa.Schema, row: Row) -> None:
+        rows = self.buffers.setdefault((kind, table), [])
+        rows.append(row)
+        if len(rows) >= FLUSH_ROWS:
+            self.flush(kind, table, schema)
+
+    def flush(self, kind: str, table: str, schema: pa.Schema) -> None:
+        rows = self.buffers.pop((kind, table), [])
+        if not rows:
+            return
+        n = self.counts.get((kind, table), 0)
+        self.counts[(kind, table)] = n + 1
+        directory = os.path.join(self.root, kind, table)
+        os.makedirs(directory, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema),
+                       os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet"))
+
+
+class _TaskSink:
+    """The :class:`~image.versions.VersionSink` of one task: everything goes to Parquet files."""
+
+    def __init__(self, files: _Files) -> None:
+        self.files = files
+        self.versions = self.closings = self.rejections = 0
+        self.first: tuple[tuple[int, int], ReplayError] | None = None
+
+    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+        self.versions += 1
+        self.files.add("versions", PART_TABLES[part], _VERSION_SCHEMAS[part],
+                       {**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time})
+
+    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+        self.closings += 1
+        self.files.add("closings", PART_TABLES[part], _CLOSING_SCHEMAS[part],
+                       {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset})
+
+    def rejection(self, rejection: Rejection) -> None:
+        self.rejections += 1
+        error, snapshot = rejection
+        at = (snapshot[0] - 1, error.offset or 0) if snapshot is not None else (error.offset or 0, -1)
+        if self.first is None or at < self.first[0]:
+            self.first = (at, error)
+        self.files.add("rows", REJECTIONS, REJECTIONS_SCHEMA, {
+            "offset": error.offset, "snapshot_end_offset": snapshot[0] if snapshot else None,
+            "snapshot_epoch": snapshot[1] if snapshot else None, "record_type": error.record_type,
+            "location": error.location, "message": error.detail})
+
+    def span(self, span: Span) -> None:
+        self.files.add("rows", PROVENANCE, PROVENANCE_SCHEMA, {
+            "from_offset": span.begin, "to_offset": span.end, "offset": span.begin - 1, "outcome": span.outcome})
+
+    def flush(self) -> None:
+        for kind, table in list(self.files.buffers):
+            self.files.flush(kind, table, _SCHEMAS[(kind, table)])
+
+
+_VERSION_SCHEMAS = {part: version_schema(part) for part in PART_KEYS}
+_CLOSING_SCHEMAS = {part: closing_schema(part) for part in PART_KEYS}
+PROVENANCE_SCHEMA, REJECTIONS_SCHEMA = table_schemas()[PROVENANCE], table_schemas()[REJECTIONS]
+_SCHEMAS = {**{("versions", PART_TABLES[p]): s for p, s in _VERSION_SCHEMAS.items()},
+            **{("closings", PART_TABLES[p]): s for p, s in _CLOSING_SCHEMAS.items()},
+            ("rows", REJECTIONS): REJECTIONS_SCHEMA, ("rows", PROVENANCE): PROVENANCE_SCHEMA}
+
+
+def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: ShardPlan,
+                   restart: int) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: replay the shards of this task, one recorder each."""
+    from pyspark import TaskContext
+    context = TaskContext.get()
+    files = _Files(staging, context.partitionId() if context is not None else 0)
+    summaries: list[Row] = []
+    shard: int | None = None
+    stored: dict[str, list[Row]] = {}
+    recorder: VersionRecorder | None = None
+    sink = _TaskSink(files)
+    snapshot: tuple[int, int, int, list[LogRecord]] | None = None
+    started, records = time.monotonic(), 0
+
+    def open_recorder() -> VersionRecorder:
+        image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored \
+            else MetadataImage.EMPTY
+        return VersionRecorder(sink, image, stored if stored else None,
+                               owns=lambda part, row, s=shard: plan.shard(row_route_key(part, row)) == s,
+                               report_shared=shard == 0)
+
+    def load(recorder: VersionRecorder) -> None:
+        nonlocal snapshot
+        if snapshot is not None:
+            end, epoch, ts, snap_records = snapshot
+            recorder.load_snapshot(snap_records, end, epoch, ts)
+            snapshot = None
+
+    def close_shard() -> None:
+        nonlocal recorder, stored, sink, started, records
+        if shard is None:
+            return
+        recorder = recorder or open_recorder()
+        load(recorder)
+        recorder.finish()
+        first = sink.first
+        summaries.append({"shard": shard, "records": records, "versions": sink.versions, "closings": sink.closings,
+                          "rejections": sink.rejections, "first_rejection_at": first[0][0] if first else None,
+                          "first_rejection": str(first[1]) if first else None,
+                          "seconds": time.monotonic() - started})
+        recorder, stored, sink = None, {}, _TaskSink(files)
+        started, records = time.monotonic(), 0
+
+    for batch in batches:
+        cols = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+        for i in range(batch.num_rows):
+            if cols["shard"][i] != shard:
+                close_shard()
+                shard = cols["shard"][i]
+            kind = cols["kind"][i]
+            if kind == _ROW:
+                stored.setdefault(cols["part"][i], []).append(json.loads(cols["payload"][i]))
+                continue
+            if recorder is None:
+                recorder = open_recorder()
+            if kind == _SNAPSHOT_BEGIN:
+                load(recorder)
+                snapshot = (cols["snapshot_end"][i], cols["snapshot_epoch"][i], cols["snapshot_ts"][i], [])
+                continue
+            payload = cols["payload"][i]
+            record = LogRecord(cols["offset"][i], cols["batch_base_offset"][i], cols["batch_last_offset"][i],
+                               cols["epoch"][i], cols["timestamp"][i], cols["type"][i], cols["version"][i],
+                               json.loads(payload) if payload else {})
+            records += 1
+            if kind == _SNAPSHOT:
+                assert snapshot is not None
+                snapshot[3].append(record)
+            else:
+                load(recorder)
+                recorder.replay(record)
+    close_shard()
+    sink.flush()
+    yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY)
+
+
+# --- the pass -------------------------------------------------------------------------------------
+
+_RECORD_COLUMNS = ["offset", "batch_base_offset", "batch_last_offset", "epoch", "timestamp", "type", "version",
+                   "payload"]
+
+
+def _input(spark, frame: DataFrame, **values: object) -> DataFrame:
+    """``frame`` completed to :data:`INPUT_SCHEMA` (missing columns null, ``values`` as literals)."""
+    cols = []
+    for f in INPUT_SCHEMA.fields:
+        if f.name in values:
+            cols.append(F.lit(values[f.name]).cast(f.dataType).alias(f.name))
+        elif f.name in frame.columns:
+            cols.append(F.col(f.name).cast(f.dataType).alias(f.name))
+        else:
+            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+    return frame.select(*cols, "route")
+
+
+def build_versions(lake: Lake, state: LakeState, *, restart: int = -1, shards: int | None = None,
+                   stored_at: int | None = None, staging: str, seed: int | None = None) -> tuple[BuildReport,
+                                                                                                   dict[str, str]]:
+    """Replay the lake's committed log from ``restart`` (-1: the whole log) and stage its versions.
+
+    ``stored_at``: continue the versions current at that offset (``restart - 1``), read from the lake's
+    versions tables; None starts from the empty image. Returns the report (tables not yet written) and
+    the staged directories per (kind, table).
+    """
+    spark = lake.spark
+    started = time.monotonic()
+    shards = shards or max(2, 2 * _parallelism(spark))
+    records = (lake.table("records", state)
+               .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
+               .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
+               .withColumn("route", F.expr(route_key_sql())))
+    snapshot_ids = _snapshots_to_load(lake, state, restart)
+    snap_records = _snapshot_records(lake, state, snapshot_ids)
+    stored = _stored_rows(lake, state, stored_at) if stored_at is not None else None
+
+    weights, edges = _plan_inputs(records, snap_records, stored)
+    plan = ShardPlan.make(weights, edges, shards, seed)
+    keys = partition_keys(shards)
+    mapping = spark.createDataFrame([(k, s) for k, s in plan.assignment.items()], "route string, planned int")
+
+    rows = [_input(spark, records.withColumn("kind", F.lit(_LOG)).withColumn("o1", F.col("offset"))
+                   .withColumn("o2", F.lit(0)).withColumn("o3", F.lit(0)))]
+    if snap_records is not None:
+        rows.append(_input(spark, snap_records.withColumn("kind", F.lit(_SNAPSHOT))
+                           .withColumn("o1", F.col("snapshot_end") - 1).withColumn("o2", F.lit(1))
+                           .withColumn("o3", F.col("offset"))))
+    if stored is not None:
+        rows.append(_input(spark, stored, kind=_ROW, o1=-2, o2=0, o3=0))
+    routed = rows[0]
+    for more in rows[1:]:
+        routed = routed.unionByName(more)
+    shard = F.coalesce(F.col("planned"), F.pmod(F.crc32(F.col("route").cast("binary")), F.lit(shards))).cast("int")
+    routed = routed.join(F.broadcast(mapping), "route", "left").withColumn("shard", shard)
+    every = F.col("route") == F.lit(EVERY_SHARD)
+    single = routed.where(~every)
+    copied = routed.where(every).withColumn("shard", F.explode(F.sequence(F.lit(0), F.lit(shards - 1))))
+    boundaries = [(s, end, epoch, ts) for end, epoch, ts in snapshot_ids for s in range(shards)]
+    parts = [single, copied]
+    if boundaries:
+        b = spark.createDataFrame(boundaries, "shard int, snapshot_end long, snapshot_epoch int, snapshot_ts long")
+        parts.append(_input(spark, b.withColumn("o1", F.col("snapshot_end") - 1).withColumn("route", F.lit(None)),
+                            kind=_SNAPSHOT_BEGIN, o2=1, o3=-1))
+    columns = [f.name for f in INPUT_SCHEMA.fields if f.name != "pkey"]
+    shipped = parts[0].select(*columns)
+    for more in parts[1:]:
+        shipped = shipped.unionByName(more.select(*columns))
+    key_of = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col("shard") + 1).cast("int")
+    shipped = (shipped.withColumn("pkey", key_of).select(*[f.name for f in INPUT_SCHEMA.fields])
+               .repartition(shards, "pkey").sortWithinPartitions("shard", "o1", "o2", "o3"))
+    summaries = shipped.mapInArrow(partial(_replay_shards, staging=staging, plan=plan, restart=restart),
+                                   from_arrow_schema(SUMMARY)).collect()
+    report = BuildReport(
+        restart=restart, shards=shards, records=sum(r["records"] for r in summaries),
+        versions=sum(r["versions"] for r in summaries), closings=sum(r["closings"] for r in summaries),
+        rejections=sum(r["rejections"] for r in summaries), tables={}, seconds=time.monotonic() - started)
+    firsts = sorted((r["first_rejection_at"], r["first_rejection"]) for r in summaries if r["first_rejection"])
+    return report, {"first_rejection": firsts[0][1] if firsts else ""}
+
+
+def _parallelism(spark) -> int:
+    from metadata.spark import default_parallelism
+    return default_parallelism(spark)
+
+
+def _snapshots_to_load(lake: Lake, state: LakeState, restart: int) -> list[tuple[int, int, int]]:
+    """(end offset, epoch, last contained timestamp) of the snapshots the replay loads: per end offset
+    the highest epoch, ``bootstrap.checkpoint`` never, only those at or after the restart point."""
+    from metadata.query import snapshot_ids
+    best: dict[int, tuple[int, int, int]] = {}
+    for s in snapshot_ids(lake, state):
+        if s.kind == "snapshot" and s.end_offset - 1 >= restart:
+            ts = s.last_contained_timestamp if s.last_contained_timestamp is not None else -1
+            if s.end_offset not in best or s.epoch > best[s.end_offset][1]:
+                best[s.end_offset] = (s.end_offset, s.epoch, ts)
+    return sorted(best.values())
+
+
+def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int, int]]) -> DataFrame | None:
+    if not ids:
+        return None
+    chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in ids)
+    return (lake.table("snapshots", state).where(chosen).where(~F.col("is_control"))
+            .where(F.col("type") != "NO_OP_RECORD")
+            .select(F.col("position").alias("offset"), F.col("position").alias("batch_base_offset"),
+                    F.col("position").alias("batch_last_offset"), F.col("batch_leader_epoch").alias("epoch"),
+                    "timestamp", "type", "version", "payload", F.col("snapshot_end_offset").alias("snapshot_end"),
+                    "snapshot_epoch", F.col("last_contained_timestamp").alias("snapshot_ts"))
+            .withColumn("route", F.expr(route_key_sql())))
+
+
+def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
+    """The versions current at offset ``at``, one JSON row each (with their version columns)."""
+    frames = []
+    for part, table in PART_TABLES.items():
+        if table not in state.versions:
+            continue
+        t = lake.table(table, state).where((F.col("from_offset") <= at)
+                                           & (F.col("to_offset").isNull() | (F.col("to_offset") > at)))
+        frames.append(t.select(F.lit(part).alias("part"),
+                               F.to_json(F.struct(*t.columns), {"ignoreNullFields": "false"}).alias("payload"),
+                               F.expr(row_route_key_sql(part)).alias("route")))
+    if not frames:
+        return None
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _plan_inputs(records: DataFrame, snap_records: DataFrame | None, stored: DataFrame | None
+                 ) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Record counts per route key and the topic (id, name) pairs, for the shard plan (small results)."""
+    sources = [records] + ([snap_records.select(*records.columns)] if snap_records is not None else [])
+    union = sources[0]
+    for more in sources[1:]:
+        union = union.unionByName(more)
+    topic_id, name = F.get_json_object("payload", "$.topicId"), F.get_json_object("payload", "$.name")
+    rows = (union.groupBy("route").agg(F.count(F.lit(1)).alias("n"),
+                                       F.collect_set(F.when(F.col("type") == "TOPIC_RECORD",
+                                                            F.struct(topic_id.alias("id"), name.alias("name"))))
+                                       .alias("pairs")).collect())
+    weights = {r["route"]: r["n"] for r in rows}
+    edges = [(f"id:{p['id']}", f"name:{p['name']}") for r in rows for p in r["pairs"]]
+    if stored is not None:
+        topics = stored.where(F.col("part").isin("topics", "topicNames")).select("payload").collect()
+        for r in topics:
+            row = json.loads(r["payload"])
+            edges.append((f"id:{row['topicId']}", f"name:{row['name']}"))
+    return weights, edges
+
+
+# --- the writes -----------------------------------------------------------------------------------
+
+def _key_match(part: str) -> str:
+    """The MERGE condition matching a stored version with its closing row."""
+    conds = []
+    for k in PART_KEYS[part]:
+        if k == "entity":  # a map: compare its sorted entries
+            conds.append("to_json(array_sort(map_entries(t.entity))) = to_json(array_sort(map_entries(c.entity)))")
+        else:
+            conds.append(f"t.`{k}` = c.`{k}`")
+    return " AND ".join([*conds, "t.from_offset = c.from_offset", "t.to_offset IS NULL"])
+
+
+def rewind(lake: Lake, state: LakeState, restart: int) -> list[str]:
+    """Undo what the temporal image holds from offset ``restart`` on, before replaying from there:
+    versions that begin there are deleted, versions that end there are current again, and the
+    provenance and rejections from there on are deleted. Returns the tables changed."""
+    spark = lake.spark
+    checks = []
+    for part, table in PART_TABLES.items():
+        if table in state.versions:
+            checks.append(lake.table(table, state).where((F.col("from_offset") >= restart)
+                                                         | (F.col("to_offset") >= restart))
+                          .select(F.lit(table).alias("t")).limit(1))
+    for table, cond in ((PROVENANCE, F.col("from_offset") >= restart),
+                        (REJECTIONS, (F.col("snapshot_end_offset").isNull() & (F.col("offset") >= restart))
+                         | (F.col("snapshot_end_offset") - 1 >= restart))):
+        if table in state.versions:
+            checks.append(lake.table(table, state).where(cond).select(F.lit(table).alias("t")).limit(1))
+    if not checks:
+        return []
+    union = checks[0]
+    for c in checks[1:]:
+        union = union.unionByName(c)
+    touched = sorted({r["t"] for r in union.collect()})
+    for table in touched:
+        path = f"delta.`{lake.path(table)}`"
+        if table == PROVENANCE:
+            spark.sql(f"DELETE FROM {path} WHERE from_offset >= {restart}").collect()
+        elif table == REJECTIONS:
+            spark.sql(f"DELETE FROM {path} WHERE (snapshot_end_offset IS NULL AND offset >= {restart}) "
+                      f"OR snapshot_end_offset - 1 >= {restart}").collect()
+        else:
+            spark.sql(f"DELETE FROM {path} WHERE from_offset >= {restart}").collect()
+            spark.sql(f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}").collect()
+    return touched
+
+
+def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
+    """Write what a build staged: closings first (one MERGE per table), then new versions, rejections and
+    provenance (one append each; a table's first write creates it). Returns the tables written; the
+    caller records their versions in the commit that makes them visible."""
+    spark = lake.spark
+    written = []
+    closings = os.path.join(staging, "closings")
+    for part, table in PART_TABLES.items():
+        directory = os.path.join(closings, table)
+        if os.path.isdir(directory):
+            view = f"closings_{table}"
+            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(directory) \
+                .createOrReplaceTempView(view)
+            spark.sql(f"MERGE INTO delta.`{lake.path(table)}` t USING {view} c ON {_key_match(part)} "
+                      "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset").collect()
+            spark.catalog.dropTempView(view)
+            written.append(table)
+    staged = [("versions", PART_TABLES[p], _VERSION_SCHEMAS[p]) for p in PART_KEYS]
+    staged += [("rows", REJECTIONS, REJECTIONS_SCHEMA), ("rows", PROVENANCE, PROVENANCE_SCHEMA)]
+    for kind, table, schema in staged:
+        directory = os.path.join(staging, kind, table)
+        if os.path.isdir(directory):
+            frame = spark.read.schema(from_arrow_schema(schema)).parquet(directory)
+            lake.write(table, frame, create=table not in state.versions)
+            written.append(table)
+    return written
+
+
+def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
+    """Where a replay must start to recompute the temporal image from ``offset`` on: the start of the
+    batch holding ``offset`` (a delta boundary), or the BeginTransactionRecord of a metadata transaction
+    open there (the replay then sees the whole transaction)."""
+    records = lake.table("records", state)
+    holder = (records.where((F.col("offset") <= offset) & (F.col("batch_last_offset") >= offset))
+              .select("batch_base_offset").limit(1).collect())
+    restart = min(offset, holder[0][0]) if holder else offset
+    if PROVENANCE in state.versions:
+        spans = (lake.table(PROVENANCE, state)
+                 .where((F.col("from_offset") <= restart - 1)
+                        & (F.col("to_offset").isNull() | (F.col("to_offset") >= restart)))
+                 .select(F.min("from_offset")).first()[0])
+        if spans is not None:
+            restart = spans
+    return restart
+
+
+def maintain_versions(change: LakeChange) -> list[str]:
+    """The ingest's :data:`~metadata.ingest.Derive` step: bring the temporal image up to the records
+    just written. A lake without versions gets them built from the whole log; otherwise only the new
+    tail is replayed, from the versions current at its restart point (earlier if the ingest added
+    records or a snapshot before the end, or a transaction was open there)."""
+    lake, before, after = change.lake, change.before, change.after
+    has_versions = any(t in before.versions for t in PART_TABLES.values())
+    staging = os.path.join(change.staging, "versions")
+    if not has_versions:
+        if "records" not in after.versions and "snapshots" not in after.versions:
+            return []
+        build_versions(lake, after, staging=staging)
+        return write_versions(lake, after, staging)
+    starts = [s[0] - 1 for s in change.snapshots_added if s[1] >= 0]
+    if change.first_added is not None:
+        starts.append(change.first_added)
+    if not starts:
+        return []
+    restart = restart_point(lake, after, min(starts))
+    touched = rewind(lake, after, restart) if restart <= before.high_water_mark else []
+    if touched:  # later steps read the tables as rewound
+        after.versions.update(lake.current_versions(touched))
+    build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
+    return sorted({*touched, *write_versions(lake, after, staging)})
