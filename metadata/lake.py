@@ -13,12 +13,10 @@ write replaces them), then writes again: repeating or resuming never duplicates 
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Sequence
 from functools import cached_property
 from urllib.parse import unquote
 
-from pydantic import BaseModel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,10 +25,10 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata import version_tables
+from metadata.lake_state import INGESTS, LakeError, LakeState, lake_uri
 from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
-INGESTS = "_ingests"
 
 INGESTS_SCHEMA = T.StructType([
     T.StructField("seq", T.LongType(), False), T.StructField("run_id", T.StringType()),
@@ -54,29 +52,6 @@ def table_schemas() -> dict[str, T.StructType]:
     return {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA,
             **{name: t.schema() for name, t in TYPED_TABLES.items()},
             **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()}}
-
-
-class LakeState(BaseModel):
-    """The newest committed ingest: what readers see."""
-
-    seq: int
-    run_id: str
-    committed_at: dt.datetime
-    inputs: list[str]
-    records_added: int
-    snapshots_added: int
-    high_water_mark: int
-    versions: dict[str, int]
-
-
-class LakeError(RuntimeError):
-    """The lake is missing or not a kraft-replay lake."""
-
-
-def _uri(location: str) -> str:
-    if "://" in location or location.startswith("file:"):
-        return location.rstrip("/")
-    return os.path.abspath(location)
 
 
 def _quoted(path: str) -> str:
@@ -147,7 +122,7 @@ class Lake:
     """A kraft-replay lake at ``location`` (a directory or any URI Spark can write)."""
 
     def __init__(self, location: str, spark: SparkSession | None = None) -> None:
-        self.uri = _uri(location)
+        self.uri = lake_uri(location)
         self._spark = spark
 
     @cached_property

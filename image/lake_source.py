@@ -1,0 +1,87 @@
+"""The temporal image of a lake read in process (a :class:`~image.temporal.TemporalSource`): delta-rs
+and pyarrow, no JVM (:mod:`metadata.lake_files`). Every read prunes files by their statistics on the
+version interval (and the topic, for per-topic questions) before opening them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+
+import pyarrow.compute as pc
+
+from image.errors import ReplayError
+from image.parts import Row
+from image.temporal import RecordPosition, SnapshotId
+from image.versions import Span
+from metadata.lake_files import DataFile, LakeFiles
+from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
+
+
+def visible(offset: int) -> pc.Expression:
+    """Versions visible at ``offset``."""
+    return (pc.field("from_offset") <= offset) & (pc.field("to_offset").is_null() | (pc.field("to_offset") > offset))
+
+
+def may_be_visible(offset: int):
+    """File pruning for :func:`visible`: a file whose versions all start after ``offset`` or all end at
+    or before it holds none."""
+    def keep(f: DataFile) -> bool:
+        return f.may_hold("from_offset", hi=offset) and f.may_hold("to_offset", lo=offset + 1, nulls=True)
+    return keep
+
+
+class ArrowSource:
+    """The lake's temporal image at its committed state, read with pyarrow."""
+
+    def __init__(self, files: LakeFiles) -> None:
+        self.files = files
+
+    def rows_at(self, part: str, offset: int) -> list[Row]:
+        table = self.files.read(PART_TABLES[part], where=visible(offset), prune=may_be_visible(offset))
+        return table.to_pylist(maps_as_pydicts="strict")
+
+    @cached_property
+    def _spans(self) -> list[Span]:
+        rows = self.files.read(PROVENANCE).to_pylist()
+        return [Span(r["from_offset"], r["to_offset"], r["outcome"]) for r in rows]
+
+    def spans(self) -> Sequence[Span]:
+        return self._spans
+
+    @cached_property
+    def _snapshots(self) -> list[SnapshotId]:
+        t = self.files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind",
+                                                   "last_contained_timestamp"])
+        ids = {(r["snapshot_end_offset"], r["snapshot_epoch"]): r for r in t.to_pylist() if r["kind"] == "snapshot"}
+        return sorted(SnapshotId(e, p, r["last_contained_timestamp"] if r["last_contained_timestamp"] is not None
+                                 else -1) for (e, p), r in ids.items())
+
+    def snapshots(self) -> Sequence[SnapshotId]:
+        return self._snapshots
+
+    def record_at_or_before(self, offset: int) -> RecordPosition | None:
+        width = 1
+        while True:  # look back over a widening window: a few row groups of a few files, not the table
+            lo = offset - width + 1 if width < (1 << 62) else None
+            where = pc.field("offset") <= offset
+            if lo is not None:
+                where &= pc.field("offset") >= lo
+            t = self.files.read("records", columns=["offset", "batch_leader_epoch", "timestamp"], where=where,
+                                prune=lambda f, lo=lo: f.may_hold("offset", lo=lo, hi=offset))
+            if t.num_rows:
+                row = t.slice(pc.index(t["offset"], pc.max(t["offset"])).as_py(), 1).to_pylist()[0]
+                return RecordPosition(row["offset"], row["batch_leader_epoch"], row["timestamp"])
+            if lo is None:
+                return None
+            width = width * 1024 if width < (1 << 40) else 1 << 62
+
+    def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
+        log = pc.field("snapshot_end_offset").is_null() & (pc.field("offset") >= first) & (pc.field("offset") <= last)
+        where = log
+        if snapshot is not None:
+            where = log | ((pc.field("snapshot_end_offset") == snapshot.end_offset)
+                           & (pc.field("snapshot_epoch") == snapshot.epoch))
+        rows = self.files.read(REJECTIONS, where=where).to_pylist()
+        rows.sort(key=lambda r: (r["snapshot_end_offset"] is None, r["offset"]))
+        return [ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
+                for r in rows]

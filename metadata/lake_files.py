@@ -1,0 +1,172 @@
+"""The lake read in process, without Spark or a JVM.
+
+delta-rs (the ``deltalake`` package) resolves a table's files at the Delta version the newest ``_ingests``
+row names, with their statistics and deletion vectors; pyarrow reads the files. (Reading through
+deltalake's own pyarrow dataset can abort the interpreter at exit, delta-rs issue 2184; resolving the
+files and reading them with pyarrow does not.) Files are pruned by their statistics before anything is
+read: a question about one offset of a large lake opens a few files.
+
+Any location delta-rs and pyarrow both read works (a local path, ``file:``, object stores with their
+usual environment configuration); :func:`reachable` says whether a location is one this module should
+take rather than Spark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from metadata.lake_state import INGESTS, LakeError, LakeState, lake_uri
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file of a table version: its URI, row count and per-column (min, max, null count)."""
+
+    uri: str
+    rows: int
+    stats: dict[str, tuple[Any, Any, int | None]]
+
+    def may_hold(self, column: str, lo: Any = None, hi: Any = None, nulls: bool = False) -> bool:
+        """Whether the file can hold a row with ``lo <= column <= hi`` (bounds optional), or a null
+        ``column`` when ``nulls``; files without statistics of the column always can."""
+        if column not in self.stats:
+            return True
+        low, high, null_count = self.stats[column]
+        if nulls and (null_count is None or null_count > 0):
+            return True
+        if low is None and high is None:  # every value null
+            return False
+        return (hi is None or low is None or low <= hi) and (lo is None or high is None or high >= lo)
+
+
+def reachable(location: str) -> bool:
+    """A lake on a local path or a ``file:`` URI: read here, no Spark needed."""
+    scheme = urlparse(location).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+class LakeFiles:
+    """A lake's tables at its committed state, read with delta-rs and pyarrow."""
+
+    def __init__(self, location: str) -> None:
+        self.uri = lake_uri(location)
+        self._files: dict[str, tuple[list[DataFile], dict[str, list[bool]]]] = {}
+
+    def path(self, name: str) -> str:
+        return f"{self.uri}/{name}"
+
+    def _table(self, name: str, version: int | None = None):
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+        try:
+            return DeltaTable(self.path(name), version=version)
+        except TableNotFoundError:
+            return None
+
+    @cached_property
+    def _state(self) -> LakeState:
+        ingests = self._table(INGESTS)
+        if ingests is None:
+            raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
+        rows = _read(list(ingests.file_uris()), None).to_pylist()
+        if not rows:
+            raise LakeError(f"lake at {self.uri} has no committed ingest")
+        newest = max(rows, key=lambda r: r["seq"])
+        newest["versions"] = dict(newest["versions"])
+        if isinstance(newest["committed_at"], dt.datetime) and newest["committed_at"].tzinfo is None:
+            newest["committed_at"] = newest["committed_at"].replace(tzinfo=dt.timezone.utc)
+        return LakeState(**newest)
+
+    def state(self) -> LakeState:
+        """The committed state (the newest ``_ingests`` row); :class:`LakeError` if there is no lake."""
+        return self._state
+
+    def has(self, name: str) -> bool:
+        return name in self.state().versions
+
+    def files(self, name: str) -> list[DataFile]:
+        """The data files of table ``name`` at its committed version (none if no ingest wrote it)."""
+        return self._resolved(name)[0]
+
+    def _resolved(self, name: str) -> tuple[list[DataFile], dict[str, list[bool]]]:
+        if name not in self._files:
+            version = self.state().versions.get(name)
+            table = self._table(name, version) if version is not None else None
+            if table is None:
+                self._files[name] = ([], {})
+            else:
+                actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+                root = self.path(name)
+                files = []
+                for a in actions:
+                    columns = {k[4:] for k in a if k.startswith("min.")}
+                    stats = {c: (a.get(f"min.{c}"), a.get(f"max.{c}"), a.get(f"null_count.{c}")) for c in columns}
+                    for c in (k[11:] for k in a if k.startswith("null_count.")):
+                        stats.setdefault(c, (None, None, a[f"null_count.{c}"]))
+                    files.append(DataFile(_join(root, a["path"]), a["num_records"], stats))
+                masks: dict[str, list[bool]] = {}
+                if table.protocol().reader_features and "deletionVectors" in table.protocol().reader_features:
+                    for row in pa.table(table.deletion_vectors()).to_pylist():
+                        masks[_plain(row["filepath"])] = row["selection_vector"]
+                self._files[name] = (files, masks)
+        return self._files[name]
+
+    def read(self, name: str, *, columns: Sequence[str] | None = None, where: pc.Expression | None = None,
+             prune: Callable[[DataFile], bool] | None = None) -> pa.Table:
+        """Rows of table ``name`` at its committed version: files kept by ``prune`` (statistics), rows
+        not deleted (deletion vectors) and matching ``where``; ``columns`` only."""
+        files, masks = self._resolved(name)
+        chosen = [f for f in files if prune is None or prune(f)]
+        schema = _schema(name)
+        if not chosen:
+            if schema is None:
+                schema = ds.dataset([_plain(files[0].uri)], format="parquet").schema if files else pa.schema([])
+            empty = schema.empty_table()
+            return empty.select([c for c in columns if c in empty.column_names]) if columns else empty
+        plain = [f.uri for f in chosen if _plain(f.uri) not in masks]
+        parts = [_read(plain, where, columns, schema)] if plain else []
+        for f in chosen:
+            mask = masks.get(_plain(f.uri))
+            if mask is None:
+                continue
+            table = _read([f.uri], None, None, schema)
+            keep = pa.array(mask + [True] * (table.num_rows - len(mask)))
+            table = table.filter(keep)
+            if where is not None:
+                table = table.filter(where)
+            parts.append(table.select(list(columns)) if columns else table)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _schema(name: str) -> pa.Schema | None:
+    """The Arrow schema the lake's table ``name`` is read with (None: as the files say)."""
+    from metadata.version_tables import table_schemas
+    return table_schemas().get(name)
+
+
+def _read(uris: list[str], where: pc.Expression | None, columns: Sequence[str] | None = None,
+          schema: pa.Schema | None = None) -> pa.Table:
+    dataset = ds.dataset([_plain(u) for u in uris], format="parquet", schema=schema)
+    return dataset.to_table(columns=list(columns) if columns else None, filter=where)
+
+
+def _plain(uri: str) -> str:
+    """A local path for a ``file:`` URI (pyarrow and delta-rs spell them differently)."""
+    return urlparse(uri).path if uri.startswith("file:") else uri
+
+
+def _join(root: str, path: str) -> str:
+    """A data file's location: add actions hold URI-encoded paths relative to the table (or absolute)."""
+    path = unquote(path)
+    return path if "://" in path or path.startswith("/") else f"{root}/{path}"
+

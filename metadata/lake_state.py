@@ -1,0 +1,35 @@
+"""What readers of a lake trust, without Spark: the committed state (the newest ``_ingests`` row) and
+the lake's location."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from pydantic import BaseModel
+
+INGESTS = "_ingests"
+
+
+class LakeState(BaseModel):
+    """The newest committed ingest: what readers see."""
+
+    seq: int
+    run_id: str
+    committed_at: dt.datetime
+    inputs: list[str]
+    records_added: int
+    snapshots_added: int
+    high_water_mark: int
+    versions: dict[str, int]
+
+
+class LakeError(RuntimeError):
+    """The lake is missing or not a kraft-replay lake."""
+
+
+def lake_uri(location: str) -> str:
+    """A lake location as a URI (a local path made absolute)."""
+    if "://" in location or location.startswith("file:"):
+        return location.rstrip("/")
+    return os.path.abspath(location)
