@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from image import parts
 from image.acls import AclsImage
 from image.client_quotas import ClientQuotaEntity, ClientQuotasImage
 from image.cluster import ClusterImage
-from image.configs import ConfigurationsImage
+from image.configs import ConfigResource, ConfigurationsImage
+from image.cow import read_only
 from image.delegation_tokens import DelegationTokenImage
 from image.errors import ReplayError
 from image.features import METADATA_VERSION, FeaturesImage
+from image.partition import PartitionRegistration
+from image.parts import Row
 from image.producer_ids import ProducerIdsImage
 from image.provenance import MetadataProvenance
-from image.scram import SCRAM_MECHANISMS, ScramImage
-from image.topics import TopicsImage
-
-
-def _entity_sort_key(entity: ClientQuotaEntity) -> tuple[tuple[str, tuple[int, str]], ...]:
-    """Entity pairs in type order; a null (default) name sorts before every name."""
-    return tuple((entity_type, (0, "") if name is None else (1, name)) for entity_type, name in entity)
+from image.scram import ScramCredentialData, ScramImage
+from image.topics import TopicImage, TopicsImage
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,54 +64,76 @@ class MetadataImage:
             delegation_tokens=self.delegation_tokens.frozen(),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """The image as the JSON document shared with the CLI, the Spark engine and the Java
-        oracle (shape in image/README.md, model in image/json_schema.py)."""
-        topics = sorted(self.topics.topics_by_id.values(), key=lambda t: (t.name, t.id))
-        partitions = sorted(
-            ((t.name, pid, t.id, p) for t in topics for pid, p in t.partitions.items()),
-            key=lambda row: row[:3],
-        )
-        features = dict(sorted(self.features.finalized_versions.items()))
-        features[METADATA_VERSION] = self.features.metadata_version_level
+    def rows(self) -> dict[str, list[Row]]:
+        """Every part as rows in the field names of the image JSON (unsorted; the hidden
+        ``topicNames`` part included, see :mod:`image.parts`)."""
+        topics = self.topics.topics_by_id.values()
+        features = [parts.feature_row(n, v) for n, v in self.features.finalized_versions.items()]
+        features.append(parts.feature_row(METADATA_VERSION, self.features.metadata_version_level))
         return {
-            "offset": self.provenance.last_contained_offset,
-            "epoch": self.provenance.last_contained_epoch,
-            "timestamp": self.provenance.last_contained_log_time_ms,
-            "topics": [{"name": t.name, "topicId": t.id} for t in topics],
-            "partitions": [p.to_json(name, topic_id, pid) for name, pid, topic_id, p in partitions],
-            "brokers": [b.to_json() for _, b in sorted(self.cluster.brokers.items())],
-            "controllers": [c.to_json() for _, c in sorted(self.cluster.controllers.items())],
-            "configs": [
-                {"resourceType": resource.type, "resourceName": resource.name, "name": key, "value": value}
-                for resource, data in sorted(self.configs.resource_data.items())
-                for key, value in sorted(data.items())
-            ],
+            "topics": [parts.topic_row(t) for t in topics],
+            "partitions": [p.to_json(t.name, t.id, pid) for t in topics for pid, p in t.partitions.items()],
+            "brokers": [b.to_json() for b in self.cluster.brokers.values()],
+            "controllers": [c.to_json() for c in self.cluster.controllers.values()],
+            "configs": [parts.config_row(r, k, v) for r, data in self.configs.resource_data.items()
+                        for k, v in data.items()],
             "features": features,
-            "producerIds": {"nextProducerId": self.producer_ids.next_producer_id},
-            "clientQuotas": [
-                {"entity": dict(entity), "key": key, "value": value}
-                for entity, quotas in sorted(self.client_quotas.entities.items(), key=lambda e: _entity_sort_key(e[0]))
-                for key, value in sorted(quotas.items())
-            ],
-            "acls": [acl.to_json(acl_id) for acl_id, acl in sorted(self.acls.acls.items())],
-            "scram": sorted(
-                (
-                    {
-                        "mechanism": SCRAM_MECHANISMS[mechanism],
-                        "name": user,
-                        "salt": credential.salt,
-                        "storedKey": credential.stored_key,
-                        "serverKey": credential.server_key,
-                        "iterations": credential.iterations,
-                    }
-                    for mechanism, users in self.scram.mechanisms.items()
-                    for user, credential in users.items()
-                ),
-                key=lambda row: (row["mechanism"], row["name"]),
-            ),
-            "delegationTokens": [t.to_json() for _, t in sorted(self.delegation_tokens.tokens.items())],
+            "producerIds": [parts.producer_ids_row(self.producer_ids.next_producer_id)],
+            "clientQuotas": [parts.quota_row(e, k, v) for e, quotas in self.client_quotas.entities.items()
+                             for k, v in quotas.items()],
+            "acls": [acl.to_json(acl_id) for acl_id, acl in self.acls.acls.items()],
+            "scram": [parts.scram_row(m, u, c) for m, users in self.scram.mechanisms.items()
+                      for u, c in users.items()],
+            "delegationTokens": [t.to_json() for t in self.delegation_tokens.tokens.values()],
+            "topicNames": [parts.topic_name_row(n, t.id) for n, t in self.topics.topics_by_name.items()],
         }
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Iterable[Row]], provenance: MetadataProvenance) -> MetadataImage:
+        """The image whose :meth:`rows` are ``rows``: exact for every replay rule (what the rows do not
+        keep, the ZooKeeper migration state and Java object identities, no rule reads back)."""
+        partitions: dict[str, dict[int, PartitionRegistration]] = {}
+        for r in rows.get("partitions", ()):
+            partitions.setdefault(r["topicId"], {})[r["partitionId"]] = parts.partition(r)
+        by_id = {r["topicId"]: TopicImage(r["name"], r["topicId"], read_only(partitions.get(r["topicId"], {})))
+                 for r in rows.get("topics", ())}
+        # only the id of a name-index entry is ever read back (image.parts)
+        by_name = {r["name"]: by_id.get(r["topicId"]) or TopicImage(r["name"], r["topicId"])
+                   for r in rows.get("topicNames", ())}
+        features = {r["name"]: r["level"] for r in rows.get("features", ())}
+        metadata_version = features.pop(METADATA_VERSION, FeaturesImage.EMPTY.metadata_version_level)
+        configs: dict[ConfigResource, dict[str, str]] = {}
+        for r in rows.get("configs", ()):
+            configs.setdefault(ConfigResource(r["resourceType"], r["resourceName"]), {})[r["name"]] = r["value"]
+        quotas: dict[ClientQuotaEntity, dict[str, float]] = {}
+        for r in rows.get("clientQuotas", ()):
+            quotas.setdefault(parts.quota_entity_key(r["entity"]), {})[r["key"]] = r["value"]
+        scram: dict[int, dict[str, ScramCredentialData]] = {}
+        for r in rows.get("scram", ()):
+            mechanism, user, credential = parts.scram_credential(r)
+            scram.setdefault(mechanism, {})[user] = credential
+        producer = list(rows.get("producerIds", ()))
+        return cls(
+            provenance=provenance,
+            features=FeaturesImage(read_only(features), metadata_version),
+            cluster=ClusterImage(read_only({r["brokerId"]: parts.broker(r) for r in rows.get("brokers", ())}),
+                                 read_only({r["controllerId"]: parts.controller(r)
+                                            for r in rows.get("controllers", ())})),
+            topics=TopicsImage(read_only(by_id), read_only(by_name)),
+            configs=ConfigurationsImage(read_only({k: read_only(v) for k, v in configs.items()})),
+            client_quotas=ClientQuotasImage(read_only({k: read_only(v) for k, v in quotas.items()})),
+            producer_ids=ProducerIdsImage(producer[0]["nextProducerId"] if producer else -1),
+            acls=AclsImage(read_only({r["id"]: parts.acl(r) for r in rows.get("acls", ())})),
+            scram=ScramImage(read_only({k: read_only(v) for k, v in scram.items()})),
+            delegation_tokens=DelegationTokenImage(read_only({r["tokenId"]: parts.delegation_token(r)
+                                                              for r in rows.get("delegationTokens", ())})),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The image JSON document (``image/README.md``), assembled by :func:`image.parts.assemble`."""
+        p = self.provenance
+        return parts.assemble(self.rows(), p.last_contained_offset, p.last_contained_epoch,
+                              p.last_contained_log_time_ms)
 
 
 MetadataImage.EMPTY = MetadataImage()

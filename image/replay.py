@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import chain
-from typing import NamedTuple
 
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.loader import DeltaCollector, MetadataLoader
-from metadata.log import LogRecord
+from metadata.log import LogRecord, Snapshot
 
 
-class SnapshotSource(NamedTuple):
-    """A snapshot to start from: its records (header/footer control records included or not),
-    its id (end offset = last contained offset + 1, epoch) and the SnapshotHeader's
-    LastContainedLogTimestamp (None = read it from the SNAPSHOT_HEADER record)."""
-
-    records: Iterable[LogRecord]
-    end_offset: int
-    epoch: int
-    last_contained_timestamp: int | None = None
+SnapshotSource = Snapshot
+"""A snapshot to start from (:class:`metadata.log.Snapshot`)."""
 
 
 SnapshotArg = SnapshotSource | tuple[Iterable[LogRecord], int, int] | tuple[Iterable[LogRecord], int, int, int]

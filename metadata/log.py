@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +36,14 @@ class LogRecord:
     @property
     def is_control(self) -> bool:
         return self.control_type is not None
+
+
+class Snapshot(NamedTuple):
+    """A snapshot (``*.checkpoint``): its records in file order (``offset`` = position in the file,
+    control records included or not), its id (end offset = last contained offset + 1, epoch) and
+    the SnapshotHeader's LastContainedLogTimestamp (None = read it from the SNAPSHOT_HEADER record)."""
+
+    records: Sequence[LogRecord]
+    end_offset: int
+    epoch: int
+    last_contained_timestamp: int | None = None

@@ -29,7 +29,7 @@ from metadata.codec.batch import (_PREFIX, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_
 from metadata.codec.message import json_text
 from metadata.codec.records import decode_control_record, decode_metadata_value, read_frame
 from metadata.errors import DecodeError, UnknownRecordError
-from metadata.log import LogRecord
+from metadata.log import LogRecord, Snapshot
 from metadata.schema import metadata_specs, record_type_name
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
@@ -581,6 +581,21 @@ def read_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -
     options = options or ReadOptions()
     return [to_log_record(row, f.path) for f in discover(path)
             for section, row in iter_file_rows(f, [], options) if section == "log"]
+
+
+def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
+    """The snapshots (``*.checkpoint`` files, not ``bootstrap.checkpoint``) under ``path`` with their
+    records, read without Spark, in the order of their ids."""
+    options = options or ReadOptions()
+    out = []
+    for f in discover(path):
+        if f.kind is not InputKind.SNAPSHOT or f.end_offset is None or f.epoch is None:
+            continue
+        records = [to_log_record(row, f.path) for _, row in iter_file_rows(f, [], options)]
+        header = next((r for r in records if r.control_type == "SNAPSHOT_HEADER"), None)
+        timestamp = header.data["lastContainedLogTimestamp"] if header is not None else -1
+        out.append(Snapshot(records, f.end_offset, f.epoch, timestamp))
+    return sorted(out, key=lambda s: (s.end_offset, s.epoch))
 
 
 def decode_path(path: str | os.PathLike[str], options: ReadOptions | None = None) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,184 @@
+"""The image as rows: one row per key of each part, in the field names of the image JSON.
+
+This is the one place that turns image objects into the rows of the image JSON (``image/README.md``),
+turns such rows back into image objects, and assembles rows into the JSON document. The reference
+engine (``MetadataImage.to_json``), the temporal image (every key's versions, :mod:`image.versions`)
+and every read path share it, so an image has one JSON form whichever way it was computed.
+
+``topicNames`` is a hidden part: Kafka's ``TopicsImage.topicsByName`` index (name → topic id). It
+normally mirrors ``topics``, but a TopicRecord that re-declares a topic id under another name leaves the
+old name in the index (Kafka's quirk), and later replay (name collisions, ClearElr by name) sees it.
+It is kept so that a replay can resume from rows exactly; it is not part of the JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from image.acls import StandardAcl
+from image.client_quotas import ClientQuotaEntity
+from image.cluster import BrokerRegistration, ControllerRegistration, Endpoint, VersionRange
+from image.configs import ConfigResource
+from image.delegation_tokens import DelegationTokenData
+from image.partition import PartitionRegistration
+from image.scram import SCRAM_MECHANISMS, ScramCredentialData
+from image.topics import TopicImage
+
+Row = dict[str, Any]
+
+PART_KEYS: dict[str, tuple[str, ...]] = {
+    "topics": ("topicId",),
+    "partitions": ("topicId", "partitionId"),
+    "brokers": ("brokerId",),
+    "controllers": ("controllerId",),
+    "configs": ("resourceType", "resourceName", "name"),
+    "features": ("name",),
+    "producerIds": (),
+    "clientQuotas": ("entity", "key"),
+    "acls": ("id",),
+    "scram": ("mechanism", "name"),
+    "delegationTokens": ("tokenId",),
+    "topicNames": ("name",),
+}
+"""Key columns of every part (``topicNames`` is hidden, see the module doc)."""
+
+JSON_PARTS = tuple(p for p in PART_KEYS if p != "topicNames")
+"""The parts of the image JSON, in its order."""
+
+MECHANISM_CODES = {name: code for code, name in SCRAM_MECHANISMS.items()}
+
+
+def _entity_sort(entity: Mapping[str, str | None]) -> tuple[tuple[str, tuple[int, str]], ...]:
+    """Entity pairs in type order; a null (default) name sorts before every name."""
+    return tuple((k, (0, "") if v is None else (1, v)) for k, v in sorted(entity.items()))
+
+
+SORT_KEYS: dict[str, Callable[[Row], Any]] = {
+    "topics": lambda r: (r["name"], r["topicId"]),
+    "partitions": lambda r: (r["topic"], r["partitionId"], r["topicId"]),
+    "brokers": lambda r: r["brokerId"],
+    "controllers": lambda r: r["controllerId"],
+    "configs": lambda r: (r["resourceType"], r["resourceName"], r["name"]),
+    "clientQuotas": lambda r: (_entity_sort(r["entity"]), r["key"]),
+    "acls": lambda r: r["id"],
+    "scram": lambda r: (r["mechanism"], r["name"]),
+    "delegationTokens": lambda r: r["tokenId"],
+}
+"""The documented order of each list of the image JSON."""
+
+
+def row_key(part: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key of ``row`` in ``part`` (a clientQuotas entity as its sorted (type, name) pairs)."""
+    if part == "clientQuotas":
+        return tuple(sorted(row["entity"].items())), row["key"]
+    return tuple(row[k] for k in PART_KEYS[part])
+
+
+# --- rows of image objects ------------------------------------------------------------------------
+
+def topic_row(topic: TopicImage) -> Row:
+    return {"name": topic.name, "topicId": topic.id}
+
+
+def config_row(resource: ConfigResource, name: str, value: str) -> Row:
+    return {"resourceType": resource.type, "resourceName": resource.name, "name": name, "value": value}
+
+
+def feature_row(name: str, level: int) -> Row:
+    return {"name": name, "level": level}
+
+
+def producer_ids_row(next_producer_id: int) -> Row:
+    return {"nextProducerId": next_producer_id}
+
+
+def quota_row(entity: ClientQuotaEntity, key: str, value: float) -> Row:
+    return {"entity": dict(entity), "key": key, "value": value}
+
+
+def scram_row(mechanism: int, name: str, credential: ScramCredentialData) -> Row:
+    return {"mechanism": SCRAM_MECHANISMS[mechanism], "name": name, "salt": credential.salt,
+            "storedKey": credential.stored_key, "serverKey": credential.server_key,
+            "iterations": credential.iterations}
+
+
+def topic_name_row(name: str, topic_id: str) -> Row:
+    return {"name": name, "topicId": topic_id}
+
+
+def assemble(rows: Mapping[str, Iterable[Row]], offset: int, epoch: int, timestamp: int) -> dict[str, Any]:
+    """The image JSON from rows (any order) and provenance: every list in its documented order,
+    nested ``endPoints`` / ``features`` by name, ``features`` as a name → level map sorted by name."""
+    doc: dict[str, Any] = {"offset": offset, "epoch": epoch, "timestamp": timestamp}
+    for part in JSON_PARTS:
+        part_rows = list(rows.get(part, ()))
+        if part == "features":
+            doc[part] = dict(sorted((r["name"], r["level"]) for r in part_rows))
+        elif part == "producerIds":
+            doc[part] = dict(part_rows[0]) if part_rows else producer_ids_row(-1)
+        else:
+            if part in ("brokers", "controllers"):
+                part_rows = [{**r, "endPoints": sorted(r["endPoints"], key=_by_name),
+                              "features": sorted(r["features"], key=_by_name)} for r in part_rows]
+            doc[part] = sorted(part_rows, key=SORT_KEYS[part])
+    return doc
+
+
+def _by_name(entry: Mapping[str, Any]) -> str:
+    return entry["name"]
+
+
+# --- image objects from rows ----------------------------------------------------------------------
+
+def partition(row: Row) -> PartitionRegistration:
+    return PartitionRegistration(
+        replicas=tuple(row["replicas"]), directories=tuple(row["directories"]), isr=tuple(row["isr"]),
+        removing_replicas=tuple(row["removingReplicas"]), adding_replicas=tuple(row["addingReplicas"]),
+        elr=tuple(row["eligibleLeaderReplicas"]), last_known_elr=tuple(row["lastKnownElr"]),
+        leader=row["leader"], leader_recovery_state=row["leaderRecoveryState"], leader_epoch=row["leaderEpoch"],
+        partition_epoch=row["partitionEpoch"])
+
+
+def _endpoints(rows: Iterable[Row]) -> tuple[Endpoint, ...]:
+    return tuple(Endpoint(e["name"], e["host"], e["port"], e["securityProtocol"]) for e in sorted(rows, key=_by_name))
+
+
+def _ranges(rows: Iterable[Row]) -> tuple[VersionRange, ...]:
+    return tuple(VersionRange(f["name"], f["minSupportedVersion"], f["maxSupportedVersion"])
+                 for f in sorted(rows, key=_by_name))
+
+
+def broker(row: Row) -> BrokerRegistration:
+    return BrokerRegistration(
+        id=row["brokerId"], epoch=row["brokerEpoch"], incarnation_id=row["incarnationId"],
+        listeners=_endpoints(row["endPoints"]), supported_features=_ranges(row["features"]), rack=row["rack"],
+        fenced=row["fenced"], in_controlled_shutdown=row["inControlledShutdown"],
+        is_migrating_zk_broker=row["isMigratingZkBroker"], directories=tuple(row["logDirs"]))
+
+
+def controller(row: Row) -> ControllerRegistration:
+    return ControllerRegistration(
+        id=row["controllerId"], incarnation_id=row["incarnationId"], zk_migration_ready=row["zkMigrationReady"],
+        listeners=_endpoints(row["endPoints"]), supported_features=_ranges(row["features"]))
+
+
+def acl(row: Row) -> StandardAcl:
+    return StandardAcl(row["resourceType"], row["resourceName"], row["patternType"], row["principal"], row["host"],
+                       row["operation"], row["permissionType"])
+
+
+def scram_credential(row: Row) -> tuple[int, str, ScramCredentialData]:
+    """(mechanism code, user name, credential) of a ``scram`` row."""
+    return (MECHANISM_CODES[row["mechanism"]], row["name"],
+            ScramCredentialData(row["salt"], row["storedKey"], row["serverKey"], row["iterations"]))
+
+
+def delegation_token(row: Row) -> DelegationTokenData:
+    return DelegationTokenData(row["tokenId"], row["owner"], row["requester"], tuple(row["renewers"]),
+                               row["issueTimestamp"], row["maxTimestamp"], row["expirationTimestamp"])
+
+
+def quota_entity_key(entity: Mapping[str, str | None]) -> ClientQuotaEntity:
+    """The image's entity key of a row's ``entity`` map."""
+    return tuple(sorted(entity.items()))

@@ -1,0 +1,533 @@
+"""The temporal image: every key's versions, recorded while the reference engine replays a log.
+
+A *version* of a key (a partition, a broker, a config key, ... — the rows of :mod:`image.parts`) is
+its row together with ``from_offset``, the first offset X at which ``replay_to(log, X)`` shows it,
+``to_offset``, the first offset at which it no longer does (the next version or the key's removal;
+None while current), and ``from_time``, the append time of the batch that made it visible. The
+image at X is then, per part, the rows with ``from_offset <= X < to_offset``: a filter, not a replay.
+
+:class:`VersionRecorder` is the reference engine's own :class:`~image.loader.MetadataLoader`, so the
+versions follow Kafka's loader exactly — one delta per batch, metadata transactions (a committed
+transaction's records become visible at its EndTransactionRecord, aborted and open ones never),
+Kafka's delta-boundary quirks — and after every record it compares only the keys that record can
+change (:func:`candidates`) with their current versions. A stored snapshot is loaded as the reference
+engine loads it: at its last contained offset the image becomes the snapshot's (loaded onto the empty
+image) and every key is compared.
+
+The recorder also reports the records the replay rejects (it always replays leniently; a strict
+read raises the first rejection it sees) and the *visibility spans* of metadata transactions: while a
+transaction is open the image is the one just before its BeginTransactionRecord, which is what the
+provenance of an image inside a span follows (see :func:`provenance_at`).
+
+The same recorder runs sequentially here (``--log``, tests) and per shard inside the Spark build
+(:mod:`image.sharding`): a shard sees its keys' records, every transaction marker and every snapshot
+boundary, so its versions are exactly those of one sequential replay.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from image import parts
+from image.configs import RESOURCE_TYPES, ConfigResource
+from image.delta import MetadataDelta
+from image.errors import ReplayError
+from image.features import METADATA_VERSION
+from image.image import MetadataImage
+from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, MetadataLoader
+from image.parts import PART_KEYS, Row, row_key
+from image.provenance import MetadataProvenance
+from image.scram import scram_mechanism
+from metadata.log import LogRecord, Snapshot
+
+Key = tuple[Any, ...]
+
+COMMITTED, ABORTED, SUPERSEDED = "committed", "aborted", "superseded"
+"""How a visibility span ended: End, Abort, or a snapshot loaded while the transaction was open."""
+
+
+class Span(NamedTuple):
+    """A metadata transaction as the loader saw it: records at offsets in [begin, end) show the image
+    of offset ``begin - 1``; ``end`` is None while the transaction is open."""
+
+    begin: int
+    end: int | None
+    outcome: str | None
+
+
+class Rejection(NamedTuple):
+    """A record the replay rejected; ``snapshot`` = (end offset, epoch) for a snapshot's record."""
+
+    error: ReplayError
+    snapshot: tuple[int, int] | None
+
+
+class VersionSink(Protocol):
+    """Where a recorder writes what it finds."""
+
+    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+        """A version recorded by this recorder (closed, or open at the end: ``to_offset`` None)."""
+
+    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+        """A version the recorder started from (a stored one) ends at ``to_offset``."""
+
+    def rejection(self, rejection: Rejection) -> None: ...
+
+    def span(self, span: Span) -> None: ...
+
+
+@dataclass
+class VersionLog:
+    """A :class:`VersionSink` that keeps everything in lists (tests, ``--log``, small logs)."""
+
+    versions: dict[str, list[Row]] = field(default_factory=lambda: {p: [] for p in PART_KEYS})
+    closings: dict[str, list[Row]] = field(default_factory=lambda: {p: [] for p in PART_KEYS})
+    rejections: list[Rejection] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+
+    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+        self.versions[part].append({**row, "from_offset": from_offset, "to_offset": to_offset,
+                                    "from_time": from_time})
+
+    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+        self.closings[part].append({**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset,
+                                    "to_offset": to_offset})
+
+    def rejection(self, rejection: Rejection) -> None:
+        self.rejections.append(rejection)
+
+    def span(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+@dataclass(slots=True)
+class Version:
+    """The current version of a key: its row, where it became visible, and whether it was given
+    (``stored``: read from the lake as the recorder's starting point) or recorded here."""
+
+    row: Row
+    from_offset: int
+    from_time: int
+    stored: bool = False
+
+
+# --- what a record can change ---------------------------------------------------------------------
+
+_BROKER_RECORDS = {"REGISTER_BROKER_RECORD": "brokerId", "UNREGISTER_BROKER_RECORD": "brokerId",
+                   "FENCE_BROKER_RECORD": "id", "UNFENCE_BROKER_RECORD": "id",
+                   "BROKER_REGISTRATION_CHANGE_RECORD": "brokerId"}
+_SIMPLE = {"REGISTER_CONTROLLER_RECORD": ("controllers", "controllerId"),
+           "ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"), "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
+           "DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
+           "REMOVE_DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
+           "FEATURE_LEVEL_RECORD": ("features", "name")}
+
+Candidate = tuple[str, Key]
+"""(part, key), or a wide candidate: ``("partitions*", (topic id,))`` every partition of a topic,
+``("configs*", (resource type, resource name))`` every key of a config resource, ``("partitions*", ())``
+every partition."""
+
+
+def candidates(record: LogRecord, image: MetadataImage, delta: MetadataDelta | None) -> list[Candidate]:
+    """The keys whose visible row ``record`` can change, computed before it is replayed (a removal
+    needs the name the topic has now). Over-approximation is harmless: only real changes are kept."""
+    kind, data = record.type, record.data
+    if kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+        return [("partitions", (data["topicId"], data["partitionId"]))]
+    if kind in _BROKER_RECORDS:
+        return [("brokers", (data[_BROKER_RECORDS[kind]],))]
+    if kind in _SIMPLE:
+        part, field_name = _SIMPLE[kind]
+        return [(part, (data[field_name],))]
+    if kind == "CONFIG_RECORD":
+        resource_type = RESOURCE_TYPES.get(data["resourceType"], "UNKNOWN")
+        return [("configs", (resource_type, data["resourceName"], data["name"]))]
+    if kind == "TOPIC_RECORD":
+        return [("topics", (data["topicId"],)), ("partitions*", (data["topicId"],))]
+    if kind == "REMOVE_TOPIC_RECORD":
+        topic_id = data["topicId"]
+        out: list[Candidate] = [("topics", (topic_id,)), ("partitions*", (topic_id,))]
+        current = _topic(image, delta, topic_id)
+        if current is not None:
+            out.append(("configs*", ("TOPIC", current["name"])))
+        return out
+    if kind == "CLEAR_ELR_RECORD":
+        name = data.get("topicName", "")
+        if not name:
+            return [("partitions*", ())]
+        ids = {t.id for t in (image.topics.topics_by_name.get(name),) if t is not None}
+        if delta is not None and delta.topics_delta is not None and name in delta.topics_delta.created_topics:
+            ids.add(delta.topics_delta.created_topics[name])
+        return [("partitions*", (topic_id,)) for topic_id in ids]
+    if kind == "PRODUCER_IDS_RECORD":
+        return [("producerIds", ())]
+    if kind == "CLIENT_QUOTA_RECORD":
+        entity = parts.quota_entity_key({e["entityType"]: e["entityName"] for e in data["entity"]})
+        return [("clientQuotas", (entity, data["key"]))]
+    if kind in ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"):
+        mechanism = parts.SCRAM_MECHANISMS[scram_mechanism(data["mechanism"])]
+        return [("scram", (mechanism, data["name"]))]
+    return []  # NoOps, ZK migration state, unknown types (rejected): nothing visible changes
+
+
+# --- the visible row of a key: the base image overlaid with the open delta ------------------------
+
+def _topic(image: MetadataImage, delta: MetadataDelta | None, topic_id: str) -> Row | None:
+    td = delta.topics_delta if delta is not None else None
+    if td is not None:
+        changed = td.changed_topics.get(topic_id)
+        if changed is not None:
+            return parts.topic_row(changed.image)
+        if topic_id in td.deleted_topic_ids:
+            return None
+    topic = image.topics.topics_by_id.get(topic_id)
+    return parts.topic_row(topic) if topic is not None else None
+
+
+def _partition(image: MetadataImage, delta: MetadataDelta | None, topic_id: str, partition_id: int) -> Row | None:
+    td = delta.topics_delta if delta is not None else None
+    if td is not None:
+        changed = td.changed_topics.get(topic_id)
+        if changed is not None:
+            p = changed.partition_changes.get(partition_id) or changed.image.partitions.get(partition_id)
+            return p.to_json(changed.name, topic_id, partition_id) if p is not None else None
+        if topic_id in td.deleted_topic_ids:
+            return None
+    topic = image.topics.topics_by_id.get(topic_id)
+    p = topic.partitions.get(partition_id) if topic is not None else None
+    return p.to_json(topic.name, topic_id, partition_id) if p is not None else None  # type: ignore[union-attr]
+
+
+def _partition_ids(image: MetadataImage, delta: MetadataDelta | None, topic_id: str) -> set[int]:
+    """Partition ids of the topic as visible now (its base partitions plus this delta's)."""
+    td = delta.topics_delta if delta is not None else None
+    if td is not None:
+        changed = td.changed_topics.get(topic_id)
+        if changed is not None:
+            return set(changed.image.partitions) | set(changed.partition_changes)
+        if topic_id in td.deleted_topic_ids:
+            return set()
+    topic = image.topics.topics_by_id.get(topic_id)
+    return set(topic.partitions) if topic is not None else set()
+
+
+def _overlay(changes: Mapping[Any, Mapping[Any, Any]] | None, base: Mapping[Any, Mapping[Any, Any]],
+             outer: Any, inner: Any) -> Any:
+    """A two-level delta lookup: the delta's change if it has one (None = removed), else the base."""
+    if changes is not None and outer in changes and inner in changes[outer]:
+        return changes[outer][inner]
+    return base.get(outer, {}).get(inner)
+
+
+def visible_row(part: str, key: Key, image: MetadataImage, delta: MetadataDelta | None) -> Row | None:
+    """The row of ``key`` in ``part`` in the image the loader would publish now (``delta`` applied
+    to ``image``), or None if the key is absent — what ``delta.apply()`` gives for that one key."""
+    if part == "partitions":
+        return _partition(image, delta, key[0], key[1])
+    if part == "topics":
+        return _topic(image, delta, key[0])
+    if part == "brokers":
+        cd = delta.cluster_delta if delta is not None else None
+        b = cd.broker(key[0]) if cd is not None else image.cluster.brokers.get(key[0])
+        return b.to_json() if b is not None else None
+    if part == "controllers":
+        cd = delta.cluster_delta if delta is not None else None
+        if cd is not None and key[0] in cd.changed_controllers:
+            c = cd.changed_controllers[key[0]]
+        else:
+            c = image.cluster.controllers.get(key[0])
+        return c.to_json() if c is not None else None
+    if part == "configs":
+        resource = ConfigResource(key[0], key[1])
+        cfd = delta.configs_delta if delta is not None else None
+        value = _overlay(cfd.changes if cfd is not None else None, image.configs.resource_data, resource, key[2])
+        return parts.config_row(resource, key[2], value) if value is not None else None
+    if part == "features":
+        fd = delta.features_delta if delta is not None else None
+        if key[0] == METADATA_VERSION:
+            change = fd.metadata_version_change if fd is not None else None
+            return parts.feature_row(METADATA_VERSION, image.features.metadata_version_level
+                                     if change is None else change)
+        if fd is not None and key[0] in fd.changes:
+            level = fd.changes[key[0]]
+        else:
+            level = image.features.finalized_versions.get(key[0])
+        return parts.feature_row(key[0], level) if level is not None else None
+    if part == "producerIds":
+        pd = delta.producer_ids_delta if delta is not None else None
+        return parts.producer_ids_row(pd.next_producer_id if pd is not None else image.producer_ids.next_producer_id)
+    if part == "clientQuotas":
+        qd = delta.client_quotas_delta if delta is not None else None
+        value = _overlay(qd.changes if qd is not None else None, image.client_quotas.entities, key[0], key[1])
+        return parts.quota_row(key[0], key[1], value) if value is not None else None
+    if part == "acls":
+        ad = delta.acls_delta if delta is not None else None
+        a = ad.changes[key[0]] if ad is not None and key[0] in ad.changes else image.acls.acls.get(key[0])
+        return a.to_json(key[0]) if a is not None else None
+    if part == "scram":
+        sd = delta.scram_delta if delta is not None else None
+        code = parts.MECHANISM_CODES[key[0]]
+        credential = _overlay(sd.changes if sd is not None else None, image.scram.mechanisms, code, key[1])
+        return parts.scram_row(code, key[1], credential) if credential is not None else None
+    if part == "delegationTokens":
+        dd = delta.delegation_token_delta if delta is not None else None
+        t = dd.changes[key[0]] if dd is not None and key[0] in dd.changes else image.delegation_tokens.tokens.get(key[0])
+        return t.to_json() if t is not None else None
+    raise ValueError(f"no visible row for part {part!r}")
+
+
+# --- the recorder ---------------------------------------------------------------------------------
+
+class VersionRecorder(MetadataLoader):
+    """The batch loader, recording every key's versions into ``sink`` (always lenient: rejected
+    records are reported to the sink and skipped, as Kafka's fault handler does).
+
+    ``stored`` (part → key → row, with ``from_offset`` / ``from_time``) are the current versions to
+    start from, e.g. the open rows of a lake; the recorder then starts at ``image`` (built from them)
+    positioned after ``start_offset``, which must be a delta boundary outside any transaction.
+    Without ``stored`` it starts from the empty image.
+    """
+
+    def __init__(self, sink: VersionSink, image: MetadataImage = MetadataImage.EMPTY,
+                 stored: Mapping[str, Iterable[Row]] | None = None, *, emit_spans: bool = True) -> None:
+        super().__init__(image, lenient=True)
+        self.sink = sink
+        self.emit_spans = emit_spans
+        self.open: dict[str, dict[Key, Version]] = {p: {} for p in PART_KEYS}
+        self._partitions_by_topic: dict[str, set[int]] = {}
+        self._configs_by_resource: dict[tuple[str, str], set[str]] = {}
+        self._txn_candidates: list[Candidate] = []
+        self._begin: int | None = None
+        if stored is None:
+            for part, rows in image.rows().items():
+                for row in rows:
+                    self._add(part, row_key(part, row), Version(row, -1, -1))
+        else:
+            for part, rows in stored.items():
+                for row in rows:
+                    state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
+                    self._add(part, row_key(part, state), Version(state, row["from_offset"], row["from_time"],
+                                                                  stored=True))
+
+    # bookkeeping of the current versions
+    def _add(self, part: str, key: Key, version: Version) -> None:
+        self.open[part][key] = version
+        if part == "partitions":
+            self._partitions_by_topic.setdefault(key[0], set()).add(key[1])
+        elif part == "configs":
+            self._configs_by_resource.setdefault(key[:2], set()).add(key[2])
+
+    def _remove(self, part: str, key: Key) -> None:
+        del self.open[part][key]
+        if part == "partitions":
+            self._partitions_by_topic[key[0]].discard(key[1])
+        elif part == "configs":
+            self._configs_by_resource[key[:2]].discard(key[2])
+
+    def _end(self, part: str, version: Version, to_offset: int) -> None:
+        if version.stored:
+            self.sink.close(part, version.row, version.from_offset, to_offset)
+        else:
+            self.sink.version(part, version.row, version.from_offset, to_offset, version.from_time)
+
+    def _set(self, part: str, key: Key, row: Row | None, offset: int, time: int) -> None:
+        """The row of ``key`` as visible from ``offset`` on (None: absent)."""
+        current = self.open[part].get(key)
+        if current is not None:
+            if current.row == row:
+                return
+            if current.from_offset == offset and not current.stored:  # changed again at the same offset
+                if row is None:
+                    self._remove(part, key)
+                else:
+                    current.row = row
+                return
+            self._end(part, current, offset)
+            self._remove(part, key)
+        if row is not None:
+            self._add(part, key, Version(row, offset, time))
+
+    def _expand(self, candidate: Candidate) -> Iterator[tuple[str, Key]]:
+        part, key = candidate
+        if part == "partitions*":
+            topic_ids = [key[0]] if key else list(self._all_topic_ids())
+            for topic_id in topic_ids:
+                ids = self._partitions_by_topic.get(topic_id, set()) | _partition_ids(self._image, self._delta,
+                                                                                      topic_id)
+                for partition_id in ids:
+                    yield "partitions", (topic_id, partition_id)
+        elif part == "configs*":
+            names = set(self._configs_by_resource.get(key, ()))
+            resource = ConfigResource(*key)
+            names.update(self._image.configs.resource_data.get(resource, {}))
+            cfd = self._delta.configs_delta if self._delta is not None else None
+            if cfd is not None:
+                names.update(cfd.changes.get(resource, {}))
+            for name in names:
+                yield "configs", (*key, name)
+        else:
+            yield part, key
+
+    def _all_topic_ids(self) -> set[str]:
+        ids = set(self._partitions_by_topic) | set(self._image.topics.topics_by_id)
+        if self._delta is not None and self._delta.topics_delta is not None:
+            ids |= set(self._delta.topics_delta.changed_topics)
+        return ids
+
+    def _record(self, found: Iterable[Candidate], offset: int, time: int) -> None:
+        """Compare the candidates' visible rows with their current versions, as of ``offset``."""
+        for candidate in found:
+            for part, key in self._expand(candidate):
+                self._set(part, key, visible_row(part, key, self._image, self._delta), offset, time)
+
+    # loader hooks
+    def _replay_data(self, record: LogRecord, index: int) -> None:
+        kind = record.type
+        if kind in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
+            was_open = self.in_transaction
+            super()._replay_data(record, index)
+            if not was_open and self.in_transaction:
+                self._begin = record.offset
+            elif was_open and not self.in_transaction:
+                committed = kind == END_TRANSACTION
+                found, self._txn_candidates = self._txn_candidates, []
+                if committed:
+                    self._record(found, record.offset, self._last_time)
+                self._end_span(record.offset, COMMITTED if committed else ABORTED)
+            return
+        found = candidates(record, self._image, self._delta)
+        super()._replay_data(record, index)
+        if self.in_transaction:
+            self._txn_candidates.extend(found)
+        else:
+            self._record(found, record.offset, self._last_time)
+
+    def _end_span(self, end: int | None, outcome: str | None) -> None:
+        assert self._begin is not None
+        if self.emit_spans:
+            self.sink.span(Span(self._begin, end, outcome))
+        self._begin = None
+
+    def _publish(self, provenance: MetadataProvenance) -> None:
+        delta = self._delta
+        names: set[str] = set()
+        if delta is not None and delta.topics_delta is not None:
+            td = delta.topics_delta
+            names = {d.name for d in td.changed_topics.values()}
+            names.update(td.image.topics_by_id[topic_id].name for topic_id in td.deleted_topic_ids)
+        super()._publish(provenance)
+        by_name = self._image.topics.topics_by_name
+        for name in names:  # the name index changes only when a delta is applied (image.parts)
+            topic = by_name.get(name)
+            self._set("topicNames", (name,), parts.topic_name_row(name, topic.id) if topic is not None else None,
+                      provenance.last_contained_offset, provenance.last_contained_log_time_ms)
+
+    def _fail(self, error: ReplayError) -> None:
+        super()._fail(error)
+        if self.emit_spans or error.record_type not in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
+            self.sink.rejection(Rejection(error, None))
+
+    def load_snapshot(self, records: Iterable[LogRecord], end_offset: int, epoch: int,
+                      last_contained_timestamp: int | None = None) -> MetadataDelta:
+        """Load a snapshot as the reference engine does (onto the empty image); every key is compared."""
+        fresh = MetadataLoader(MetadataImage.EMPTY, lenient=True)
+        delta = fresh.load_snapshot(records, end_offset, epoch, last_contained_timestamp)
+        for error in fresh.errors:
+            self.sink.rejection(Rejection(error, (end_offset, epoch)))
+        if self.in_transaction:
+            self._txn_candidates = []
+            self._end_span(end_offset - 1, SUPERSEDED)
+        self._image, self._delta = fresh.image(), None
+        self._reset(self._image.provenance)
+        offset, time = end_offset - 1, self._image.provenance.last_contained_log_time_ms
+        rows = self._image.rows()
+        for part in PART_KEYS:
+            now = {row_key(part, row): row for row in rows[part]}
+            for key in set(self.open[part]) | set(now):
+                self._set(part, key, now.get(key), offset, time)
+        return delta
+
+    def finish(self) -> None:
+        """End of the input: the versions still current are written open, an open transaction as an
+        open span."""
+        if self.in_transaction:
+            self._txn_candidates = []
+            self._end_span(None, None)
+        for part, versions in self.open.items():
+            for version in versions.values():
+                if not version.stored:
+                    self.sink.version(part, version.row, version.from_offset, None, version.from_time)
+
+
+def record_versions(log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = (), *,
+                    sink: VersionSink | None = None) -> VersionSink:
+    """Record the versions of a whole log from the empty image: its records in offset order, each
+    snapshot loaded at its last contained offset (of several snapshots with one end offset, the
+    highest epoch, as the reference engine chooses). Returns the sink (a :class:`VersionLog` by
+    default)."""
+    sink = sink if sink is not None else VersionLog()
+    recorder = VersionRecorder(sink)
+    pending = sorted({s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
+                     key=lambda s: s.end_offset)
+    for record in log:
+        while pending and pending[0].end_offset - 1 < record.offset:
+            snap = pending.pop(0)
+            recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
+        recorder.replay(record)
+    for snap in pending:
+        recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
+    recorder.finish()
+    return sink
+
+
+# --- reading the versions -------------------------------------------------------------------------
+
+class RecordPosition(NamedTuple):
+    """Where a log record sits, for provenance: its offset, its batch's epoch and append time."""
+
+    offset: int
+    epoch: int
+    timestamp: int
+
+
+def provenance_at(offset: int, records: Sequence[RecordPosition], snapshots: Sequence[Snapshot],
+                  spans: Sequence[Span]) -> MetadataProvenance:
+    """The provenance of the image at ``offset``: inside a visibility span, that of ``begin - 1``;
+    else the last record at or before it, unless the latest snapshot usable there (end offset ≤
+    offset + 1) ends after that record, in which case the snapshot's. ``records`` are in offset order."""
+    for span in spans:
+        if span.begin <= offset and (span.end is None or offset < span.end):
+            offset = span.begin - 1
+            break
+    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
+               default=None)
+    i = bisect.bisect_right(records, (offset, float("inf"), float("inf"))) - 1
+    last = records[i] if i >= 0 else None
+    if base is not None and (last is None or last.offset < base.end_offset):
+        return MetadataProvenance(base.end_offset - 1, base.epoch, base.last_contained_timestamp, True)
+    if last is None:
+        return MetadataProvenance.EMPTY
+    return MetadataProvenance(last.offset, last.epoch, last.timestamp, False)
+
+
+def rows_at(versions: Mapping[str, Iterable[Row]], offset: int) -> dict[str, list[Row]]:
+    """Per part, the rows of the versions visible at ``offset`` (without the version columns)."""
+    return {part: [{k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
+                   for row in rows if row["from_offset"] <= offset
+                   and (row["to_offset"] is None or offset < row["to_offset"])]
+            for part, rows in versions.items()}
+
+
+def rejections_at(rejections: Iterable[Rejection], offset: int,
+                  snapshots: Sequence[Snapshot]) -> list[ReplayError]:
+    """The rejections a replay to ``offset`` meets: those of the snapshot it starts from, then the
+    log's after that snapshot, in replay order."""
+    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
+               default=None)
+    start = base.end_offset if base is not None else -1
+    from_snapshot = [r.error for r in rejections if base is not None and r.snapshot == (base.end_offset, base.epoch)]
+    from_log = [r.error for r in rejections if r.snapshot is None and start <= (r.error.offset or 0) <= offset]
+    return from_snapshot + sorted(from_log, key=lambda e: e.offset or 0)

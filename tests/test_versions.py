@@ -1,0 +1,245 @@
+"""The temporal image (``image.versions``): the image that the recorded versions give at EVERY offset
+equals the reference engine's replay to that offset (``replay_to`` from the best snapshot), errors
+included in full; recording a log in pieces gives the same versions as one pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from image.image import MetadataImage
+from image.parts import assemble
+from image.provenance import MetadataProvenance
+from image.replay import replay_to
+from image.testing import LogBuilder, abort, begin, end
+from image.versions import (
+    RecordPosition,
+    VersionLog,
+    VersionRecorder,
+    provenance_at,
+    record_versions,
+    rejections_at,
+    rows_at,
+)
+from metadata.log import LogRecord, Snapshot
+from metadata.readers import read_log, read_snapshots
+from tests.logstrategies import Body, bodies, snapshot_bodies
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0"))
+
+
+def best_snapshot(snapshots: Sequence[Snapshot], offset: int) -> Snapshot | None:
+    return max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
+               default=None)
+
+
+def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int) -> tuple[dict, list[str]]:
+    image = replay_to(log, offset, snapshot=best_snapshot(snapshots, offset), lenient=True)
+    return image.to_json(), [str(e) for e in image.errors]
+
+
+def from_versions(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
+                  offset: int) -> tuple[dict, list[str]]:
+    positions = [RecordPosition(r.offset, r.epoch, r.timestamp) for r in log]
+    p = provenance_at(offset, positions, snapshots, versions.spans)
+    doc = assemble(rows_at(versions.versions, offset), p.last_contained_offset, p.last_contained_epoch,
+                   p.last_contained_log_time_ms)
+    return doc, [str(e) for e in rejections_at(versions.rejections, offset, snapshots)]
+
+
+def last_offset(log: Sequence[LogRecord], snapshots: Sequence[Snapshot]) -> int:
+    return max([r.offset for r in log] + [s.end_offset - 1 for s in snapshots] + [-1])
+
+
+def assert_exact(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offsets: Sequence[int]) -> VersionLog:
+    versions = record_versions(log, snapshots)
+    assert isinstance(versions, VersionLog)
+    for offset in offsets:
+        assert from_versions(versions, log, snapshots, offset) == reference(log, snapshots, offset), offset
+    return versions
+
+
+# --- random logs with transactions and snapshots --------------------------------------------------
+
+markers = st.sampled_from([begin(), end(), abort()])
+items = st.one_of(bodies, bodies, bodies, markers)
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> tuple[list[LogRecord], list[Snapshot]]:
+    """Batches of random records and transaction markers (well placed or not), control batches, and
+    snapshots taken at some batch ends: mostly the image at that point, sometimes another image."""
+    builder = LogBuilder()
+    snapshots: list[Snapshot] = []
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["batch", "batch", "batch", "txn", "control", "snapshot"]))
+        if kind == "batch":
+            builder.batch(*draw(st.lists(items, min_size=1, max_size=5)))
+        elif kind == "txn":  # a well-formed transaction over one or more batches
+            inner = draw(st.lists(st.lists(bodies, max_size=3), min_size=1, max_size=3))
+            closing = draw(st.sampled_from([end(), abort(), None]))
+            first = [begin(), *inner[0]] if draw(st.booleans()) else [*draw(st.lists(bodies, max_size=2)), begin(),
+                                                                       *inner[0]]
+            rest = inner[1:]
+            if closing is None:
+                builder.batch(*first)
+                for batch in rest:
+                    if batch:
+                        builder.batch(*batch)
+            elif rest:
+                builder.batch(*first)
+                for batch in rest[:-1]:
+                    if batch:
+                        builder.batch(*batch)
+                builder.batch(*rest[-1], closing, *draw(st.lists(bodies, max_size=2)))
+            else:
+                builder.batch(*first, closing, *draw(st.lists(bodies, max_size=2)))
+        elif kind == "control":
+            builder.control("LEADER_CHANGE", epoch=builder.epoch + 1)
+        elif builder.records and builder.records[-1].offset + 1 not in {s.end_offset for s in snapshots}:
+            at = builder.records[-1].offset
+            if draw(st.booleans()):
+                image = replay_to(builder.records, at, lenient=True)
+            else:  # a snapshot that disagrees with the log: it must replace the state anyway
+                other = LogBuilder()
+                other.batch(*draw(st.lists(bodies, min_size=1, max_size=6)))
+                image = replay_to(other.records, lenient=True)
+            snapshots.append(snapshot_of(image, at, builder.epoch, builder.timestamp))
+    if draw(st.booleans()) and builder.records:  # a snapshot beyond the end of the log
+        image = replay_to(builder.records, lenient=True)
+        snapshots.append(snapshot_of(image, builder.records[-1].offset + 3, builder.epoch, builder.timestamp + 5))
+    for s in snapshots:
+        names = [r.data["name"] for r in s.records if r.type == "TOPIC_RECORD"]
+        assume(len(names) == len(set(names)))  # a snapshot cannot carry a name collision
+    return builder.records, snapshots
+
+
+def snapshot_of(image: MetadataImage, last_contained: int, epoch: int, timestamp: int) -> Snapshot:
+    records = LogBuilder(epoch=epoch)
+    records.control("SNAPSHOT_HEADER", {"version": 0, "lastContainedLogTimestamp": timestamp})
+    records.batch(*snapshot_bodies(image))
+    records.control("SNAPSHOT_FOOTER", {"version": 0})
+    return Snapshot(records.records, last_contained + 1, epoch, timestamp)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(logs())
+def test_versions_give_the_reference_image_and_errors_at_every_offset(log_and_snapshots: Any) -> None:
+    log, snapshots = log_and_snapshots
+    assert_exact(log, snapshots, range(-1, last_offset(log, snapshots) + 2))
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_versions_match_the_reference_at_every_offset_of_real_kafka_logs(fixture: Path) -> None:
+    log, snapshots = read_log(fixture), read_snapshots(fixture)
+    assert_exact(log, snapshots, range(-1, last_offset(log, snapshots) + 1))
+
+
+def test_versions_match_the_reference_at_sampled_offsets_of_the_sample_log() -> None:
+    sample = ROOT / "data" / "sample"
+    log, snapshots = read_log(sample), read_snapshots(sample)
+    last = last_offset(log, snapshots)
+    offsets = sorted({*range(-1, last + 1, 613), *(s.end_offset - 1 for s in snapshots), last})
+    versions = assert_exact(log, snapshots, offsets)
+    assert sum(len(rows) for rows in versions.versions.values()) > 1000
+
+
+# --- recording in pieces ------------------------------------------------------------------------
+
+def resume_point(versions: VersionLog, log: Sequence[LogRecord], cut: int) -> int:
+    """Where a recorder continuing a log recorded up to ``cut - 1`` must restart: ``cut`` (a batch
+    start), or the BeginTransactionRecord of a transaction still open there."""
+    open_spans = [s.begin for s in versions.spans if s.begin < cut and (s.end is None or s.end >= cut)]
+    return min(open_spans, default=cut)
+
+
+def continue_recording(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
+                       restart: int) -> VersionLog:
+    """What a later ingest does: start from the versions visible at ``restart - 1``, record the rest,
+    and merge: versions from ``restart`` on are replaced, closed stored versions get their end."""
+    keep = {part: [r for r in rows if r["from_offset"] < restart] for part, rows in versions.versions.items()}
+    for rows in keep.values():
+        for r in rows:
+            if r["to_offset"] is not None and r["to_offset"] >= restart:
+                r["to_offset"] = None
+    stored = {part: [r for r in rows if r["to_offset"] is None] for part, rows in keep.items()}
+    image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True))
+    sink = VersionLog()
+    recorder = VersionRecorder(sink, image, stored)
+    rest = [s for s in snapshots if s.end_offset - 1 >= restart]
+    for record in (r for r in log if r.offset >= restart):
+        while rest and rest[0].end_offset - 1 < record.offset:
+            snap = rest.pop(0)
+            recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
+        recorder.replay(record)
+    for snap in rest:
+        recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
+    recorder.finish()
+    ends = {(part, tuple(sorted((k, repr(v)) for k, v in c.items() if k != "to_offset"))): c["to_offset"]
+            for part, closings in sink.closings.items() for c in closings}
+    merged = VersionLog()
+    for part, rows in keep.items():
+        for r in rows:
+            identity = tuple(sorted((k, repr(r[k])) for k in (*_key_columns(part), "from_offset")))
+            end_offset = ends.get((part, identity), r["to_offset"])
+            merged.versions[part].append({**r, "to_offset": end_offset})
+        merged.versions[part].extend(sink.versions[part])
+    merged.rejections = [r for r in versions.rejections
+                         if r.snapshot is None and (r.error.offset or 0) < restart
+                         or r.snapshot is not None and r.snapshot[0] - 1 < restart] + sink.rejections
+    merged.spans = [s for s in versions.spans if s.begin < restart] + sink.spans
+    return merged
+
+
+def _key_columns(part: str) -> tuple[str, ...]:
+    from image.parts import PART_KEYS
+    return PART_KEYS[part]
+
+
+def canonical_versions(versions: VersionLog) -> dict[str, list[str]]:
+    return {part: sorted(repr(sorted(r.items())) for r in rows) for part, rows in versions.versions.items()}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(logs(), st.lists(st.integers(0, 60), max_size=3))
+def test_recording_in_pieces_gives_the_versions_of_one_pass(log_and_snapshots: Any, cuts: list[int]) -> None:
+    log, snapshots = log_and_snapshots
+    whole = record_versions(log, snapshots)
+    starts = sorted({r.batch_base_offset for r in log})
+    pieces = sorted({starts[c % len(starts)] for c in cuts if starts[c % len(starts)] > 0})
+    first = pieces[0] if pieces else None
+    done = record_versions([r for r in log if first is None or r.offset < first],
+                           [s for s in snapshots if first is None or s.end_offset - 1 < first])
+    assert isinstance(done, VersionLog)
+    for i, cut in enumerate(pieces):
+        upto = pieces[i + 1] if i + 1 < len(pieces) else None
+        part_log = [r for r in log if upto is None or r.offset < upto]
+        part_snaps = [s for s in snapshots if upto is None or s.end_offset - 1 < upto]
+        done = continue_recording(done, part_log, part_snaps, resume_point(done, part_log, cut))
+    assert isinstance(whole, VersionLog)
+    assert canonical_versions(done) == canonical_versions(whole)
+    assert sorted(map(str, done.spans)) == sorted(map(str, whole.spans))
+    assert sorted(str(r) for r in done.rejections) == sorted(str(r) for r in whole.rejections)
+    for offset in range(-1, last_offset(log, snapshots) + 1):
+        assert from_versions(done, log, snapshots, offset) == reference(log, snapshots, offset)
+
+
+def test_an_open_transaction_at_the_end_shows_the_image_before_its_begin() -> None:
+    builder = LogBuilder()
+    builder.batch(*[b for b in bodies_example()])
+    builder.batch(begin(), ("TOPIC_RECORD", {"name": "late", "topicId": "AAAAAAAAAAAAAAAAAAAABw"}))
+    log = builder.records
+    versions = assert_exact(log, [], range(-1, log[-1].offset + 1))
+    assert [s.end for s in versions.spans] == [None]
+    assert not [r for r in versions.versions["topics"] if r["name"] == "late"]
+
+
+def bodies_example() -> list[Body]:
+    from image.testing import partition, topic, uuid
+    return [topic("t", uuid(7)), partition(uuid(7), 0, [1, 2], [1, 2], leader=1)]
