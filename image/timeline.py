@@ -292,9 +292,10 @@ def points_every(window: VersionWindow, step_ms: int, from_time: int | None = No
 
 
 def points_at_changes(window: VersionWindow) -> list[Point]:
-    """One point at the window's first record, then one at every offset where a partition,
-    broker or min.insync.replicas config version begins or ends."""
-    bounds = [_ints(window.records.column("offset"))[:1]]
+    """A point at the window's first record, at every offset where a partition, broker or
+    min.insync.replicas config version begins or ends, and at the window's last record."""
+    r_offsets = _ints(window.records.column("offset"))
+    bounds = [r_offsets[:1], r_offsets[-1:]]
     for rows in (window.partitions, window.brokers, _min_isr_settings(window.configs)):
         bounds += [_ints(rows.column("from_offset")), _ints(rows.column("to_offset"))]
     offsets = np.unique(np.concatenate(bounds))

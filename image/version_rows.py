@@ -15,14 +15,17 @@ process serve them alike. :class:`TableSource` is the in-memory implementation.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
+
+from metadata.log import Snapshot
 
 PARTS = ("topics", "partitions", "brokers", "configs")
 """The image parts history and timeline read."""
@@ -44,14 +47,6 @@ def _schemas() -> dict[str, pa.Schema]:
 SCHEMAS: dict[str, pa.Schema] = _schemas()
 """Arrow schema of each part's version rows: the image JSON columns of ``image.frames.SCHEMAS``
 plus the version columns."""
-
-KEYS: dict[str, tuple[str, ...]] = {
-    "topics": ("topicId",),
-    "partitions": ("topicId", "partitionId"),
-    "brokers": ("brokerId",),
-    "configs": ("resourceType", "resourceName", "name"),
-}
-
 
 def iso_time(ms: int) -> str:
     """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:05:00.123Z``),
@@ -121,6 +116,10 @@ class VersionSource(Protocol):
         append time is at or before it. ValueError for an empty log, a window with no offset, or
         offsets/times that cannot be combined.
         """
+        ...
+
+    def image_diff(self, from_offset: int, to_offset: int) -> dict[str, Any]:
+        """The ``diff --json`` document (``image.diff.ImageDiff.to_json``) of the images at the two offsets."""
         ...
 
 
@@ -226,3 +225,51 @@ class TableSource:
         in_window = pc.and_(pc.greater_equal(offsets, first), pc.less_equal(offsets, last))
         records = self.records.filter(in_window).sort_by("offset").select(RECORDS_SCHEMA.names)
         return VersionWindow(first, last, records=records, **tables)
+
+
+@dataclass(frozen=True)
+class LogSource(TableSource):
+    """A :class:`VersionSource` over a log read in process (``--log``): the lead's recorder
+    (:func:`image.versions.record_versions`) replays its records and snapshots once; images for the
+    diff are assembled from the versions (no replay) and diffed on Spark (``spark()`` gives the session)."""
+
+    versions: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    positions: Sequence[Any] = ()
+    snapshots: Sequence[Snapshot] = ()
+    spans: Sequence[Any] = ()
+    spark: Callable[[], Any] | None = None
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str], spark: Callable[[], Any] | None = None) -> LogSource:
+        """Read the segments and snapshots under ``path`` and record every key's versions."""
+        from image.versions import RecordPosition, record_versions
+        from metadata.readers import read_log, read_snapshots
+
+        records, snapshots = read_log(path), read_snapshots(path)
+        if not records and not snapshots:
+            raise ValueError(f"{path}: no metadata log segments or snapshots found")
+        recorded = record_versions(records, snapshots)
+        return cls(parts={part: table(part, recorded.versions[part]) for part in PARTS},
+                   records=records_table((r.offset, r.timestamp, r.type or r.control_type) for r in records),
+                   versions=recorded.versions, positions=[RecordPosition(r.offset, r.epoch, r.timestamp)
+                                                          for r in records],
+                   snapshots=snapshots, spans=recorded.spans, spark=spark)
+
+    def image_json(self, offset: int) -> dict[str, Any]:
+        """The image JSON at ``offset``, assembled from the versions valid there."""
+        from image.parts import assemble
+        from image.versions import provenance_at, rows_at
+
+        provenance = provenance_at(offset, self.positions, self.snapshots, self.spans)
+        return assemble(rows_at(self.versions, offset), provenance.last_contained_offset,
+                        provenance.last_contained_epoch, provenance.last_contained_log_time_ms)
+
+    def image_diff(self, from_offset: int, to_offset: int) -> dict[str, Any]:
+        from image.diff import diff_images
+        from image.frames import ImageFrames
+
+        if self.spark is None:
+            raise ValueError("the image diff needs Spark: give the source a SparkSession factory")
+        session = self.spark()
+        return diff_images(ImageFrames.from_json(session, self.image_json(from_offset)),
+                           ImageFrames.from_json(session, self.image_json(to_offset))).to_json()

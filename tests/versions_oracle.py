@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from image.replay import replay_to
-from image.version_rows import KEYS, PARTS, TableSource, records_table, table
+from image.parts import row_key
+from image.version_rows import PARTS, TableSource, records_table, table
 from metadata.log import LogRecord
 
 
@@ -28,7 +29,7 @@ def version_rows(images: Sequence[tuple[LogRecord, dict[str, Any]]]) -> dict[str
     current: dict[str, dict[tuple, dict[str, Any]]] = {part: {} for part in PARTS}
     for record, image in images:
         for part in PARTS:
-            now = {tuple(row[k] for k in KEYS[part]): row for row in image[part]}
+            now = {row_key(part, row): row for row in image[part]}
             for key, version in list(current[part].items()):
                 if now.get(key) != {k: v for k, v in version.items() if k not in ("from_offset", "to_offset",
                                                                                     "from_time")}:
