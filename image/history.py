@@ -119,8 +119,8 @@ def partition_events(before: State | None, after: State | None, earlier_ids: set
         return [f"deleted with topic id {before['topicId']}"]
     if before is None:
         created = "re-created" if earlier_ids - {after["topicId"]} else "created"
-        return [f"{created} (topic id {after['topicId']}): replicas {_list(after['replicas'])}, "
-                f"leader {_leader(after['leader'])}, ISR {_list(after['isr'])}"]
+        return [(f"{created} (topic id {after['topicId']}): replicas {_list(after['replicas'])}, "
+                 f"leader {_leader(after['leader'])}, ISR {_list(after['isr'])}")]
     words: list[str] = []
     if before["leader"] != after["leader"]:
         new = after["leader"]

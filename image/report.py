@@ -70,7 +70,7 @@ class IncidentReport(BaseModel):
 
 
 def _ms(time: str) -> int:
-    return int(dt.datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+    return (dt.datetime.fromisoformat(time) - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
 
 
 def _before(points: Sequence[TimelinePoint], offset: int) -> TimelinePoint | None:

@@ -29,8 +29,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from image.health import CLUSTER_DEFAULT, DEFAULT_MIN_INSYNC_REPLICAS, MIN_INSYNC_REPLICAS, NO_LEADER, \
-    Timeline, TimelinePoint, parse_min_insync
+from image.health import (
+    CLUSTER_DEFAULT,
+    DEFAULT_MIN_INSYNC_REPLICAS,
+    MIN_INSYNC_REPLICAS,
+    NO_LEADER,
+    Timeline,
+    TimelinePoint,
+    parse_min_insync,
+)
 from image.version_rows import VersionWindow, iso_time
 
 OPEN = np.iinfo(np.int64).max

@@ -3,7 +3,6 @@ history words and the timeline gauges know (LogBuilder records, one batch per st
 
 from __future__ import annotations
 
-from metadata.log import LogRecord
 from image.testing import (
     LogBuilder,
     abort,
@@ -22,6 +21,7 @@ from image.testing import (
     unregister_broker,
     uuid,
 )
+from metadata.log import LogRecord
 
 ORDERS, ORDERS_AGAIN, AUDIT = uuid(0x0D), uuid(0x0E), uuid(0xA0)
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

@@ -6,33 +6,19 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from cli.app import app
 from cli.main import app as main_app  # noqa: F401 — registers every command
 from image.health import image_gauges
 from image.history import partition_history
 from image.replay import replay_to
 from image.version_rows import LogSource, Selection, Window
 from metadata.readers import read_log
+from tests.test_cli_image import ok_json, run
 
 REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_metadata-0"
-runner = CliRunner()
-
-
-def run(*args: Any) -> Result:
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def ok_json(*args: Any) -> Any:
-    res = run(*args, "--json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 def test_history_partition_json_is_the_library_history():

@@ -12,8 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from image.replay import replay_to
 from image.parts import row_key
+from image.replay import replay_to
 from image.version_rows import PARTS, TableSource, records_table, table
 from metadata.log import LogRecord
 
