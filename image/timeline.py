@@ -89,14 +89,6 @@ class _Sweep:
         return np.bincount(self.bucket(kept), minlength=self.n + 1)[: self.n]
 
 
-def _lookup(keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray) -> np.ndarray:
-    """``table_values`` at ``keys`` (-1 where a key is not in the sorted ``table_keys``)."""
-    if len(table_keys) == 0:
-        return np.full(len(keys), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(table_keys, keys), len(table_keys) - 1)
-    return np.where(table_keys[at] == keys, table_values[at], -1)
-
-
 def _min_isr_settings(configs: pa.Table) -> pa.Table:
     kept = pc.and_(pc.equal(configs.column("name"), MIN_INSYNC_REPLICAS),
                    pc.is_in(configs.column("resourceType"), pa.array(["TOPIC", "BROKER"])))
@@ -121,34 +113,33 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
     epoch = first_epoch[row] + np.arange(len(row)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     piece_start, piece_end = np.maximum(start[row], lower[epoch]), np.minimum(end[row], upper[epoch])
 
-    # the config values valid in each epoch, keyed (epoch, resource code)
-    topics = pc.unique(led.column("topic")).to_pylist()
-    leaders = np.unique(_ints(led.column("leader")))
-    codes = {("TOPIC", t): i for i, t in enumerate(topics)}
-    codes.update({("BROKER", str(b)): len(topics) + i for i, b in enumerate(leaders)})
-    codes[("BROKER", CLUSTER_DEFAULT)] = len(topics) + len(leaders)
-    width = len(codes)
-    keys, values = [], []
+    # the value of every configured resource in every epoch: a dense (epoch, resource) table
+    columns: dict[tuple[str, str], int] = {}
+    names = zip(settings.column("resourceType").to_pylist(), settings.column("resourceName").to_pylist(), strict=True)
+    for resource in names:
+        columns.setdefault(resource, len(columns))
+    values = np.full((len(cuts) + 1, max(len(columns), 1)), -1, dtype=np.int64)
     for r, (kind, name, value) in enumerate(zip(settings.column("resourceType").to_pylist(),
                                                 settings.column("resourceName").to_pylist(),
                                                 settings.column("value").to_pylist(), strict=True)):
-        code = codes.get((kind, name))
-        if code is None:  # a topic without led partitions here, or a broker leading none
-            continue
-        number = parse_min_insync(value, (kind, name))
-        for e in range(np.searchsorted(cuts, c_start[r], side="right"),
-                       np.searchsorted(cuts, c_end[r] - 1, side="right") + 1):
-            keys.append(e * width + code)
-            values.append(number)
-    order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
-    table_keys, table_values = np.array(keys, dtype=np.int64)[order], np.array(values, dtype=np.int64)[order]
+        epochs = slice(np.searchsorted(cuts, c_start[r], side="right"),
+                       np.searchsorted(cuts, c_end[r] - 1, side="right") + 1)
+        values[epochs, columns[(kind, name)]] = parse_min_insync(value, (kind, name))
 
-    topic_code = pc.index_in(led.column("topic"), pa.array(topics)).to_numpy()[row].astype(np.int64)
-    leader_code = len(topics) + np.searchsorted(leaders, _ints(led.column("leader"))[row])
+    # each piece's topic, leader and cluster-default column (-1: never configured), lowest precedence first
+    topic = led.column("topic").combine_chunks().dictionary_encode()
+    topic_column = np.array([columns.get(("TOPIC", t), -1) for t in topic.dictionary.to_pylist()] + [-1],
+                            dtype=np.int64)[topic.indices.to_numpy()]
+    leader = _ints(led.column("leader"))
+    leaders = np.unique(leader)
+    leader_column = np.array([columns.get(("BROKER", str(b)), -1) for b in leaders] + [-1],
+                             dtype=np.int64)[np.searchsorted(leaders, leader)]
     min_isr = np.full(len(row), DEFAULT_MIN_INSYNC_REPLICAS, dtype=np.int64)
-    for code in (codes[("BROKER", CLUSTER_DEFAULT)], leader_code, topic_code):  # lowest precedence first
-        found = _lookup(epoch * width + code, table_keys, table_values)
-        min_isr = np.where(found >= 0, found, min_isr)
+    for column in (np.full(len(row), columns.get(("BROKER", CLUSTER_DEFAULT), -1)), leader_column[row],
+                   topic_column[row]):
+        configured = np.flatnonzero(column >= 0)
+        found = values[epoch[configured], column[configured]]
+        min_isr[configured[found >= 0]] = found[found >= 0]
     under = _lengths(led.column("isr"))[row] < np.minimum(min_isr, _lengths(led.column("replicas"))[row])
     return sweep.gauge(piece_start, piece_end, under.astype(np.float64))
 
@@ -174,11 +165,19 @@ def _successions(partitions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarr
         parents = pc.list_parent_indices(isr).to_numpy().astype(np.int64)
         return (parents << 32) + pc.list_flatten(isr).to_numpy().astype(np.int64) + 1
 
+    def missing(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
+        """Pair indices of the ``keys`` not in ``others`` (a sorted search: faster than hashing here)."""
+        if len(others) == 0:
+            return keys >> 32
+        others = np.sort(others)
+        at = np.minimum(np.searchsorted(others, keys), len(others) - 1)
+        return keys[others[at] != keys] >> 32
+
     old, new = members(prev), members(this)
     shrinks = np.zeros(prev.num_rows, dtype=bool)
-    shrinks[old[~np.isin(old, new)] >> 32] = True
+    shrinks[missing(old, new)] = True
     expansions = np.zeros(prev.num_rows, dtype=bool)
-    expansions[new[~np.isin(new, old)] >> 32] = True
+    expansions[missing(new, old)] = True
     return _ints(this.column("from_offset")), elections, shrinks, expansions
 
 
