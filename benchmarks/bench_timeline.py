@@ -23,6 +23,7 @@ import pyarrow as pa
 from image.timeline import points_by_count, timeline
 from image.version_rows import VersionWindow, empty
 
+
 def _lists(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.int32)))

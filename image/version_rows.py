@@ -18,6 +18,7 @@ import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -97,9 +98,13 @@ class VersionWindow:
     def part(self, name: str) -> pa.Table:
         return getattr(self, name)
 
+    @cached_property
+    def _offsets(self) -> np.ndarray:
+        return self.records.column("offset").to_numpy()
+
     def time_at(self, offset: int) -> int | None:
         """Append time of the record at ``offset`` (None if the window has no such record)."""
-        offsets = self.records.column("offset").to_numpy()
+        offsets = self._offsets
         at = int(np.searchsorted(offsets, offset))
         if at < len(offsets) and offsets[at] == offset:
             return int(self.records.column("timestamp")[at].as_py())

@@ -35,7 +35,7 @@ def chromium_path() -> tuple[str | None, str]:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (["apt-get", "install", "-y", "-qq", "chromium"], ["apt-get", "update", "-qq"],
                     ["apt-get", "install", "-y", "-qq", "chromium"]):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
         if command[1] == "install" and done.returncode == 0 and shutil.which("chromium"):
             return shutil.which("chromium"), ""
     return None, f"apt-get install chromium failed: {done.stderr.strip()[-300:]}"

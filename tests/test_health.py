@@ -153,7 +153,7 @@ def test_one_point_per_change(log):
 
 
 def test_point_times_resolve_back_to_their_offsets(log):
-    records, source, _ = log
+    _, source, _ = log
     window = source.load(Window(), Selection())
     for point in timeline(window, points_by_count(window, 25)).points:
         resolved = resolve(source.records, Window(to_time=parse(point.time)))[1]
@@ -192,7 +192,7 @@ def _topic_state(image: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def test_history_equals_the_states_at_every_offset(log):
-    records, source, images = log
+    _, source, images = log
     topics = sorted({t["name"] for _, image in images for t in image["topics"]})
     assert topics
     for name in topics:
@@ -322,8 +322,8 @@ def test_topic_words(incident):
         "partitions added: 2→3", "config min.insync.replicas set to 2", "config retention.ms set to 3600000",
         "config min.insync.replicas deleted (was 2)", "deleted (topic id AAAAAAAAAAAAAAAAAAAADQ)",
         "config retention.ms deleted (was 3600000)",
-        "re-created under the same name with a new id AAAAAAAAAAAAAAAAAAAADg (was AAAAAAAAAAAAAAAAAAAADQ), "
-        "0 partitions", "partitions added: 0→1", "config cleanup.policy set to compact"]
+        ("re-created under the same name with a new id AAAAAAAAAAAAAAAAAAAADg (was AAAAAAAAAAAAAAAAAAAADQ), "
+         "0 partitions"), "partitions added: 0→1", "config cleanup.policy set to compact"]
     assert history.versions[-1].model_dump()["changes"] == [
         {"field": "configs.cleanup.policy", "before": None, "after": "compact"}]
     assert list(history.versions[0].model_dump()) == ["fromOffset", "toOffset", "fromTime", "name", "topicId",
