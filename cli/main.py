@@ -127,6 +127,7 @@ if __name__ == "__main__":
 
 import cli.image_commands  # noqa: E402 — registers replay, show, diff, checkpoint (listed after the above)
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
+import cli.history_commands  # noqa: E402 — registers history, timeline, report
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
