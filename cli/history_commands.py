@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.app import JsonOpt, app, err, handles_errors, kv_table, out, print_json, spark
+from cli.app import JsonOpt, app, err, handles_errors, kv_table, out, print_json
 
 if TYPE_CHECKING:
     from image.health import Timeline
     from image.history import History
-    from image.version_rows import VersionSource, Window
+    from image.temporal import TemporalSource
+    from image.version_rows import Window
 
 history_app = typer.Typer(no_args_is_help=True,
                           help="Every state of one partition, topic or broker in a window, and what changed.")
@@ -42,12 +43,12 @@ def duration_ms(text: str) -> int:
     return int(found.group(1)) * _UNIT_MS[found.group(2)]
 
 
-def _source(log: Path) -> VersionSource:
+def _source(log: Path) -> TemporalSource:
     """The seam: where the version rows and records come from (``--log``: read in process)."""
-    from image.version_rows import LogSource
+    from image.version_rows import log_source
     if not log.exists():
         raise FileNotFoundError(f"{log}: no such file or directory")
-    return LogSource.read(log, spark=spark)
+    return log_source(log)
 
 
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
@@ -79,8 +80,8 @@ def history_partition(log: LogOpt, topic: Annotated[str, typer.Option("--topic",
                       to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
     from image.history import partition_history
-    from image.version_rows import Selection
-    window = _source(log).load(_window(from_offset, to_offset, from_time, to_time),
+    from image.version_rows import Selection, load
+    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("partitions",), topic=topic, partition=partition))
     _print_history(f"partition {topic}-{partition}", partition_history(window, topic, partition), as_json)
 
@@ -92,8 +93,8 @@ def history_topic(log: LogOpt, topic: Annotated[str, typer.Option("--topic", hel
                   to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one topic name: created, partitions added, configs set / deleted, deleted, re-created."""
     from image.history import topic_history
-    from image.version_rows import Selection
-    window = _source(log).load(_window(from_offset, to_offset, from_time, to_time),
+    from image.version_rows import Selection, load
+    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("topics", "partitions", "configs"), topic=topic))
     _print_history(f"topic {topic}", topic_history(window, topic), as_json)
 
@@ -105,8 +106,8 @@ def history_broker(log: LogOpt, broker: Annotated[int, typer.Option("--broker", 
                    to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one broker: registered, fenced / unfenced, controlled shutdown, unregistered."""
     from image.history import broker_history
-    from image.version_rows import Selection
-    window = _source(log).load(_window(from_offset, to_offset, from_time, to_time),
+    from image.version_rows import Selection, load
+    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("brokers",), broker=broker))
     _print_history(f"broker {broker}", broker_history(window, broker), as_json)
 
@@ -143,13 +144,13 @@ def timeline_command(log: LogOpt, from_offset: FromOffset = None, to_offset: ToO
     """Cluster health over a window: offline, under-replicated, under-min-ISR partitions, fenced brokers,
     leaders per broker, elections, ISR changes (default: one point per change)."""
     from image.timeline import points_at_changes, points_by_count, points_every, timeline
-    from image.version_rows import Selection
+    from image.version_rows import Selection, load
     if points is not None and every is not None:
         raise ValueError("give --points or --every, not both")
     if as_json and as_csv:
         raise ValueError("give --json or --csv, not both")
     asked = _window(from_offset, to_offset, from_time, to_time)
-    window = _source(log).load(asked, Selection(parts=("partitions", "brokers", "configs")))
+    window = load(_source(log), asked, Selection(parts=("partitions", "brokers", "configs")))
     if points is not None:
         at = points_by_count(window, points)
     elif every is not None:
@@ -186,10 +187,10 @@ def report_command(log: LogOpt,
     """A self-contained HTML incident report for a window: timeline plots, biggest events, leaders per
     broker before / after, and the diff of the images at its ends (opens offline)."""
     from image.report import incident_report, render_html, report_points
-    from image.version_rows import Selection
+    from image.version_rows import Selection, image_diff, load
     source = _source(log)
-    window = source.load(_window(from_offset, to_offset, from_time, to_time), Selection())
-    report = incident_report(window, report_points(window), source.image_diff(window.first_offset, window.last_offset),
+    window = load(source, _window(from_offset, to_offset, from_time, to_time), Selection())
+    report = incident_report(window, report_points(window), image_diff(source, window.first_offset, window.last_offset),
                              title)
     out_path.write_text(render_html(report), encoding="utf-8")
     err.print(f"wrote {out_path}", highlight=False)

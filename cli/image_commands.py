@@ -219,14 +219,14 @@ def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_locat
 
 
 def _key_text(section: str, entry: dict[str, Any]) -> str:
-    from image.diff import SECTIONS
+    from image.spark.diff import SECTIONS
     if section == "partitions":
         return f"{entry['topic']}-{entry['partitionId']}"
     return " / ".join(_cell(entry[k]) or '""' for k in SECTIONS[section].keys)
 
 
 def _details_table(section: str, changes: dict[str, list[dict[str, Any]]]) -> Table:
-    from image.diff import SECTIONS
+    from image.spark.diff import SECTIONS
     spec = SECTIONS[section]
     table = Table(title=section, title_justify="left")
     for c in ("change", "key", "details"):
@@ -268,7 +268,7 @@ def diff_command(
         = None,
         engine: EngineOpt = Engine.auto, as_json: JsonOpt = False) -> None:
     """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
-    from image.diff import diff_images
+    from image.spark.diff import diff_images
     from image.frames import ImageFrames
     if from_image is not None or to_image is not None:
         if from_image is None or to_image is None:

@@ -4,14 +4,16 @@ version interval (and the topic, for per-topic questions) before opening them.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from image.errors import ReplayError
 from image.parts import Row
-from image.temporal import RecordPosition, SnapshotId
+from image.temporal import RecordPosition, SnapshotId, log_bounds, version_filter
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
@@ -85,3 +87,39 @@ class ArrowSource:
         rows.sort(key=lambda r: (r["snapshot_end_offset"] is None, r["offset"]))
         return [ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
                 for r in rows]
+
+    def versions(self, part: str, during: tuple[int, int] | None = None,
+                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+        def keep(f: DataFile) -> bool:
+            if during is not None and not (f.may_hold("from_offset", hi=during[1])
+                                           and f.may_hold("to_offset", lo=during[0] + 1, nulls=True)):
+                return False
+            return all(f.may_hold(c, lo=v, hi=v) for c, v in (equal or {}).items())
+        return self.files.read(PART_TABLES[part], where=version_filter(during, equal), prune=keep)
+
+    def records(self, first: int, last: int) -> pa.Table:
+        t = self.files.read("records", columns=["offset", "timestamp", "type", "control_type"],
+                            where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
+                            prune=lambda f: f.may_hold("offset", lo=first, hi=last))
+        t = t.sort_by("offset")
+        return pa.table({"offset": t["offset"], "timestamp": t["timestamp"],
+                         "type": pc.coalesce(t["type"], t["control_type"])})
+
+    def bounds(self) -> tuple[int, int] | None:
+        offsets = [v for f in self.files.files("records") for v in f.stats.get("offset", (None, None, 0))[:2]
+                   if v is not None]
+        return log_bounds(min(offsets, default=None), max(offsets, default=None), self.snapshots())
+
+    def offset_at_time(self, ms: int) -> int | None:
+        best: int | None = None
+        candidates = [f for f in self.files.files("records") if f.may_hold("timestamp", hi=ms)]
+        for f in sorted(candidates, key=lambda f: -(f.stats.get("offset", (0, 0, 0))[1] or 0)):
+            high = f.stats.get("offset", (None, None, 0))[1]
+            if best is not None and high is not None and high <= best:
+                break
+            t = self.files.read("records", columns=["offset", "batch_last_offset"], where=pc.field("timestamp") <= ms,
+                                prune=lambda g, f=f: g.uri == f.uri)
+            if t.num_rows:
+                last = pc.max(t["batch_last_offset"]).as_py()
+                best = last if best is None else max(best, last)
+        return best

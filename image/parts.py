@@ -169,3 +169,12 @@ def delegation_token(row: Row) -> DelegationTokenData:
 def quota_entity_key(entity: Mapping[str, str | None]) -> ClientQuotaEntity:
     """The image's entity key of a row's ``entity`` map."""
     return tuple(sorted(entity.items()))
+
+
+def json_rows(doc: Mapping[str, Any]) -> dict[str, list[Row]]:
+    """The rows of an image JSON document (the inverse of :func:`assemble`, hidden parts left out)."""
+    rows = {part: [dict(r) for r in doc.get(part, [])] for part in JSON_PARTS
+            if part not in ("features", "producerIds")}
+    rows["features"] = [feature_row(n, v) for n, v in doc.get("features", {}).items()]
+    rows["producerIds"] = [dict(doc["producerIds"])] if "producerIds" in doc else []
+    return rows

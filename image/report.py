@@ -29,7 +29,9 @@ from pydantic import BaseModel
 from image.health import TimelinePoint
 from image.history import broker_history
 from image.timeline import points_at_changes, points_every, timeline
+from image.diff import CONTEXT
 from image.version_rows import VersionWindow, iso_time
+from metadata.version_tables import PART_KEYS
 
 MAX_EVENTS = 40
 MAX_PLOT_POINTS = 5000
@@ -258,7 +260,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Seque
 
 
 def _diff_html(diff: dict[str, Any]) -> str:
-    from image.diff import SECTIONS
     if not diff.get("summary"):
         return "<p>No diff.</p>"
     ends = f"offset {diff['from']['offset']} → {diff['to']['offset']}" if diff.get("from") and diff.get("to") else ""
@@ -268,18 +269,18 @@ def _diff_html(diff: dict[str, Any]) -> str:
     for section, counts in diff["summary"].items():
         if not any(counts.values()):
             continue
-        spec = SECTIONS[section]
+        keys, context = PART_KEYS[section], CONTEXT.get(section, ())
         rows = []
         for change in ("added", "removed", "changed"):
             entries = diff[section][change]
             for entry in entries[:MAX_DIFF_ROWS]:
-                key = " / ".join(_plain(entry[k]) for k in (*spec.context, *spec.keys))
+                key = " / ".join(_plain(entry[k]) for k in (*context, *keys))
                 if change == "changed":
                     details = "; ".join(f"{f}: {_plain(entry['before'][f])} → {_plain(entry['after'][f])}"
                                         for f in entry["fields"])
                 else:
                     details = ", ".join(f"{k}={_plain(v)}" for k, v in entry.items()
-                                        if k not in (*spec.keys, *spec.context))
+                                        if k not in (*keys, *context))
                 rows.append((change, key, details))
             if len(entries) > MAX_DIFF_ROWS:
                 rows.append((change, "…", f"{len(entries) - MAX_DIFF_ROWS} more"))

@@ -13,12 +13,18 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from image.errors import ReplayError
 from image.parts import JSON_PARTS, Row, assemble
 from image.provenance import MetadataProvenance
-from image.versions import Rejection, Span, VersionLog
+from image.versions import Rejection, Span, VersionLog, record_versions
+from metadata.log import LogRecord, Snapshot
+from metadata.version_tables import version_schema
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 
@@ -56,6 +62,41 @@ class TemporalSource(Protocol):
 
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
         """The rejected records of ``snapshot`` (by position), then of the log in ``[first, last]`` (by offset)."""
+
+    def versions(self, part: str, during: tuple[int, int] | None = None,
+                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+        """Versions of ``part`` (Arrow, :func:`metadata.version_tables.version_schema`) that hold at some
+        offset of ``during`` (inclusive; all if None) and whose columns equal ``equal``."""
+
+    def records(self, first: int, last: int) -> pa.Table:
+        """``offset``, ``timestamp`` and ``type`` (a control record's control type) of the log records in
+        ``[first, last]``, by offset."""
+
+    def bounds(self) -> tuple[int, int] | None:
+        """The first and last offset of the log (None if it is empty): its records', and a snapshot's last
+        contained offset counts as the log's end when it lies beyond them."""
+
+    def offset_at_time(self, ms: int) -> int | None:
+        """The last offset of the last batch appended at or before ``ms`` (epoch ms), None if none was."""
+
+
+def log_bounds(first: int | None, last: int | None, snapshots: Sequence[SnapshotId]) -> tuple[int, int] | None:
+    """:meth:`TemporalSource.bounds` from the records' first and last offsets and the snapshots."""
+    ends = [s.end_offset - 1 for s in snapshots if s.end_offset > 0]
+    if first is None or last is None:
+        return (min(ends), max(ends)) if ends else None
+    return first, max([last, *ends])
+
+
+def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
+    """The filter of :meth:`TemporalSource.versions` as an Arrow expression."""
+    where = None
+    if during is not None:
+        lo, hi = during
+        where = (pc.field("from_offset") <= hi) & (pc.field("to_offset").is_null() | (pc.field("to_offset") > lo))
+    for column, value in (equal or {}).items():
+        where = (pc.field(column) == value) if where is None else where & (pc.field(column) == value)
+    return where
 
 
 def base_snapshot(snapshots: Sequence[SnapshotId], offset: int) -> SnapshotId | None:
@@ -103,18 +144,36 @@ def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> t
 
 @dataclass
 class MemorySource:
-    """A :class:`TemporalSource` over versions recorded in memory (``--log``, tests)."""
+    """A :class:`TemporalSource` over versions recorded in memory (``--log``, tests). ``log`` are the
+    log's records (offset, epoch, append time, type per record, in offset order)."""
 
-    versions: VersionLog
-    positions: Sequence[RecordPosition]  # every log record, in offset order
+    recorded: VersionLog
+    log: Sequence[LogRecord]
     snapshot_ids: Sequence[SnapshotId]
 
+    @classmethod
+    def replay(cls, log: Sequence[LogRecord], snapshots: Sequence[Snapshot]) -> MemorySource:
+        """Record the versions of ``log`` and ``snapshots`` (:func:`image.versions.record_versions`)."""
+        recorded = record_versions(log, snapshots)
+        assert isinstance(recorded, VersionLog)
+        return cls(recorded, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp
+                                              if s.last_contained_timestamp is not None else -1) for s in snapshots])
+
+    @cached_property
+    def positions(self) -> list[RecordPosition]:
+        return [RecordPosition(r.offset, r.epoch, r.timestamp) for r in self.log]
+
+    @cached_property
+    def _tables(self) -> dict[str, pa.Table]:
+        return {part: pa.Table.from_pylist(rows, schema=version_schema(part))
+                for part, rows in self.recorded.versions.items()}
+
     def rows_at(self, part: str, offset: int) -> list[Row]:
-        return [row for row in self.versions.versions[part] if row["from_offset"] <= offset
+        return [row for row in self.recorded.versions[part] if row["from_offset"] <= offset
                 and (row["to_offset"] is None or offset < row["to_offset"])]
 
     def spans(self) -> Sequence[Span]:
-        return self.versions.spans
+        return self.recorded.spans
 
     def snapshots(self) -> Sequence[SnapshotId]:
         return self.snapshot_ids
@@ -124,7 +183,25 @@ class MemorySource:
         return self.positions[i] if i >= 0 else None
 
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
-        return ordered_rejections(self.versions.rejections, snapshot, first, last)
+        return ordered_rejections(self.recorded.rejections, snapshot, first, last)
+
+    def versions(self, part: str, during: tuple[int, int] | None = None,
+                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+        where = version_filter(during, equal)
+        return self._tables[part] if where is None else self._tables[part].filter(where)
+
+    def records(self, first: int, last: int) -> pa.Table:
+        chosen = [r for r in self.log if first <= r.offset <= last]
+        return pa.table({"offset": pa.array([r.offset for r in chosen], pa.int64()),
+                         "timestamp": pa.array([r.timestamp for r in chosen], pa.int64()),
+                         "type": pa.array([r.type or r.control_type for r in chosen], pa.string())})
+
+    def bounds(self) -> tuple[int, int] | None:
+        return log_bounds(self.log[0].offset if self.log else None, self.log[-1].offset if self.log else None,
+                          self.snapshot_ids)
+
+    def offset_at_time(self, ms: int) -> int | None:
+        return max((r.batch_last_offset for r in self.log if r.timestamp <= ms), default=None)
 
 
 def ordered_rejections(rejections: Sequence[Rejection], snapshot: SnapshotId | None, first: int,
@@ -138,8 +215,3 @@ def ordered_rejections(rejections: Sequence[Rejection], snapshot: SnapshotId | N
     return from_snapshot + from_log
 
 
-def visible(rows: Mapping[str, Sequence[Row]], offset: int) -> dict[str, list[Row]]:
-    """Per part, the rows visible at ``offset``."""
-    return {part: [r for r in part_rows if r["from_offset"] <= offset and (r["to_offset"] is None
-                                                                          or offset < r["to_offset"])]
-            for part, part_rows in rows.items()}

@@ -7,47 +7,33 @@ longer does; null while current) and ``from_time`` (append time, ms, of the batc
 made it visible). The image at X is, per part, the rows with ``from_offset <= X < to_offset``.
 
 History, timeline and report read the ``topics``, ``partitions``, ``brokers`` and ``configs``
-parts and the records' offsets, times and types through :class:`VersionSource` (one method,
-:meth:`VersionSource.load`), so that a lake (Delta tables, filters pushed down) and a log read in
-process serve them alike. :class:`TableSource` is the in-memory implementation.
+parts and the records' offsets, times and types of a window with :func:`load`, from any
+:class:`~image.temporal.TemporalSource`: a lake read in process or on Spark (filters pushed down to
+the Delta tables) or a log read in process (:func:`log_source`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import BaseModel
 
-from metadata.log import Snapshot
+from image.temporal import MemorySource, TemporalSource
+from metadata.version_tables import version_schema
 
 PARTS = ("topics", "partitions", "brokers", "configs")
 """The image parts history and timeline read."""
-
-VERSION_COLUMNS = (("from_offset", pa.int64()), ("to_offset", pa.int64()), ("from_time", pa.int64()))
 
 RECORDS_SCHEMA = pa.schema([("offset", pa.int64()), ("timestamp", pa.int64()), ("type", pa.string())])
 """The records of a window: offset, batch append time (ms) and record type name (for a control
 record its control type, e.g. ``LEADER_CHANGE``: the lake's ``coalesce(type, control_type)``)."""
 
-
-def _schemas() -> dict[str, pa.Schema]:
-    from pyspark.sql.pandas.types import to_arrow_schema  # type conversion only: no JVM
-
-    from image.frames import SCHEMAS
-    return {part: pa.schema([*to_arrow_schema(SCHEMAS[part]), *VERSION_COLUMNS]) for part in PARTS}
-
-
-SCHEMAS: dict[str, pa.Schema] = _schemas()
-"""Arrow schema of each part's version rows: the image JSON columns of ``image.frames.SCHEMAS``
-plus the version columns."""
 
 def iso_time(ms: int) -> str:
     """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:05:00.123Z``),
@@ -111,57 +97,28 @@ class VersionWindow:
         return None
 
 
-class VersionSource(Protocol):
-    """Where history, timeline and report read their data (the seam a lake implements)."""
-
-    def load(self, window: Window, selection: Selection) -> VersionWindow:
-        """The version rows and records of ``window`` (see :class:`VersionWindow`).
-
-        A time resolves as ``replay --at-time`` does: to the last offset of the last batch whose
-        append time is at or before it. ValueError for an empty log, a window with no offset, or
-        offsets/times that cannot be combined.
-        """
-        ...
-
-    def image_diff(self, from_offset: int, to_offset: int) -> dict[str, Any]:
-        """The ``diff --json`` document (``image.diff.ImageDiff.to_json``) of the images at the two offsets."""
-        ...
-
-
 def empty(part: str) -> pa.Table:
-    return SCHEMAS[part].empty_table()
+    """No version rows of ``part``."""
+    return version_schema(part).empty_table()
 
 
-def table(part: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
-    """Version rows given as dicts (image JSON fields + version columns) as an Arrow table."""
-    return pa.Table.from_pylist(list(rows), schema=SCHEMAS[part])
+def resolve(source: TemporalSource, window: Window) -> tuple[int, int]:
+    """``window`` as inclusive offsets of the log.
 
-
-def records_table(rows: Iterable[tuple[int, int, str | None]]) -> pa.Table:
-    """``(offset, timestamp, type)`` triples as the records table of a window."""
-    listed = list(rows)
-    offsets, times, types = zip(*listed, strict=True) if listed else ((), (), ())
-    return pa.table([pa.array(offsets, pa.int64()), pa.array(times, pa.int64()), pa.array(types, pa.string())],
-                    schema=RECORDS_SCHEMA)
-
-
-def resolve(records: pa.Table, window: Window) -> tuple[int, int]:
-    """``window`` as inclusive offsets over ``records`` (the whole log's offset, time, type).
-
-    An unset end is the log's first / last offset; a time is the last offset whose batch was
-    appended at or before it (``image.engine.resolve_offset``).
+    An unset end is the log's first / last offset; a time is the last offset of the last batch
+    appended at or before it (as ``--at-time``). ValueError for an empty log, a window with no
+    offset, or an offset and a time for one end.
     """
-    if records.num_rows == 0:
+    bounds = source.bounds()
+    if bounds is None:
         raise ValueError("the log has no records")
-    offsets = records.column("offset")
-    first, last = pc.min(offsets).as_py(), pc.max(offsets).as_py()
+    first, last = bounds
 
     def at_time(ms: int, which: str) -> int:
-        before = pc.filter(offsets, pc.less_equal(records.column("timestamp"), ms))
-        if len(before) == 0:
-            raise ValueError(f"--{which}-time {iso_time(ms)}: no batch of the log was appended at or before it "
-                             f"(the log starts at {iso_time(pc.min(records.column('timestamp')).as_py())})")
-        return int(pc.max(before).as_py())
+        found = source.offset_at_time(ms)
+        if found is None:
+            raise ValueError(f"--{which}-time {iso_time(ms)}: no batch of the log was appended at or before it")
+        return found
 
     for side in ("from", "to"):
         if getattr(window, f"{side}_offset") is not None and getattr(window, f"{side}_time") is not None:
@@ -176,105 +133,48 @@ def resolve(records: pa.Table, window: Window) -> tuple[int, int]:
     return start, end
 
 
-def _valid_during(rows: pa.Table, first: int, last: int) -> pa.Table:
-    """Rows valid at some offset of ``[first, last]``."""
-    to = rows.column("to_offset")
-    return rows.filter(pc.and_(pc.less_equal(rows.column("from_offset"), last),
-                               pc.or_kleene(pc.is_null(to), pc.greater(to, first))))
-
-
-def _selected(part: str, rows: pa.Table, selection: Selection) -> pa.Table:
-    """The rows of ``part`` the topic / partition / broker selection keeps (all if none)."""
-    def equal(column: str, value: Any) -> pa.Array:
-        return pc.equal(rows.column(column), value)
-
+def _equal(part: str, selection: Selection) -> dict[str, Any] | None:
+    """The column values ``part``'s rows must have for ``selection`` (None: the part has no such rows)."""
     if selection.topic is not None:
         if part == "topics":
-            return rows.filter(equal("name", selection.topic))
+            return {"name": selection.topic}
         if part == "partitions":
-            kept = equal("topic", selection.topic)
-            if selection.partition is not None:
-                kept = pc.and_(kept, equal("partitionId", selection.partition))
-            return rows.filter(kept)
+            return {"topic": selection.topic} | ({} if selection.partition is None
+                                                 else {"partitionId": selection.partition})
         if part == "configs":
-            return rows.filter(pc.and_(equal("resourceType", "TOPIC"), equal("resourceName", selection.topic)))
-        return rows.slice(0, 0)
+            return {"resourceType": "TOPIC", "resourceName": selection.topic}
+        return None
     if selection.broker is not None:
         if part == "brokers":
-            return rows.filter(equal("brokerId", selection.broker))
+            return {"brokerId": selection.broker}
         if part == "configs":
-            return rows.filter(pc.and_(equal("resourceType", "BROKER"), equal("resourceName", str(selection.broker))))
-        return rows.slice(0, 0)
-    return rows
+            return {"resourceType": "BROKER", "resourceName": str(selection.broker)}
+        return None
+    return {}
 
 
-@dataclass(frozen=True)
-class TableSource:
-    """A :class:`VersionSource` over version rows and records held in memory (a log read in
-    process, or tests). ``records``: the whole log's offset, timestamp and type."""
-
-    parts: Mapping[str, pa.Table]
-    records: pa.Table
-
-    def load(self, window: Window, selection: Selection) -> VersionWindow:
-        first, last = resolve(self.records, window)
-        keyed = selection.topic is not None or selection.broker is not None
-        tables = {}
-        for part in PARTS:
-            rows = self.parts.get(part, empty(part))
-            if part not in selection.parts:
-                rows = rows.slice(0, 0)
-            rows = _selected(part, rows, selection)
-            tables[part] = rows if keyed else _valid_during(rows, first - 1, last)
-        offsets = self.records.column("offset")
-        in_window = pc.and_(pc.greater_equal(offsets, first), pc.less_equal(offsets, last))
-        records = self.records.filter(in_window).sort_by("offset").select(RECORDS_SCHEMA.names)
-        return VersionWindow(first, last, records=records, **tables)
+def load(source: TemporalSource, window: Window, selection: Selection) -> VersionWindow:
+    """The version rows and records of ``window`` (see :class:`VersionWindow`) from ``source``."""
+    first, last = resolve(source, window)
+    keyed = selection.topic is not None or selection.broker is not None
+    tables = {}
+    for part in PARTS:
+        equal = _equal(part, selection) if part in selection.parts else None
+        tables[part] = empty(part) if equal is None else source.versions(
+            part, None if keyed else (first - 1, last), equal)
+    return VersionWindow(first, last, records=source.records(first, last).select(RECORDS_SCHEMA.names), **tables)
 
 
-@dataclass(frozen=True)
-class LogSource(TableSource):
-    """A :class:`VersionSource` over a log read in process (``--log``): the lead's recorder
-    (:func:`image.versions.record_versions`) replays its records and snapshots once; images for the
-    diff are assembled from the versions (no replay) and diffed on Spark (``spark()`` gives the session)."""
+def image_diff(source: TemporalSource, from_offset: int, to_offset: int) -> dict[str, Any]:
+    """The ``diff --json`` document of the images at the two offsets (from the versions, no replay)."""
+    from image.diff import diff_json
+    return diff_json(source, from_offset, to_offset)
 
-    versions: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
-    positions: Sequence[Any] = ()
-    snapshots: Sequence[Snapshot] = ()
-    spans: Sequence[Any] = ()
-    spark: Callable[[], Any] | None = None
 
-    @classmethod
-    def read(cls, path: str | os.PathLike[str], spark: Callable[[], Any] | None = None) -> LogSource:
-        """Read the segments and snapshots under ``path`` and record every key's versions."""
-        from image.versions import RecordPosition, record_versions
-        from metadata.readers import read_log, read_snapshots
-
-        records, snapshots = read_log(path), read_snapshots(path)
-        if not records and not snapshots:
-            raise ValueError(f"{path}: no metadata log segments or snapshots found")
-        recorded = record_versions(records, snapshots)
-        return cls(parts={part: table(part, recorded.versions[part]) for part in PARTS},
-                   records=records_table((r.offset, r.timestamp, r.type or r.control_type) for r in records),
-                   versions=recorded.versions, positions=[RecordPosition(r.offset, r.epoch, r.timestamp)
-                                                          for r in records],
-                   snapshots=snapshots, spans=recorded.spans, spark=spark)
-
-    def image_json(self, offset: int) -> dict[str, Any]:
-        """The image JSON at ``offset``, assembled from the versions valid there."""
-        from image.parts import assemble
-        from image.versions import provenance_at, rows_at
-
-        provenance = provenance_at(offset, self.positions, self.snapshots, self.spans)
-        return assemble(rows_at(self.versions, offset), provenance.last_contained_offset,
-                        provenance.last_contained_epoch, provenance.last_contained_log_time_ms)
-
-    def image_diff(self, from_offset: int, to_offset: int) -> dict[str, Any]:
-        from image.diff import diff_images
-        from image.frames import ImageFrames
-
-        if self.spark is None:
-            raise ValueError("the image diff needs Spark: give the source a SparkSession factory")
-        session = self.spark()
-        return diff_images(ImageFrames.from_json(session, self.image_json(from_offset)),
-                           ImageFrames.from_json(session, self.image_json(to_offset))).to_json()
+def log_source(path: str | os.PathLike[str]) -> MemorySource:
+    """A log directory, segment or snapshot read in process, every key's versions recorded once."""
+    from metadata.readers import read_log, read_snapshots
+    records, snapshots = read_log(path), read_snapshots(path)
+    if not records and not snapshots:
+        raise ValueError(f"{path}: no metadata log segments or snapshots found")
+    return MemorySource.replay(records, snapshots)

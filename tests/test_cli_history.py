@@ -14,7 +14,7 @@ from cli.main import app as main_app  # noqa: F401 — registers every command
 from image.health import image_gauges
 from image.history import partition_history
 from image.replay import replay_to
-from image.version_rows import LogSource, Selection, Window
+from image.version_rows import Selection, Window, load, log_source
 from metadata.readers import read_log
 from tests.test_cli_image import ok_json, run
 
@@ -24,7 +24,7 @@ REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_meta
 def test_history_partition_json_is_the_library_history():
     doc = ok_json("history", "partition", "--log", REASSIGN, "--topic", "r1", "--partition", "1",
                   "--from-offset", 60, "--to-offset", 150)
-    window = LogSource.read(REASSIGN).load(Window(from_offset=60, to_offset=150),
+    window = load(log_source(REASSIGN), Window(from_offset=60, to_offset=150),
                                            Selection(topic="r1", partition=1))
     assert doc == partition_history(window, "r1", 1).model_dump(mode="json")
     assert [v["fromOffset"] for v in doc["versions"]] == [44, 68, 120, 130, 138, 143]

@@ -18,7 +18,7 @@ from metadata.generator import generate
 from metadata.ingest import ingest
 from metadata.log import LogRecord
 from metadata.readers import read_log
-from tests.test_diff import python_diff
+from tests.test_diff import python_doc as python_diff
 
 pytestmark = pytest.mark.spark
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from image.diff import diff_images
-from image.frames import SCHEMAS, ImageFrames
+from image.diff import diff_rows
+from image.frames import ImageFrames
+from image.parts import json_rows
 from image.replay import replay_to
 from metadata.generator import generate
 from metadata.readers import read_log
 
-pytestmark = pytest.mark.spark
 
 
 def _image(offset: int, **parts: Any) -> dict[str, Any]:
@@ -103,12 +103,23 @@ AFTER = _image(
 
 @pytest.fixture(scope="module")
 def pair(spark):
+    from image.spark.diff import diff_images
     return diff_images(ImageFrames.from_json(spark, BEFORE), ImageFrames.from_json(spark, AFTER))
 
 
-@pytest.fixture(scope="module")
-def doc(pair) -> dict[str, Any]:
-    return pair.to_json()
+def python_doc(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The in-process diff of two image documents."""
+    def provenance(doc: dict[str, Any]) -> dict[str, Any]:
+        return {k: doc[k] for k in ("offset", "epoch", "timestamp")}
+    return diff_rows(json_rows(before), json_rows(after), provenance(before), provenance(after))
+
+
+@pytest.fixture(scope="module", params=["python", pytest.param("spark", marks=pytest.mark.spark)])
+def doc(request) -> dict[str, Any]:
+    """The diff of BEFORE and AFTER, in process and on Spark: every assertion holds for both."""
+    if request.param == "spark":
+        return request.getfixturevalue("pair").to_json()
+    return python_doc(BEFORE, AFTER)
 
 
 def _keys(entries: list[dict[str, Any]], *cols: str) -> list[tuple]:
@@ -211,53 +222,13 @@ def test_other_parts(doc):
     assert doc["delegationTokens"]["added"] == [TOKEN]
 
 
-def test_summary_and_frames_agree_with_json(pair, doc):
-    assert pair.summary() == doc["summary"]
+@pytest.mark.spark
+def test_summary_and_frames_agree_with_json(pair):
+    assert pair.summary() == pair.to_json()["summary"]
     assert pair.sections["brokers"].changes.columns == ["brokerId", "change", "fields", "before", "after"]
 
 
-# --- differential: Spark diff vs a plain-Python diff of reference JSONs -----------------------------
-
-KEYS = {"topics": ("topicId",), "partitions": ("topicId", "partitionId"), "brokers": ("brokerId",),
-        "controllers": ("controllerId",), "configs": ("resourceType", "resourceName", "name"), "features": ("name",),
-        "producerIds": (), "clientQuotas": ("entity", "key"), "acls": ("id",), "scram": ("mechanism", "name"),
-        "delegationTokens": ("tokenId",)}
-CONTEXT = {"partitions": ("topic",)}
-
-
-def _sortable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, v is not None, v or "") for k, v in value.items()))
-    return value
-
-
-def python_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The diff JSON computed directly from two image JSONs."""
-    def rows(image: dict[str, Any], part: str) -> list[dict[str, Any]]:
-        if part == "features":
-            return [{"name": k, "level": v} for k, v in image["features"].items()]
-        return [image[part]] if part == "producerIds" else image[part]
-
-    doc: dict[str, Any] = {"from": {k: before[k] for k in ("offset", "epoch", "timestamp")},
-                           "to": {k: after[k] for k in ("offset", "epoch", "timestamp")}, "summary": {}}
-    def by_key(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
-        return {tuple(_sortable(r[k]) for k in keys): r for r in rows}
-
-    for part, keys in KEYS.items():
-        old, new = by_key(rows(before, part), keys), by_key(rows(after, part), keys)
-        head = keys + CONTEXT.get(part, ())
-        values = [c for c in SCHEMAS[part].names if c not in head]
-        changed = []
-        for k in sorted(old.keys() & new.keys()):
-            fields = [c for c in values if old[k][c] != new[k][c]]
-            if fields:
-                changed.append({**{c: new[k][c] for c in head}, "fields": fields,
-                                "before": {c: old[k][c] for c in fields}, "after": {c: new[k][c] for c in fields}})
-        doc[part] = {"added": [new[k] for k in sorted(new.keys() - old.keys())],
-                     "removed": [old[k] for k in sorted(old.keys() - new.keys())], "changed": changed}
-        doc["summary"][part] = {c: len(v) for c, v in doc[part].items()}
-    return doc
-
+# --- differential: the Spark diff and the in-process diff of reference images -----------------------
 
 @pytest.fixture(scope="module")
 def generated_records(tmp_path_factory) -> list:
@@ -266,11 +237,13 @@ def generated_records(tmp_path_factory) -> list:
     return read_log(out / "__cluster_metadata-0")
 
 
+@pytest.mark.spark
 def test_spark_diff_equals_python_diff_on_generated_log(spark, generated_records):
+    from image.spark.diff import diff_images
     last = generated_records[-1].offset
     before = replay_to(generated_records, last // 3).to_json()
     after = replay_to(generated_records, last).to_json()
-    expected = python_diff(before, after)
+    expected = python_doc(before, after)
     assert sum(n for counts in expected["summary"].values() for n in counts.values()) > 20
     assert {part for part, counts in expected["summary"].items() if any(counts.values())} >= {
         "topics", "partitions", "brokers", "configs", "producerIds"}

@@ -25,7 +25,8 @@ from image.health import Gauges, image_gauges, min_insync_replicas, min_insync_s
 from image.history import broker_history, partition_history, topic_history
 from image.replay import replay_to
 from image.timeline import points_at_changes, points_by_count, points_every, timeline
-from image.version_rows import Selection, TableSource, Window, resolve
+from image.temporal import MemorySource
+from image.version_rows import Selection, Window, load, resolve
 from metadata.generator import generate
 from metadata.log import LogRecord
 from metadata.readers import read_log
@@ -43,7 +44,7 @@ Images = list[tuple[LogRecord, dict[str, Any]]]
 
 
 @cache
-def _log(name: str, tmp: Path) -> tuple[list[LogRecord], TableSource, Images]:
+def _log(name: str, tmp: Path) -> tuple[list[LogRecord], MemorySource, Images]:
     if name in FIXTURES:
         records = read_log(FIXTURES[name])
     elif name in GENERATED:
@@ -57,7 +58,7 @@ def _log(name: str, tmp: Path) -> tuple[list[LogRecord], TableSource, Images]:
 
 
 @pytest.fixture(scope="module", params=LOGS)
-def log(request, tmp_path_factory) -> tuple[list[LogRecord], TableSource, Images]:
+def log(request, tmp_path_factory) -> tuple[list[LogRecord], MemorySource, Images]:
     return _log(request.param, tmp_path_factory.getbasetemp())
 
 
@@ -100,7 +101,7 @@ def _check_points(points: list, records: list[LogRecord], images: Images, first:
 
 def test_every_offset_equals_the_reference_image(log):
     records, source, images = log
-    window = source.load(Window(), Selection())
+    window = load(source, Window(), Selection())
     points = timeline(window, [(r.offset, r.timestamp) for r in records]).points
     assert [p.offset for p in points] == [r.offset for r in records]
     _check_points(points, records, images, records[0].offset)
@@ -113,7 +114,7 @@ def _sub_window(records: list[LogRecord]) -> tuple[int, int]:
 def test_spaced_points_over_a_sub_window(log):
     records, source, images = log
     first, last = _sub_window(records)
-    window = source.load(Window(from_offset=first, to_offset=last), Selection())
+    window = load(source, Window(from_offset=first, to_offset=last), Selection())
     assert (window.first_offset, window.last_offset) == (first, last)
     by_count = timeline(window, points_by_count(window, 7)).points
     assert len(by_count) == 7 and by_count[-1].offset == last
@@ -123,7 +124,7 @@ def test_spaced_points_over_a_sub_window(log):
     assert _gauges(middle) == image_gauges(replay_to(records, middle.offset).to_json()).model_dump()
 
     start, end = records[len(records) // 3].timestamp, records[2 * len(records) // 3].timestamp
-    by_time = source.load(Window(from_time=start, to_time=end), Selection())
+    by_time = load(source, Window(from_time=start, to_time=end), Selection())
     step = max(1, (end - start) // 9)
     spaced = timeline(by_time, points_every(by_time, step)).points
     assert len(spaced) == (end - start) // step + 1
@@ -142,7 +143,7 @@ def parse(time: str) -> int:
 def test_one_point_per_change(log):
     records, source, images = log
     first, last = _sub_window(records)
-    window = source.load(Window(from_offset=first, to_offset=last), Selection())
+    window = load(source, Window(from_offset=first, to_offset=last), Selection())
     points = timeline(window, points_at_changes(window)).points
     _check_points(points, records, images, first)
     by_offset = {r.offset: image for r, image in images}
@@ -154,9 +155,9 @@ def test_one_point_per_change(log):
 
 def test_point_times_resolve_back_to_their_offsets(log):
     _, source, _ = log
-    window = source.load(Window(), Selection())
+    window = load(source, Window(), Selection())
     for point in timeline(window, points_by_count(window, 25)).points:
-        resolved = resolve(source.records, Window(to_time=parse(point.time)))[1]
+        resolved = resolve(source, Window(to_time=parse(point.time)))[1]
         assert resolved >= point.offset
         assert window.time_at(resolved) == parse(point.time)
 
@@ -196,18 +197,18 @@ def test_history_equals_the_states_at_every_offset(log):
     topics = sorted({t["name"] for _, image in images for t in image["topics"]})
     assert topics
     for name in topics:
-        window = source.load(Window(), Selection(topic=name))
+        window = load(source, Window(), Selection(topic=name))
         history = topic_history(window, name)
         expected = _runs(images, lambda image: _topic_state(image, name))
         assert [(v.fromOffset, v.toOffset, v.state if v.state["topicId"] or v.state["configs"] else None)
                 for v in history.versions] == expected, name
         for pid in sorted({p["partitionId"] for _, image in images for p in image["partitions"] if p["topic"] == name}):
-            window = source.load(Window(), Selection(topic=name, partition=pid))
+            window = load(source, Window(), Selection(topic=name, partition=pid))
             expected = _runs(images, lambda image: next(
                 (p for p in image["partitions"] if p["topic"] == name and p["partitionId"] == pid), None))
             assert _history_runs(partition_history(window, name, pid), "topicId") == expected, (name, pid)
     for broker in sorted({b["brokerId"] for _, image in images for b in image["brokers"]}):
-        window = source.load(Window(), Selection(broker=broker))
+        window = load(source, Window(), Selection(broker=broker))
         expected = _runs(images, lambda image: next((b for b in image["brokers"] if b["brokerId"] == broker), None))
         assert _history_runs(broker_history(window, broker), "brokerEpoch") == expected, broker
 
@@ -216,8 +217,8 @@ def test_history_of_a_window_keeps_the_versions_overlapping_it(log):
     records, source, images = log
     first, last = _sub_window(records)
     broker = images[-1][1]["brokers"][0]["brokerId"] if images[-1][1]["brokers"] else 1
-    whole = broker_history(source.load(Window(), Selection(broker=broker)), broker).versions
-    part = broker_history(source.load(Window(from_offset=first, to_offset=last), Selection(broker=broker)),
+    whole = broker_history(load(source, Window(), Selection(broker=broker)), broker).versions
+    part = broker_history(load(source, Window(from_offset=first, to_offset=last), Selection(broker=broker)),
                           broker).versions
     assert part == [v for v in whole if v.fromOffset <= last and (v.toOffset is None or v.toOffset > first)]
 
@@ -266,7 +267,7 @@ def test_gauges_of_an_image():
 # ---- the words of the incident log -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def incident(tmp_path_factory) -> TableSource:
+def incident(tmp_path_factory) -> MemorySource:
     return _log("incident", tmp_path_factory.getbasetemp())[1]
 
 
@@ -275,7 +276,7 @@ def _events(history) -> list[list[str]]:
 
 
 def test_partition_words(incident):
-    history = partition_history(incident.load(Window(), Selection(topic="orders", partition=1)), "orders", 1)
+    history = partition_history(load(incident, Window(), Selection(topic="orders", partition=1)), "orders", 1)
     assert _events(history) == [
         ["created (topic id AAAAAAAAAAAAAAAAAAAADQ): replicas [2,3,1], leader 2, ISR [2,3,1]"],
         ["ISR −3,1 → [2]"],
@@ -292,30 +293,30 @@ def test_partition_words(incident):
         "eligibleLeaderReplicas": ([], [2]), "lastKnownElr": ([], [2])}
     deleted = history.versions[-1]
     assert deleted.toOffset is None and deleted.state["topic"] == "orders" and deleted.state["leader"] is None
-    words = [e for v in partition_history(incident.load(Window(), Selection(topic="orders", partition=0)),
+    words = [e for v in partition_history(load(incident, Window(), Selection(topic="orders", partition=0)),
                                           "orders", 0).versions for e in v.events]
     assert "leader none→2 (recovery from ELR)" in words and "leader 2→1 (election)" in words
     assert words[-1].startswith("re-created (topic id AAAAAAAAAAAAAAAAAAAADg)")
-    words = [e for v in partition_history(incident.load(Window(), Selection(topic="orders", partition=2)),
+    words = [e for v in partition_history(load(incident, Window(), Selection(topic="orders", partition=2)),
                                           "orders", 2).versions for e in v.events]
     assert "reassignment started (adding [4], removing [3])" in words and "reassignment completed" in words
-    words = [e for v in partition_history(incident.load(Window(), Selection(topic="audit", partition=0)),
+    words = [e for v in partition_history(load(incident, Window(), Selection(topic="audit", partition=0)),
                                           "audit", 0).versions for e in v.events]
     assert "reassignment cancelled" in words and "leader 4" not in " ".join(words)  # the aborted transaction
 
 
 def test_broker_words(incident):
-    history = broker_history(incident.load(Window(), Selection(broker=3)), 3)
+    history = broker_history(load(incident, Window(), Selection(broker=3)), 3)
     assert [e.split(" (")[0] for v in history.versions for e in v.events] == [
         "registered", "unfenced", "controlled shutdown entered", "fenced", "re-registered",
         "controlled shutdown left", "unfenced"]
     assert "epoch 13→40, same incarnation, endpoints PLAINTEXT://b3:9092, rack rack-3" in history.versions[4].events[0]
-    assert _events(broker_history(incident.load(Window(), Selection(broker=4)), 4))[-2:] == [["fenced"],
+    assert _events(broker_history(load(incident, Window(), Selection(broker=4)), 4))[-2:] == [["fenced"],
                                                                                            ["unregistered"]]
 
 
 def test_topic_words(incident):
-    history = topic_history(incident.load(Window(), Selection(topic="orders")), "orders")
+    history = topic_history(load(incident, Window(), Selection(topic="orders")), "orders")
     words = [e for v in history.versions for e in v.events]
     assert words == [
         "created (topic id AAAAAAAAAAAAAAAAAAAADQ, 0 partitions)", "partitions added: 0→1", "partitions added: 1→2",
@@ -332,7 +333,7 @@ def test_topic_words(incident):
 
 
 def test_incident_timeline_counts_min_isr_at_each_level(incident):
-    window = incident.load(Window(from_offset=17, to_offset=22), Selection())
+    window = load(incident, Window(from_offset=17, to_offset=22), Selection())
     points = timeline(window, [(o, window.time_at(o)) for o in range(17, 23)]).points
     assert [p.underMinIsrPartitions for p in points] == [
         0,  # 17 orders-0 ISR [1,2]: topic min ISR 2

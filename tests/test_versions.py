@@ -17,7 +17,7 @@ from image.provenance import MetadataProvenance
 from image.replay import replay_to
 from image.testing import LogBuilder, abort, begin, end
 from image.sharding import plan_for, record_sharded
-from image.temporal import MemorySource, RecordPosition, SnapshotId, image_at
+from image.temporal import MemorySource, SnapshotId, image_at
 from image.versions import VersionLog, VersionRecorder, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
@@ -39,8 +39,8 @@ def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: i
 
 def from_versions(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
                   offset: int) -> tuple[dict, list[str]]:
-    source = MemorySource(versions, [RecordPosition(r.offset, r.epoch, r.timestamp) for r in log],
-                          [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp) for s in snapshots])
+    source = MemorySource(versions, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp)
+                                          for s in snapshots])
     doc, errors = image_at(source, offset, lenient=True)
     return doc, [str(e) for e in errors]
 
@@ -204,7 +204,7 @@ def test_recording_in_pieces_gives_the_versions_of_one_pass(log_and_snapshots: A
     log, snapshots = log_and_snapshots
     whole = record_versions(log, snapshots)
     starts = sorted({r.batch_base_offset for r in log})
-    pieces = sorted({starts[c % len(starts)] for c in cuts if starts[c % len(starts)] > 0})
+    pieces = sorted({starts[c % len(starts)] for c in cuts if starts and starts[c % len(starts)] > 0})
     first = pieces[0] if pieces else None
     done = record_versions([r for r in log if first is None or r.offset < first],
                            [s for s in snapshots if first is None or s.end_offset - 1 < first])

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from image.parts import row_key
 from image.replay import replay_to
-from image.version_rows import PARTS, TableSource, records_table, table
+from image.temporal import MemorySource
+from image.version_rows import PARTS
+from image.versions import VersionLog
 from metadata.log import LogRecord
 
 
@@ -23,7 +23,7 @@ def replayed_images(records: Sequence[LogRecord]) -> list[tuple[LogRecord, dict[
     return [(record, replay_to(records, record.offset).to_json()) for record in records]
 
 
-def version_rows(images: Sequence[tuple[LogRecord, dict[str, Any]]]) -> dict[str, pa.Table]:
+def version_rows(images: Sequence[tuple[LogRecord, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
     """Per part, the version rows implied by the images at every offset."""
     rows: dict[str, list[dict[str, Any]]] = {part: [] for part in PARTS}
     current: dict[str, dict[tuple, dict[str, Any]]] = {part: {} for part in PARTS}
@@ -40,15 +40,13 @@ def version_rows(images: Sequence[tuple[LogRecord, dict[str, Any]]]) -> dict[str
                     version = {**row, "from_offset": record.offset, "to_offset": None, "from_time": record.timestamp}
                     rows[part].append(version)
                     current[part][key] = version
-    return {part: table(part, part_rows) for part, part_rows in rows.items()}
+    return rows
 
 
-def log_records(records: Sequence[LogRecord]) -> pa.Table:
-    """The records table of the log: offset, append time, type (control type for control records)."""
-    return records_table((r.offset, r.timestamp, r.type or r.control_type) for r in records)
-
-
-def oracle_source(records: Sequence[LogRecord]) -> tuple[TableSource, list[tuple[LogRecord, dict[str, Any]]]]:
-    """A version source built by the oracle, and the images it was built from."""
+def oracle_source(records: Sequence[LogRecord]) -> tuple[MemorySource, list[tuple[LogRecord, dict[str, Any]]]]:
+    """A source of the oracle's version rows (the parts history and timeline read), and the images it
+    was built from."""
     images = replayed_images(records)
-    return TableSource(version_rows(images), log_records(records)), images
+    recorded = VersionLog()
+    recorded.versions.update(version_rows(images))
+    return MemorySource(recorded, records, []), images

@@ -3,18 +3,20 @@ Spark can reach, and whenever the user names a Spark master."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from image.errors import ReplayError
 from image.parts import Row
-from image.temporal import RecordPosition, SnapshotId
+from image.temporal import RecordPosition, SnapshotId, log_bounds
 from image.versions import Span
 from metadata.lake import Lake, LakeState
-from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
+from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, version_schema
 
 
 def visible_at(frame: DataFrame, offset: int) -> DataFrame:
@@ -64,3 +66,25 @@ class SparkSource:
         rows = t.where(log | own).orderBy(F.col("snapshot_end_offset").isNull(), "offset").collect()
         return [ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
                 for r in rows]
+
+    def versions(self, part: str, during: tuple[int, int] | None = None,
+                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+        frame = self.table(PART_TABLES[part])
+        if during is not None:
+            frame = frame.where((F.col("from_offset") <= during[1])
+                                & (F.col("to_offset").isNull() | (F.col("to_offset") > during[0])))
+        for column, value in (equal or {}).items():
+            frame = frame.where(F.col(column) == value)
+        return frame.toArrow().cast(version_schema(part))
+
+    def records(self, first: int, last: int) -> pa.Table:
+        frame = (self.table("records").where(F.col("offset").between(first, last))
+                 .select("offset", "timestamp", F.coalesce("type", "control_type").alias("type")).orderBy("offset"))
+        return frame.toArrow()
+
+    def bounds(self) -> tuple[int, int] | None:
+        lo, hi = self.table("records").agg(F.min("offset"), F.max("offset")).first()
+        return log_bounds(lo, hi, self.snapshots())
+
+    def offset_at_time(self, ms: int) -> int | None:
+        return self.table("records").where(F.col("timestamp") <= ms).agg(F.max("batch_last_offset")).first()[0]

@@ -1,0 +1,146 @@
+"""The temporal image built by ingest on Spark: the image its versions give at an offset — read in process
+(pyarrow) or on Spark — is the reference engine's replay to that offset, errors included; any sharding
+gives the same versions; ingesting a log in pieces gives the versions of one ingest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from image.lake_source import ArrowSource
+from image.replay import replay_to
+from image.spark.build import build_versions
+from image.spark.source import SparkSource
+from image.temporal import image_at
+from metadata.generator import generate
+from metadata.lake import Lake
+from metadata.lake_files import LakeFiles
+from metadata.log import LogRecord, Snapshot
+from metadata.readers import read_log, read_snapshots
+from metadata.version_tables import TABLES
+from tests.lakes import broken_log, crafted_log, make_lake, write_log
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0"))
+
+
+def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int) -> tuple[dict, list[str]]:
+    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
+               default=None)
+    image = replay_to(log, offset, snapshot=base, lenient=True)
+    return image.to_json(), [str(e) for e in image.errors]
+
+
+def assert_images(lake: Lake, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offsets: Sequence[int],
+                  spark_offsets: Sequence[int] = ()) -> None:
+    arrow = ArrowSource(LakeFiles(lake.uri))
+    for offset in offsets:
+        doc, errors = image_at(arrow, offset, lenient=True)
+        assert (doc, [str(e) for e in errors]) == reference(log, snapshots, offset), offset
+    spark = SparkSource(lake)
+    for offset in spark_offsets:
+        doc, errors = image_at(spark, offset, lenient=True)
+        assert (doc, [str(e) for e in errors]) == reference(log, snapshots, offset), offset
+
+
+def temporal_tables(lake: Lake) -> dict[str, list[str]]:
+    """Every temporal-image table of the committed lake, as sorted row texts."""
+    files = LakeFiles(lake.uri)
+    return {t: sorted(repr(sorted(r.items())) for r in files.read(t).to_pylist()) for t in TABLES}
+
+
+@pytest.fixture(scope="module")
+def crafted(spark, tmp_path_factory) -> tuple[Lake, Path]:
+    root = tmp_path_factory.mktemp("crafted")
+    log = write_log(crafted_log(), root / "log", segments_at=[20, 45, 48, 60])
+    return make_lake(spark, root, [log]), log
+
+
+@pytest.fixture(scope="module")
+def generated(spark, tmp_path_factory) -> tuple[Lake, Path]:
+    root = tmp_path_factory.mktemp("generated")
+    generate(23, 4, 6, 3, 400, root / "gen", snapshot_at=900, segment_bytes=65536)
+    log = root / "gen" / "__cluster_metadata-0"
+    return make_lake(spark, root, [log]), log
+
+
+def test_crafted_log_every_offset_in_process_and_on_spark(crafted: tuple[Lake, Path]) -> None:
+    lake, path = crafted
+    log = read_log(path)
+    last = log[-1].offset
+    assert_images(lake, log, [], range(-1, last + 1), spark_offsets=[-1, 3, 47, 50, 58, last])
+
+
+def test_broken_log_keeps_every_rejection_in_full(spark, tmp_path: Path) -> None:
+    path = write_log(broken_log(), tmp_path / "log")
+    lake = make_lake(spark, tmp_path, [path])
+    log = read_log(path)
+    assert_images(lake, log, [], range(-1, log[-1].offset + 1), spark_offsets=[4, log[-1].offset])
+    with pytest.raises(Exception) as raised:  # strict: the first rejection, as the reference engine raises it
+        image_at(ArrowSource(LakeFiles(lake.uri)), log[-1].offset)
+    with pytest.raises(Exception) as expected:
+        replay_to(log, log[-1].offset)
+    assert str(raised.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_kafka_logs_every_offset(spark, tmp_path: Path, fixture: Path) -> None:
+    lake = make_lake(spark, tmp_path, [fixture / "__cluster_metadata-0"])
+    log, snapshots = read_log(fixture), read_snapshots(fixture)
+    assert_images(lake, log, snapshots, range(-1, log[-1].offset + 1))
+
+
+def test_generated_log_with_a_snapshot(generated: tuple[Lake, Path]) -> None:
+    lake, path = generated
+    log, snapshots = read_log(path), read_snapshots(path)
+    assert snapshots
+    last = log[-1].offset
+    ends = [s.end_offset for s in snapshots]
+    offsets = sorted({-1, 0, last, last // 3, last // 2, *(e + d for e in ends for d in (-2, -1, 0))})
+    assert_images(lake, log, snapshots, offsets, spark_offsets=offsets[:3])
+
+
+def staged(root: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for kind in ("versions", "closings", "rows"):
+        base = os.path.join(root, kind)
+        for table in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            rows = pa.concat_tables([pq.read_table(os.path.join(base, table, f))
+                                     for f in sorted(os.listdir(os.path.join(base, table)))]).to_pylist()
+            out[f"{kind}/{table}"] = sorted(repr(sorted(r.items())) for r in rows)
+    return out
+
+
+@pytest.mark.parametrize("lake_name", ["crafted", "generated"])
+def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
+        request, tmp_path: Path, lake_name: str) -> None:
+    lake, _ = request.getfixturevalue(lake_name)
+    state = lake.state()
+    results = []
+    for shards, seed in ((1, None), (2, 7), (7, 11), (64, 3)):
+        root = str(tmp_path / f"s{shards}")
+        report, _ = build_versions(lake, state, shards=shards, seed=seed, staging=root)
+        assert report.shards == shards
+        results.append(staged(root))
+    assert all(r == results[0] for r in results[1:])
+    assert results[0]["versions/image_partitions"]
+
+
+def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(spark, tmp_path: Path,
+                                                                        crafted: tuple[Lake, Path],
+                                                                        generated: tuple[Lake, Path]) -> None:
+    """Each ingest continues the temporal image from where the last one stopped — for the crafted log once
+    inside a metadata transaction (a segment ends at 47, between its Begin and End)."""
+    for whole, path in (crafted, generated):
+        pieces = sorted(p for p in path.iterdir() if p.suffix in (".log", ".checkpoint"))
+        target = str(tmp_path / f"pieces-{path.parent.name}")
+        for piece in pieces:
+            make_lake(spark, tmp_path, [piece], name=os.path.basename(target))
+        assert temporal_tables(Lake(target, spark)) == temporal_tables(whole)
