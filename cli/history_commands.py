@@ -52,7 +52,7 @@ def _source(log: Path) -> TemporalSource:
 
 
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
-    from image.engine import parse_time
+    from image.temporal import parse_time
     from image.version_rows import Window
     return Window(from_offset=from_offset, to_offset=to_offset,
                   from_time=parse_time(from_time) if from_time is not None else None,

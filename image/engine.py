@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from image.errors import ReplayError
+from image.temporal import parse_time
 from image.frames import SCHEMAS, ImageFrames
 from image.replay import SnapshotSource, replay_to
 from image.spark.plan import Base
@@ -30,7 +31,6 @@ AUTO_THRESHOLD = 200_000
 """``auto`` uses the reference engine up to this many log records to replay."""
 
 Engine = Literal["auto", "spark", "reference"]
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -41,20 +41,6 @@ class ReplayedFrames(ImageFrames):
 
     def parts(self) -> dict[str, DataFrame]:
         return {part: getattr(self, part) for part in SCHEMAS}
-
-
-def parse_time(value: str | int) -> int:
-    """Epoch milliseconds of ``value``: an int / digit string (epoch ms) or an ISO-8601 time
-    (``Z`` or an offset; a naive time is UTC)."""
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
-        return int(value)
-    try:
-        moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
 def resolve_offset(lake: Lake, offset: int | None = None, at_time: str | int | None = None,

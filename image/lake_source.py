@@ -16,6 +16,7 @@ from image.parts import Row
 from image.temporal import RecordPosition, SnapshotId, log_bounds, version_filter
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
+from metadata.log import LogRecord
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
 
 
@@ -123,3 +124,13 @@ class ArrowSource:
                 last = pc.max(t["batch_last_offset"]).as_py()
                 best = last if best is None else max(best, last)
         return best
+
+    def batch_start(self, offset: int) -> int:
+        t = self.files.read("records", columns=["batch_base_offset"], where=pc.field("offset") == offset,
+                            prune=lambda f: f.may_hold("offset", lo=offset, hi=offset))
+        return t["batch_base_offset"][0].as_py() if t.num_rows else offset
+
+    def log_records(self, first: int, last: int) -> list[LogRecord]:
+        t = self.files.read("records", where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
+                            prune=lambda f: f.may_hold("offset", lo=first, hi=last))
+        return [LogRecord.from_row(r) for r in t.sort_by("offset").to_pylist()]

@@ -11,6 +11,7 @@ and the rejected records — and :func:`image_at` turns them into the image JSON
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from image.errors import ReplayError
-from image.parts import JSON_PARTS, Row, assemble
+from image.image import MetadataImage
+from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, Snapshot
@@ -78,6 +80,75 @@ class TemporalSource(Protocol):
 
     def offset_at_time(self, ms: int) -> int | None:
         """The last offset of the last batch appended at or before ``ms`` (epoch ms), None if none was."""
+
+    def batch_start(self, offset: int) -> int:
+        """The first offset of the batch holding ``offset`` (``offset`` itself if no record holds it)."""
+
+    def log_records(self, first: int, last: int) -> list[LogRecord]:
+        """The log records in ``[first, last]`` with their bodies, by offset (for the reference engine)."""
+
+
+def parse_time(value: str | int) -> int:
+    """Epoch milliseconds of ``value``: an int / digit string (epoch ms) or an ISO-8601 time (``Z`` or an
+    offset; a naive time is UTC)."""
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+        return int(value)
+    try:
+        moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def iso_time(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:05:00.123Z``)."""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def resolve_offset(source: TemporalSource, offset: int | None = None, at_time: str | int | None = None) -> int:
+    """The offset a read is about: ``offset``, the last offset of the last batch appended at or before
+    ``at_time``, or (neither) the end of the log. ValueError past either end of the log."""
+    if offset is not None and at_time is not None:
+        raise ValueError("give an offset or a time, not both")
+    bounds = source.bounds()
+    end = bounds[1] if bounds is not None else -1
+    if at_time is not None:
+        ms = parse_time(at_time)
+        found = source.offset_at_time(ms)
+        if found is None:
+            raise ValueError(f"no batch of the log was appended at or before {iso_time(ms)} ({ms} ms)")
+        return found
+    if offset is None:
+        return end
+    if offset < -1:
+        raise ValueError(f"offset {offset} is before the start of the log")
+    if offset > end:
+        raise ValueError(f"offset {offset} is beyond the end of the log (last offset {end})")
+    return offset
+
+
+def restart_point(source: TemporalSource, offset: int) -> int:
+    """The first offset of a replay that must see what becomes visible from ``offset`` on: the start of the
+    batch holding it (a delta boundary), or the BeginTransactionRecord of a metadata transaction open
+    just before that (the replay then sees the whole transaction)."""
+    restart = min(offset, source.batch_start(offset))
+    for span in source.spans():
+        if span.begin <= restart - 1 and (span.end is None or span.end >= restart):
+            restart = min(restart, span.begin)
+    return restart
+
+
+def image_before(source: TemporalSource, restart: int) -> MetadataImage:
+    """The image a replay starting at ``restart`` (a :func:`restart_point`) starts from, hidden state
+    included (:mod:`image.parts`), built from the versions current at ``restart - 1``."""
+    rows = {part: source.rows_at(part, restart - 1) for part in PART_KEYS}
+    return MetadataImage.from_rows(rows, provenance_at(source, restart - 1))
 
 
 def log_bounds(first: int | None, last: int | None, snapshots: Sequence[SnapshotId]) -> tuple[int, int] | None:
@@ -202,6 +273,13 @@ class MemorySource:
 
     def offset_at_time(self, ms: int) -> int | None:
         return max((r.batch_last_offset for r in self.log if r.timestamp <= ms), default=None)
+
+    def batch_start(self, offset: int) -> int:
+        i = bisect.bisect_left(self.positions, (offset,))
+        return self.log[i].batch_base_offset if i < len(self.log) and self.log[i].offset == offset else offset
+
+    def log_records(self, first: int, last: int) -> list[LogRecord]:
+        return [r for r in self.log if first <= r.offset <= last]
 
 
 def ordered_rejections(rejections: Sequence[Rejection], snapshot: SnapshotId | None, first: int,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -36,6 +37,17 @@ class LogRecord:
     @property
     def is_control(self) -> bool:
         return self.control_type is not None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], offset_column: str = "offset") -> LogRecord:
+        """A row of the lake's ``records`` table (or of ``snapshots``, with ``offset_column="position"``)."""
+        payload = row["payload"]
+        return cls(offset=row[offset_column], batch_base_offset=row["batch_base_offset"],
+                   batch_last_offset=row["batch_last_offset"], epoch=row["batch_leader_epoch"],
+                   timestamp=row["timestamp"], type=row["type"], version=row["version"],
+                   data=json.loads(payload) if payload else {}, control_type=row["control_type"],
+                   is_transactional=bool(row["is_transactional"]), producer_id=row["producer_id"],
+                   producer_epoch=row["producer_epoch"], source_file=row["source_file"])
 
 
 class Snapshot(NamedTuple):

@@ -97,14 +97,6 @@ class SnapshotId(BaseModel):
     last_contained_timestamp: int | None
 
 
-def _log_record(r, offset_column: str = "offset") -> LogRecord:
-    return LogRecord(offset=r[offset_column], batch_base_offset=r["batch_base_offset"],
-                     batch_last_offset=r["batch_last_offset"], epoch=r["batch_leader_epoch"], timestamp=r["timestamp"],
-                     type=r["type"], version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {},
-                     control_type=r["control_type"], is_transactional=bool(r["is_transactional"]),
-                     producer_id=r["producer_id"], producer_epoch=r["producer_epoch"], source_file=r["source_file"])
-
-
 def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | None = None,
                 state: LakeState | None = None) -> Iterator[LogRecord]:
     """Committed log records in offset order, streamed to the driver (for the reference engine)."""
@@ -114,7 +106,7 @@ def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | Non
     if to_offset is not None:
         rows = rows.where(F.col("offset") <= to_offset)
     for r in rows.orderBy("offset").toLocalIterator():
-        yield _log_record(r)
+        yield LogRecord.from_row(r)
 
 
 def snapshot_ids(lake: Lake, state: LakeState | None = None) -> list[SnapshotId]:
@@ -133,4 +125,4 @@ def snapshot_records(lake: Lake, end_offset: int, epoch: int, state: LakeState |
             .withColumn("batch_last_offset", F.col("position"))
             .withColumn("is_transactional", F.lit(False)).withColumn("producer_id", F.lit(-1).cast("long"))
             .withColumn("producer_epoch", F.lit(-1)).orderBy("position").collect())
-    return [_log_record(r, "position") for r in rows]
+    return [LogRecord.from_row(r, "position") for r in rows]

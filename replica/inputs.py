@@ -1,50 +1,43 @@
-"""A delta (A, B] of a lake as the inputs of ``replica/``: offsets or times resolved like the
-image commands (``image.engine``), the two images from the chosen engine, the typed tables at
-the committed lake state; or the reference engine's local changes from the lake's records."""
+"""The delta (A, B] of a lake or log as the inputs of ``replica/``, from the temporal image: the images at
+both ends and, for the reference engine, the records between them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from image.engine import Engine, clamp, replay_image, resolve_offset, snapshot_base
-from image.replay import SnapshotSource
-from metadata.lake import Lake, LakeState
-from metadata.query import log_records, snapshot_records
+from image.temporal import TemporalSource, image_before, resolve_offset, restart_point
 from replica.local_changes import local_changes_json
-from replica.spark_changes import DeltaFrames
 
 
-def resolve_window(lake: Lake, from_offset: int | None, to_offset: int | None, from_time: str | None = None,
-                   to_time: str | None = None, state: LakeState | None = None) -> tuple[int, int]:
-    """(A, B): offsets, or the last offsets of the last batches appended at or before the times;
-    B defaults to the end of the log; both are limited to the stored log."""
-    state = state or lake.state()
-    a = resolve_offset(lake, from_offset, from_time, state)
-    if a is None:
+def resolve_window(source: TemporalSource, from_offset: int | None, to_offset: int | None,
+                   from_time: str | None = None, to_time: str | None = None) -> tuple[int, int]:
+    """(A, B): offsets, or the last offsets of the last batches appended at or before the times; B
+    defaults to the end of the log."""
+    if from_offset is None and from_time is None:
         raise ValueError("give --from-offset or --from-time")
-    b = clamp(state, resolve_offset(lake, to_offset, to_time, state))
-    a = clamp(state, a)
+    a = resolve_offset(source, from_offset, from_time)
+    b = resolve_offset(source, to_offset, to_time)
     if b < a:
         raise ValueError(f"the window ends (offset {b}) before it starts (offset {a})")
     return a, b
 
 
-def delta_frames(lake: Lake, from_offset: int, to_offset: int, *, engine: Engine = "auto") -> DeltaFrames:
-    """The delta (from_offset, to_offset] with both images replayed by ``engine``."""
-    state = lake.state()
-    before = replay_image(lake, from_offset, engine=engine)
-    after = replay_image(lake, to_offset, engine=engine)
-    return DeltaFrames(before, after, lambda name: lake.table(name, state), from_offset, to_offset)
+def reference_changes_json(source: TemporalSource, from_offset: int, to_offset: int,
+                           broker: int | None = None) -> dict[str, Any]:
+    """:func:`replica.local_changes.local_changes_json` of the delta (A, B]: the reference engine replays
+    the records from the last delta boundary at or before A (outside any metadata transaction), starting
+    from the image the temporal image gives there, so only the window's records are read."""
+    restart = restart_point(source, from_offset + 1)
+    snapshots = [s for s in source.snapshots() if s.end_offset <= from_offset + 1]
+    if snapshots:  # a replay to A starts from the snapshot it would load, not from the log before it
+        restart = max(restart, max(s.end_offset for s in snapshots))
+    return local_changes_json(source.log_records(restart, to_offset), from_offset, to_offset, broker,
+                              base=image_before(source, restart))
 
 
-def reference_changes_json(lake: Lake, from_offset: int, to_offset: int, broker: int | None = None) -> dict[str, Any]:
-    """:func:`replica.local_changes.local_changes_json` on the lake's records (from the latest
-    snapshot usable for ``from_offset``)."""
-    state = lake.state()
-    base = snapshot_base(lake, state, from_offset)
-    source = None
-    if base is not None and base.snapshot is not None:
-        end, epoch = base.snapshot
-        source = SnapshotSource(snapshot_records(lake, end, epoch, state), end, epoch, base.timestamp)
-    records = log_records(lake, from_offset=base.offset + 1 if base else None, to_offset=to_offset, state=state)
-    return local_changes_json(records, from_offset, to_offset, broker, snapshot=source)
+def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
+    """The delta (A, B] on Spark: both images as DataFrames from the temporal image, and the typed tables
+    (``source``: an :class:`image.spark.source.SparkSource`)."""
+    from replica.spark_changes import DeltaFrames
+    return DeltaFrames(source.image_frames(from_offset), source.image_frames(to_offset), source.table, from_offset,
+                       to_offset)

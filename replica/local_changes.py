@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from image.image import MetadataImage
 from image.partition import PartitionRegistration
 from image.replay import SnapshotArg, delta_between
 from image.topics import TopicDelta, TopicsDelta
@@ -185,6 +186,7 @@ def local_changes_json(
     broker: int | None = None,
     *,
     snapshot: SnapshotArg | None = None,
+    base: MetadataImage | None = None,
     lenient: bool = False,
 ) -> dict[str, Any]:
     """Local changes of ``broker`` for the ONE delta (from_offset, to_offset] (``delta_between``).
@@ -194,7 +196,7 @@ def local_changes_json(
     offsets). Without: ``{fromOffset, toOffset, brokers: [one such object per broker with any
     change, by broker id]}``.
     """
-    start, delta, end = delta_between(records, from_offset, to_offset, snapshot=snapshot, lenient=lenient)
+    start, delta, end = delta_between(records, from_offset, to_offset, snapshot=snapshot, base=base, lenient=lenient)
     topics = delta.topics_delta
     if broker is not None:
         changes = local_changes(topics, broker) if topics is not None else LocalReplicaChanges()

@@ -34,8 +34,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from image.frames import ImageFrames
-from image.spark.transactions import spans
+from image.versions import COMMITTED
 from image.uuids import MIGRATING
+from metadata.version_tables import PROVENANCE
 
 TableSource = Callable[[str], DataFrame]
 """Typed lake table by name (e.g. ``metadata.lake.Lake(...).table``)."""
@@ -82,16 +83,22 @@ def _prev(column: str) -> str:
 
 
 def transactions(table: TableSource) -> DataFrame:
-    """The lake's metadata transactions (:func:`image.spark.transactions.spans`): ``(begin, close,
-    aborted)``, ``close`` null while open."""
-    return spans(table("transaction_markers"))
+    """The log's metadata transactions as the replay saw them (the temporal image's ``image_provenance``):
+    ``(begin, close, aborted)``, ``close`` null while open; a transaction a snapshot superseded counts as
+    aborted (its records never became visible)."""
+    return table(PROVENANCE).select(F.col("from_offset").alias("begin"), F.col("to_offset").alias("close"),
+                                    (F.coalesce(F.col("outcome"), F.lit("")) != COMMITTED).alias("aborted"))
 
 
 def visible_in(table: TableSource, name: str, from_offset: int, to_offset: int,
                txns: DataFrame | None = None) -> DataFrame:
-    """Rows of typed table ``name`` that become visible in (from_offset, to_offset]."""
+    """Rows of typed table ``name`` that become visible in (from_offset, to_offset]: records after
+    ``from_offset``, and those of a transaction that began before and commits in the window."""
     txns = transactions(table) if txns is None else txns
-    rows = table(name).where(F.col("offset") <= to_offset)
+    first = txns.where((F.col("begin") <= from_offset) & (F.col("close") > from_offset)
+                       & (F.col("close") <= to_offset)).agg(F.min("begin")).first()[0]
+    lower = from_offset if first is None else min(first, from_offset)
+    rows = table(name).where((F.col("offset") > lower) & (F.col("offset") <= to_offset))
     txns = txns.select(*[F.col(c).alias("_tx" + c) for c in ("begin", "close", "aborted")])
     enclosing = ((F.col("offset") > F.col("_txbegin"))
                  & (F.col("_txclose").isNull() | (F.col("offset") < F.col("_txclose"))))

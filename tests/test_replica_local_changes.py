@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pathlib import Path
+
 import pytest
 
 from image.replay import delta_between
@@ -253,3 +255,22 @@ def test_local_changes_object_members() -> None:
 def test_empty_windows_have_no_changes(a_b: tuple[int, int]) -> None:
     log = base()
     assert kinds(local_changes_json(log.records, *a_b, 1)) == expect()
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "fixtures" / "kafka").glob("*/*/"))
+                         + [Path(__file__).parents[1] / "data" / "sample"], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Path) -> None:
+    """The reference engine started from the temporal image at the window's last delta boundary reads only
+    the window's records and reports what a replay from the log (and its best snapshot) reports."""
+    from image.temporal import MemorySource
+    from metadata.readers import read_log, read_snapshots
+    from replica.inputs import reference_changes_json
+
+    log, snapshots = read_log(path), read_snapshots(path)
+    source = MemorySource.replay(log, snapshots)
+    last = log[-1].offset
+    windows = [(a, b) for a in range(-1, last + 1, max(1, last // 12)) for b in (a, min(last, a + 7), last)]
+    for a, b in windows:
+        base = max((s for s in snapshots if s.end_offset <= a + 1), key=lambda s: (s.end_offset, s.epoch),
+                   default=None)
+        assert reference_changes_json(source, a, b) == local_changes_json(log, a, b, snapshot=base), (a, b)

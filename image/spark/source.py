@@ -13,9 +13,11 @@ from pyspark.sql import functions as F
 
 from image.errors import ReplayError
 from image.parts import Row
-from image.temporal import RecordPosition, SnapshotId, log_bounds
+from image.frames import SCHEMAS, ImageFrames
+from image.temporal import RecordPosition, SnapshotId, log_bounds, provenance_at
 from image.versions import Span
 from metadata.lake import Lake, LakeState
+from metadata.log import LogRecord
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, version_schema
 
 
@@ -88,3 +90,23 @@ class SparkSource:
 
     def offset_at_time(self, ms: int) -> int | None:
         return self.table("records").where(F.col("timestamp") <= ms).agg(F.max("batch_last_offset")).first()[0]
+
+    def batch_start(self, offset: int) -> int:
+        row = self.table("records").where(F.col("offset") == offset).select("batch_base_offset").limit(1).collect()
+        return row[0][0] if row else offset
+
+    def log_records(self, first: int, last: int) -> list[LogRecord]:
+        frame = self.table("records").where(F.col("offset").between(first, last)).orderBy("offset")
+        return [LogRecord.from_row(r.asDict()) for r in frame.toLocalIterator()]
+
+    def image_frames(self, offset: int) -> ImageFrames:
+        """The image at ``offset`` as DataFrames, one per part (for Spark transforms over whole images)."""
+        frames = {}
+        for part, table in PART_TABLES.items():
+            if part in SCHEMAS:
+                frames[part] = visible_at(self.table(table), offset).select(*SCHEMAS[part].names)
+        p = provenance_at(self, offset)
+        session = self.lake.spark
+        frames["provenance"] = session.createDataFrame(
+            [(p.last_contained_offset, p.last_contained_epoch, p.last_contained_log_time_ms)], SCHEMAS["provenance"])
+        return ImageFrames(**frames)
