@@ -350,13 +350,16 @@ class VersionRecorder(MetadataLoader):
         if offset != self._at:
             self._settle()
             self._at = offset
-        current = self.open[part].get(key)
-        if current is not None and current.row == row:
+        store = self.open[part]
+        current = store.get(key)
+        if current is None if row is None else current is not None and current.row == row:
             return
         self._before.setdefault((part, key), current)
-        if current is not None:
+        if row is None:
             self._remove(part, key)
-        if row is not None:
+        elif current is not None:  # same key, new row: the indexes stay
+            store[key] = Version(row, offset, time)
+        else:
             self._add(part, key, Version(row, offset, time))
 
     def _settle(self) -> None:
@@ -440,9 +443,15 @@ class VersionRecorder(MetadataLoader):
         names: set[str] = set()
         if delta is not None and delta.topics_delta is not None:
             td = delta.topics_delta
-            names = {d.name for d in td.changed_topics.values()}
+            index = self.open["topicNames"]
+            for topic_id, changed in td.changed_topics.items():
+                current = index.get((changed.name,))
+                if current is None or current.row["topicId"] != topic_id:
+                    names.add(changed.name)
             names.update(td.image.topics_by_id[topic_id].name for topic_id in td.deleted_topic_ids)
         super()._publish(provenance)
+        if not names:
+            return
         # The name index changes only when a delta is applied (image.parts): at the batch's last offset,
         # or just before a BeginTransactionRecord inside a batch (a shard may not have read that record).
         offset = self._publish_at if self._publish_at is not None else provenance.last_contained_offset
