@@ -23,9 +23,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from image.diff_keys import CHANGES, DIFF_KEYS
 from image.frames import SCHEMAS, ImageFrames
-
-CHANGES = ("added", "removed", "changed")
 
 _SORTED_NESTED = ("endPoints", "features")  # lists of {name, ...} the image JSON orders by name
 _JSON_OPTIONS = {"ignoreNullFields": "false"}
@@ -44,19 +43,7 @@ class Section:
         return tuple(c for c in SCHEMAS[self.part].names if c not in self.keys and c not in self.context)
 
 
-SECTIONS: dict[str, Section] = {s.part: s for s in (
-    Section("topics", ("topicId",)),
-    Section("partitions", ("topicId", "partitionId"), ("topic",)),
-    Section("brokers", ("brokerId",)),
-    Section("controllers", ("controllerId",)),
-    Section("configs", ("resourceType", "resourceName", "name")),
-    Section("features", ("name",)),
-    Section("producerIds", ()),
-    Section("clientQuotas", ("entity", "key")),
-    Section("acls", ("id",)),
-    Section("scram", ("mechanism", "name")),
-    Section("delegationTokens", ("tokenId",)),
-)}
+SECTIONS: dict[str, Section] = {part: Section(part, keys, context) for part, (keys, context) in DIFF_KEYS.items()}
 
 
 @dataclass(frozen=True)
