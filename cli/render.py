@@ -402,31 +402,52 @@ _PHASE_HEADINGS = {
 }
 
 
-def plan_lines(actions: Sequence[Mapping[str, Any]], limit: int | None) -> list[str]:
-    """An apply plan as the broker would log it: per phase a heading, then its first ``limit``
-    actions (``step  action  topic-partition  reason``) and how many more of which action."""
-    lines: list[str] = []
+def _plan(actions: Sequence[Mapping[str, Any]], limit: int | None) -> Iterator[str | tuple[str, str, str, str]]:
+    """Per phase its heading, its first ``limit`` actions as ``(step, action, topic-partition, reason)``
+    and how many more of which action."""
     phases: dict[str, list[Mapping[str, Any]]] = {}
     for r in actions:  # in step order, so the phases come in order too
         phases.setdefault(r["phase"], []).append(r)
     for phase, rows in phases.items():
-        lines.append(_PHASE_HEADINGS[phase](rows))
+        yield _PHASE_HEADINGS[phase](rows)
         shown, hidden = head(rows, limit)
         for r in shown:
             where = "" if r["topic"] is None else f"{r['topic']}-{r['partition']}"
-            lines.append(f"  {r['step']:>4}  {r['action']:<18} {where:<24} {r['reason']}")
+            yield str(r["step"]), r["action"], where, r["reason"]
         if hidden:
             left = Counter(r["action"] for r in rows[len(shown):])
-            lines.append("  " + more(hidden, ", ".join(f"{n:,} {a}" for a, n in left.items())).plain)
-    return lines
+            yield "  " + more(hidden, ", ".join(f"{n:,} {a}" for a, n in left.items())).plain
+
+
+def plan_lines(actions: Sequence[Mapping[str, Any]], limit: int | None) -> list[str]:
+    """An apply plan as the broker would log it, as plain lines: per phase a heading, then its first
+    ``limit`` actions (``step  action  topic-partition  reason``) and how many more of which action."""
+    return [item if isinstance(item, str) else f"  {item[0]:>4}  {item[1]:<18} {item[2]:<24} {item[3]}"
+            for item in _plan(actions, limit)]
 
 
 def apply(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
-    """One broker's apply plan: the number of actions, then :func:`plan_lines`."""
+    """One broker's apply plan: the number of actions, then per phase what :func:`plan_lines` says,
+    in columns (each reason wrapping in its own)."""
     actions = doc["actions"]
-    heading = Text(f"broker {doc['broker']} applies the delta of offsets {doc['fromOffset']} → {doc['toOffset']}: "
-                   f"{count(len(actions), 'action')}", style="bold")
-    return Group(heading, *(Text(line) for line in plan_lines(actions, limit) or ["nothing to do"]))
+    parts: list[RenderableType] = [Text(
+        f"broker {doc['broker']} applies the delta of offsets {doc['fromOffset']} → {doc['toOffset']}: "
+        f"{count(len(actions), 'action')}", style="bold")]
+    grid: Table | None = None
+    for item in _plan(actions, limit):
+        if isinstance(item, str):
+            grid = None
+            parts.append(Text(item, style="dim" if item.startswith("  ") else ""))
+            continue
+        if grid is None:
+            grid = Table.grid(padding=(0, 0, 0, 2), pad_edge=True)
+            grid.add_column(justify="right", no_wrap=True)
+            grid.add_column(no_wrap=True)
+            grid.add_column(no_wrap=True)
+            grid.add_column(overflow="fold")
+            parts.append(grid)
+        grid.add_row(*item)
+    return Group(*parts) if actions else Group(parts[0], Text("nothing to do"))
 
 
 def _request_partitions(request: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
