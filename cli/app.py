@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -79,6 +78,7 @@ def lake(location: str):
 
 
 def print_json(value: Any) -> None:
-    if isinstance(value, BaseModel):
+    """``value`` (a JSON document or a pydantic model) as indented JSON on stdout."""
+    if hasattr(value, "model_dump"):  # a pydantic model (pydantic is not imported until a command needs it)
         value = value.model_dump(mode="json")
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
