@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Replay Apache Kafka KRaft metadata logs: ingest into Delta, replay, diff, per-broker changes.")
@@ -25,6 +23,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LakeOpt = Annotated[str, typer.Option("--lake", help="Lake location (directory or any URI Spark writes).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+LimitOpt = Annotated[int, typer.Option("--limit", min=0, help="Rows shown per list (the heading counts them all; "
+                                                               "--json is always complete).")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Show every row (overrides --limit).")]
+
+
+def shown_rows(limit: int, show_all: bool) -> int | None:
+    """The rows per list a command shows: ``--limit`` or, with ``--all``, every row (None)."""
+    return None if show_all else limit
 
 
 def handles_errors(fn: F) -> F:
@@ -72,24 +78,7 @@ def lake(location: str):
 
 
 def print_json(value: Any) -> None:
-    if isinstance(value, BaseModel):
+    """``value`` (a JSON document or a pydantic model) as indented JSON on stdout."""
+    if hasattr(value, "model_dump"):  # a pydantic model (pydantic is not imported until a command needs it)
         value = value.model_dump(mode="json")
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
-
-
-def kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    for k, v in rows:
-        table.add_row(k, "" if v is None else str(v))
-    return table
-
-
-def counts_table(title: str, counts: dict[str, int], what: str = "type") -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column(what)
-    table.add_column("count", justify="right")
-    for k, v in counts.items():
-        table.add_row(k, f"{v:,}")
-    return table

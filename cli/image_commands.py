@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from enum import Enum
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
+from cli import render
 from cli.app import (
+    AllOpt,
     JsonOpt,
     LakeOpt,
+    LimitOpt,
     app,
-    counts_table,
     err,
     handles_errors,
-    kv_table,
     lake,
     out,
     print_json,
+    shown_rows,
     spark,
 )
+from cli.render import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from image.engine import ReplayedFrames
     from image.frames import ImageFrames
@@ -53,17 +54,6 @@ class Part(str, Enum):
     features = "features"
 
 
-TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "partitions": ("topic", "partitionId", "leader", "leaderEpoch", "partitionEpoch", "replicas", "isr",
-                   "addingReplicas", "removingReplicas", "eligibleLeaderReplicas", "lastKnownElr",
-                   "leaderRecoveryState"),
-    "brokers": ("brokerId", "brokerEpoch", "fenced", "inControlledShutdown", "rack", "endPoints", "incarnationId"),
-    "topics": ("name", "topicId"),
-    "configs": ("resourceType", "resourceName", "name", "value"),
-    "features": ("name", "level"),
-}
-
-
 def _image(location: str, offset: int | None, at_time: str | None, engine: Engine = Engine.auto,
            lenient: bool = False) -> ReplayedFrames:
     """The image of the lake at ``offset`` / ``at_time`` (default: the latest committed); an offset
@@ -79,67 +69,14 @@ def _image(location: str, offset: int | None, at_time: str | None, engine: Engin
     return frames
 
 
-def _cell(value: Any) -> str:
-    """A value as table text: lists as ``[a,b]``, endpoints as ``NAME://host:port``, entities as ``type=name``."""
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return "[" + ",".join(_cell(v) for v in value) + "]"
-    if isinstance(value, dict) and "host" in value:
-        return f"{value['name']}://{value['host']}:{value['port']}"
-    if isinstance(value, dict):
-        return " ".join(f"{k}={_cell(v) if v is not None else '<default>'}" for k, v in value.items())
-    return str(value)
-
-
-def _rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(*(_cell(r[c]) for c in columns))
-    return table
-
-
-def _facts(frames: ImageFrames) -> list[tuple[str, int]]:
-    """``(fact, value)`` rows of an image, from one Spark job: the row count of every part
-    (``count:<part>``), provenance, metadata.version, fenced and in-controlled-shutdown broker ids
-    (one row each) and the counts of leaderless and under-replicated partitions."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
-
-    def fact(name: str, value: Column) -> tuple[Column, Column]:
-        return F.lit(name).alias("fact"), value.cast("long").alias("value")
-
-    p, b = frames.partitions, frames.brokers
-    selects = [frame.agg(*fact(f"count:{part}", F.count("*")))
-               for part, frame in frames.parts().items() if part != "provenance"]
-    selects += [frames.provenance.select(*fact(c, F.col(c))) for c in ("offset", "epoch", "timestamp")]
-    selects += [frames.features.where(F.col("name") == "metadata.version").select(*fact("metadata.version",
-                                                                                          F.col("level"))),
-                b.where("fenced").select(*fact("fenced", F.col("brokerId"))),
-                b.where("inControlledShutdown").select(*fact("inControlledShutdown", F.col("brokerId"))),
-                p.agg(*fact("leaderless", F.count(F.when(F.col("leader") == -1, 1)))),
-                p.agg(*fact("underReplicated", F.count(F.when(F.size("isr") < F.size("replicas"), 1))))]
-    rows = reduce(DataFrame.unionByName, selects).collect()
-    return sorted((r["fact"], r["value"]) for r in rows)
-
-
-def _time_text(ms: int) -> str:
-    if ms < 0:
-        return str(ms)
-    return f"{dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec='milliseconds')} ({ms})"
-
-
 @app.command()
 @handles_errors
 def replay(lake_location: LakeOpt, at_offset: AtOffset = None, at_time: AtTime = None, engine: EngineOpt = Engine.auto,
            lenient: Annotated[bool, typer.Option(help="Skip records Kafka rejects (listed on stderr).")] = False,
            save: Annotated[Path | None, typer.Option("--save", help="Also write the image as Delta tables here.")]
            = None,
-           as_json: JsonOpt = False) -> None:
+           limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """The image at an offset or time: summary, or the whole image as JSON."""
-    from image.features import METADATA_VERSIONS
     frames = _image(lake_location, at_offset, at_time, engine, lenient)
     if save is not None:
         frames.save(str(save))
@@ -147,18 +84,7 @@ def replay(lake_location: LakeOpt, at_offset: AtOffset = None, at_time: AtTime =
     if as_json:
         print_json(frames.to_json())
         return
-    facts = _facts(frames)
-    one = dict(facts)
-    many = {k: [v for f, v in facts if f == k] for k in ("fenced", "inControlledShutdown")}
-    level = one.get("metadata.version")
-    out.print(kv_table(f"image at offset {one['offset']}", [
-        ("offset", one["offset"]), ("epoch", one["epoch"]), ("timestamp", _time_text(one["timestamp"])),
-        ("metadata.version", f"{level} ({METADATA_VERSIONS.get(level, 'unknown')})" if level is not None else None),
-        ("fenced brokers", ", ".join(map(str, many["fenced"])) or "none"),
-        ("brokers in controlled shutdown", ", ".join(map(str, many["inControlledShutdown"])) or "none"),
-        ("leaderless partitions", one["leaderless"]), ("under-replicated partitions", one["underReplicated"])]))
-    out.print(counts_table("parts", {part: one[f"count:{part}"] for part in frames.parts() if part != "provenance"},
-                           what="part"))
+    out.print(render.image_summary(frames.summary(), shown_rows(limit, show_all)))
 
 
 def _check_filters(part: Part, topic: str | None, broker: int | None) -> None:
@@ -202,7 +128,8 @@ def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_locat
          broker: Annotated[int | None, typer.Option(
              "--broker", help="Only this broker (partitions and topics it replicates, brokers; its BROKER configs).")]
          = None,
-         engine: EngineOpt = Engine.auto, as_json: JsonOpt = False) -> None:
+         engine: EngineOpt = Engine.auto, limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
+         as_json: JsonOpt = False) -> None:
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
     from image.frames import canonical
     _check_filters(part, topic, broker)
@@ -215,30 +142,7 @@ def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_locat
     if as_json:
         print_json(rows)
         return
-    out.print(_rows_table(f"{part.value} ({len(rows)})", rows, TABLE_COLUMNS[part.value]))
-
-
-def _key_text(section: str, entry: dict[str, Any]) -> str:
-    from image.spark.diff import SECTIONS
-    if section == "partitions":
-        return f"{entry['topic']}-{entry['partitionId']}"
-    return " / ".join(_cell(entry[k]) or '""' for k in SECTIONS[section].keys)
-
-
-def _details_table(section: str, changes: dict[str, list[dict[str, Any]]]) -> Table:
-    from image.spark.diff import SECTIONS
-    spec = SECTIONS[section]
-    table = Table(title=section, title_justify="left")
-    for c in ("change", "key", "details"):
-        table.add_column(c, overflow="fold")
-    for change, entries in changes.items():
-        for e in entries:
-            if change == "changed":
-                details = "; ".join(f"{f}: {_cell(e['before'][f])} → {_cell(e['after'][f])}" for f in e["fields"])
-            else:
-                details = ", ".join(f"{k}={_cell(v)}" for k, v in e.items() if k not in (*spec.keys, *spec.context))
-            table.add_row(change, _key_text(section, e), details)
-    return table
+    out.print(render.show(part.value, rows, shown_rows(limit, show_all)))
 
 
 def _side(location: str, offset: int | None, at_time: str | None, which: str, required: bool,
@@ -266,7 +170,8 @@ def diff_command(
         = None,
         to_image: Annotated[Path | None, typer.Option(help="Image after: a directory written by replay --save.")]
         = None,
-        engine: EngineOpt = Engine.auto, as_json: JsonOpt = False) -> None:
+        engine: EngineOpt = Engine.auto, limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
+        as_json: JsonOpt = False) -> None:
     """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
     from image.spark.diff import diff_images
     from image.frames import ImageFrames
@@ -285,15 +190,7 @@ def diff_command(
     if as_json:
         print_json(doc)
         return
-    table = Table(title=f"diff offset {doc['from']['offset']} → {doc['to']['offset']}", title_justify="left")
-    for c in ("section", "added", "removed", "changed"):
-        table.add_column(c, justify="left" if c == "section" else "right")
-    for section, counts in doc["summary"].items():
-        table.add_row(section, *(f"{counts[c]:,}" for c in ("added", "removed", "changed")))
-    out.print(table)
-    for section, counts in doc["summary"].items():
-        if any(counts.values()):
-            out.print(_details_table(section, doc[section]))
+    out.print(render.diff(doc, shown_rows(limit, show_all)))
 
 
 @app.command()
@@ -308,5 +205,5 @@ def checkpoint(lake_location: LakeOpt,
     if as_json:
         print_json({"every": every, "added": added})
         return
-    out.print(kv_table(f"checkpoints every {every} offsets", [
+    out.print(render.kv_table(f"checkpoints every {every} offsets", [
         ("added", len(added)), ("offsets", ", ".join(map(str, added)) or "none (all present)")]))

@@ -13,10 +13,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from cli.app import (JsonOpt, LakeOpt, app, counts_table, err, handles_errors, kv_table, lake, out, print_json,
-                     spark)
+from cli import render
+from cli.app import (
+    AllOpt,
+    JsonOpt,
+    LakeOpt,
+    LimitOpt,
+    app,
+    err,
+    handles_errors,
+    lake,
+    out,
+    print_json,
+    shown_rows,
+    spark,
+)
+from cli.render import DEFAULT_LIMIT
+
 
 @app.command()
 @handles_errors
@@ -37,37 +51,20 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
     if as_json:
         print_json(report)
         return
-    out.print(kv_table(f"ingested into {report.lake}", [
-        ("files", len(report.files)), ("bytes read", f"{report.bytes_read:,}"),
-        ("bytes skipped (in the lake already)", f"{report.bytes_skipped:,}"),
-        ("records decoded", f"{report.records_decoded:,}"), ("records added", f"{report.records_added:,}"),
-        ("offsets", f"{report.first_offset} … {report.last_offset}"), ("high-water mark", report.high_water_mark),
-        ("snapshots", ", ".join(report.snapshots) or "none"),
-        ("snapshot records added", f"{report.snapshot_records_added:,}"), ("seconds", f"{report.seconds:.1f}")]))
+    out.print(render.ingest_report(report, DEFAULT_LIMIT))
 
 
 @app.command("log-info")
 @handles_errors
-def log_info(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
+def log_info(lake_location: LakeOpt, limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
+             as_json: JsonOpt = False) -> None:
     """Summary of the ingested log: offsets, times, counts by type, snapshots."""
     from metadata.query import log_info as run
     info = run(lake(lake_location))
     if as_json:
         print_json(info)
         return
-    out.print(kv_table(f"log in {info.lake}", [
-        ("offsets", f"{info.first_offset} … {info.last_offset}"), ("metadata records", f"{info.records:,}"),
-        ("control records", f"{info.control_records:,}"), ("missing offsets", info.missing_offsets),
-        ("first timestamp", info.first_timestamp), ("last timestamp", info.last_timestamp),
-        ("ingests", info.ingests)]))
-    out.print(counts_table("records by type", {**info.by_type, **info.control_by_type}))
-    if info.snapshots:
-        table = Table(title="snapshots", title_justify="left")
-        for c in ("end offset", "epoch", "kind", "records", "last contained timestamp"):
-            table.add_column(c)
-        for s in info.snapshots:
-            table.add_row(str(s.end_offset), str(s.epoch), s.kind, str(s.records), str(s.last_contained_timestamp))
-        out.print(table)
+    out.print(render.log_info(info, shown_rows(limit, show_all)))
 
 
 @app.command()
@@ -77,6 +74,7 @@ def dump(lake_location: LakeOpt,
          to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
          types: Annotated[list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")] = None,
          control: Annotated[bool, typer.Option(help="Include control records.")] = False,
+         limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
          as_json: JsonOpt = False) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
     from metadata.query import dump as run
@@ -85,12 +83,7 @@ def dump(lake_location: LakeOpt,
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")
         return
-    table = Table(title_justify="left")
-    for c in ("offset", "timestamp", "type", "v", "data"):
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(str(r.offset), str(r.timestamp), r.type, str(r.version), json.dumps(r.data))
-    out.print(table)
+    out.print(render.dump(rows, shown_rows(limit, show_all)))
 
 
 @app.command()
@@ -114,11 +107,11 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
     if as_json:
         print_json(report)
         return
-    out.print(kv_table(f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items()
+    out.print(render.kv_table(f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items()
                                                   if not isinstance(v, (dict, list))]))
     by_type = report.model_dump().get("by_type")
     if by_type:
-        out.print(counts_table("records by type", by_type))
+        out.print(render.counts_table("records by type", by_type))
 
 
 if __name__ == "__main__":
@@ -145,7 +138,7 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     out.rule(f"kraft-replay log-info --lake {lake_location}")
     log_info(lake_location)
     out.rule(f"kraft-replay dump --lake {lake_location} --from-offset 3 --to-offset 12")
-    dump(lake_location, 3, 12, None, False, False)
+    dump(lake_location, from_offset=3, to_offset=12)
     middle = 5000
     out.rule(f"kraft-replay replay --lake {lake_location} --at-offset {middle}")
     cli.image_commands.replay(lake_location, at_offset=middle)

@@ -19,13 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from image.diff_keys import CHANGES, DIFF_KEYS
 from image.parts import JSON_PARTS, Row, assemble, row_key
 from image.temporal import TemporalSource, provenance_at
-from metadata.version_tables import PART_COLUMNS, PART_KEYS
-
-CHANGES = ("added", "removed", "changed")
-CONTEXT: dict[str, tuple[str, ...]] = {"partitions": ("topic",)}
-"""Columns shown with a change but not compared."""
+from metadata.version_tables import PART_COLUMNS
 
 
 def _sort_value(value: Any) -> Any:
@@ -44,9 +41,9 @@ def _entry(part: str, change: str, before: Row | None, after: Row | None) -> dic
         assert before is not None
         return before
     assert before is not None and after is not None
-    fields = [c for c, _ in PART_COLUMNS[part]
-              if c not in PART_KEYS[part] and c not in CONTEXT.get(part, ()) and before[c] != after[c]]
-    head = {c: after[c] for c in (*PART_KEYS[part], *CONTEXT.get(part, ()))}
+    keys, context = DIFF_KEYS[part]
+    fields = [c for c, _ in PART_COLUMNS[part] if c not in keys and c not in context and before[c] != after[c]]
+    head = {c: after[c] for c in (*keys, *context)}
     return {**head, "fields": fields, "before": {f: before[f] for f in fields}, "after": {f: after[f] for f in fields}}
 
 
@@ -73,9 +70,10 @@ def diff_rows(before: Mapping[str, Iterable[Row]], after: Mapping[str, Iterable[
             row = new if new is not None else old
             assert row is not None
             change = "added" if old is None else "removed" if new is None else "changed"
-            if change == "changed" and all(old[c] == new[c] for c in new if c not in CONTEXT.get(part, ())):
+            keys, context = DIFF_KEYS[part]
+            if change == "changed" and all(old[c] == new[c] for c in new if c not in context):
                 continue
-            sort_key = tuple(_sort_value(row[k]) for k in PART_KEYS[part])
+            sort_key = tuple(_sort_value(row[k]) for k in keys)
             grouped[change].append((sort_key, _entry(part, change, old, new)))
         doc["summary"][part] = {c: len(entries) for c, entries in grouped.items()}
         doc[part] = {c: [e for _, e in sorted(entries, key=lambda ke: ke[0])] for c, entries in grouped.items()}

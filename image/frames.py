@@ -9,10 +9,15 @@ frames, which is how both engines share one diff and one output path.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from image.features import METADATA_VERSION
+from image.summary import COUNTED_PARTS, ImageSummary
 
 _INT, _LONG, _STR, _BOOL = T.IntegerType(), T.LongType(), T.StringType(), T.BooleanType()
 _INTS, _STRS = T.ArrayType(_INT), T.ArrayType(_STR)
@@ -124,6 +129,34 @@ class ImageFrames:
         features = {r["name"]: r["level"] for r in collected.pop("features")}
         return canonical({**prov, **collected, "features": features,
                           "producerIds": producer[0] if producer else {"nextProducerId": -1}})
+
+    def summary(self) -> ImageSummary:
+        """:func:`image.summary.image_summary` of this image, from one Spark job that collects only
+        ``(fact, value)`` rows: the row count of every counted part, provenance, metadata.version,
+        the next producer id, fenced and in-controlled-shutdown broker ids (one row each) and the
+        counts of leaderless and under-replicated partitions."""
+        def fact(name: str, value: Column) -> tuple[Column, Column]:
+            return F.lit(name).alias("fact"), value.cast("long").alias("value")
+
+        p, b = self.partitions, self.brokers
+        selects = [getattr(self, part).agg(*fact(f"count:{part}", F.count("*"))) for part in COUNTED_PARTS]
+        selects += [self.provenance.select(*fact(c, F.col(c))) for c in ("offset", "epoch", "timestamp")]
+        selects += [self.features.where(F.col("name") == METADATA_VERSION).select(*fact(METADATA_VERSION,
+                                                                                         F.col("level"))),
+                    self.producerIds.select(*fact("nextProducerId", F.col("nextProducerId"))),
+                    b.where("fenced").select(*fact("fenced", F.col("brokerId"))),
+                    b.where("inControlledShutdown").select(*fact("inControlledShutdown", F.col("brokerId"))),
+                    p.agg(*fact("leaderless", F.count(F.when(F.col("leader") == -1, 1)))),
+                    p.agg(*fact("underReplicated", F.count(F.when(F.size("isr") < F.size("replicas"), 1))))]
+        facts = sorted((r["fact"], r["value"]) for r in reduce(DataFrame.unionByName, selects).collect())
+        one = dict(facts)
+        return ImageSummary(
+            offset=one["offset"], epoch=one["epoch"], timestamp=one["timestamp"],
+            metadata_version=one.get(METADATA_VERSION), next_producer_id=one.get("nextProducerId", -1),
+            fenced_brokers=[v for f, v in facts if f == "fenced"],
+            brokers_in_controlled_shutdown=[v for f, v in facts if f == "inControlledShutdown"],
+            leaderless_partitions=one["leaderless"], under_replicated_partitions=one["underReplicated"],
+            counts={part: one[f"count:{part}"] for part in COUNTED_PARTS})
 
     def save(self, location: str) -> None:
         """Write every part as a Delta table ``<location>/<part>`` (overwriting)."""

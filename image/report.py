@@ -29,9 +29,8 @@ from pydantic import BaseModel
 from image.health import TimelinePoint
 from image.history import broker_history
 from image.timeline import points_at_changes, points_every, timeline
-from image.diff import CONTEXT
+from image.diff_keys import DIFF_KEYS
 from image.version_rows import VersionWindow, iso_time
-from metadata.version_tables import PART_KEYS
 
 MAX_EVENTS = 40
 MAX_PLOT_POINTS = 5000
@@ -269,7 +268,7 @@ def _diff_html(diff: dict[str, Any]) -> str:
     for section, counts in diff["summary"].items():
         if not any(counts.values()):
             continue
-        keys, context = PART_KEYS[section], CONTEXT.get(section, ())
+        keys, context = DIFF_KEYS[section]
         rows = []
         for change in ("added", "removed", "changed"):
             entries = diff[section][change]

@@ -333,31 +333,6 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
     return numbered.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in ACTIONS_SCHEMA.fields])
 
 
-_HEADERS = {
-    "delete": lambda rows: f"Deleting {sum(r['action'] == 'delete-log' for r in rows)} partition(s).",
-    "leader": lambda rows: f"Transitioning {sum(r['action'] != 'remove-fetcher' for r in rows)} partition(s) "
-                           "to local leaders.",
-    "follower": lambda rows: f"Transitioning {sum(r['action'] in ('make-follower', 'abort') for r in rows)} "
-                             "partition(s) to local followers.",
-    "directory": lambda rows: f"Checking the directory of {len(rows)} partition(s) (metadata.version ≥ 3.7-IV2).",
-    "coordinator": lambda rows: "Coordinator hooks (BrokerMetadataPublisher):",
-}
-
-
 def plan_rows(actions: DataFrame, broker: int) -> list[dict[str, Any]]:
     """One broker's actions in step order."""
     return [r.asDict(recursive=True) for r in actions.where(F.col("broker") == broker).orderBy("step").collect()]
-
-
-def plan_text(rows: list[dict[str, Any]]) -> list[str]:
-    """Readable lines, as the broker would log them: a header per phase, one line per action."""
-    lines: list[str] = []
-    for phase in PHASES:
-        phase_rows = [r for r in rows if r["phase"] == phase]
-        if not phase_rows:
-            continue
-        lines.append(_HEADERS[phase](phase_rows))
-        for r in phase_rows:
-            where = "" if r["topic"] is None else f"{r['topic']}-{r['partition']}"
-            lines.append(f"  {r['step']:>4}  {r['action']:<18} {where:<24} {r['reason']}")
-    return lines

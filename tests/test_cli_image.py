@@ -13,12 +13,17 @@ from typer.testing import CliRunner, Result
 
 import cli.image_commands  # noqa: F401 — attaches the image commands to the app
 from cli.app import app
+from cli.render import iso_time
+from image.engine import replay_image
 from image.replay import replay_to
+from image.summary import image_summary
 from metadata.generator import generate
 from metadata.ingest import ingest
+from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from tests.test_diff import python_doc as python_diff
+from tests.test_render import EPOCH_MS, more_line, table_rows
 
 pytestmark = pytest.mark.spark
 
@@ -106,6 +111,41 @@ def test_replay_at_time_summary(log):
         assert cell(part) == str(len(image[part]))
 
 
+def test_summary_on_spark_equals_the_summary_of_the_image_json(spark, log):
+    """``replay``'s summary (one Spark job over the frames) against :func:`image_summary` of the
+    reference engine's image JSON, on both engines, at the empty image, the middle and the end."""
+    lake = Lake(log.lake, spark)
+    for offset in (-1, log.mid, None):
+        expected = image_summary(log.image(offset))
+        for engine in ("spark", "reference"):
+            assert replay_image(lake, offset, engine=engine).summary() == expected, (offset, engine)
+
+
+def test_human_output_lists_first_rows_with_iso_times(log):
+    image = log.image(log.mid)
+    res = run("replay", "--lake", log.lake, "--at-offset", log.mid)
+    assert res.exit_code == 0, res.output
+    assert ["time", iso_time(image["timestamp"])] in table_rows(res.stdout) and not EPOCH_MS.search(res.stdout)
+    partitions = image["partitions"]
+    assert len(partitions) > 3
+    shown = run("show", "partitions", "--lake", log.lake, "--at-offset", log.mid, "--limit", 3).stdout
+    assert f"partitions ({len(partitions)})" in shown and more_line(len(partitions) - 3) in shown
+    assert [int(r[1]) for r in table_rows(shown) if r[1]] == [p["partitionId"] for p in partitions[:3]]
+    every = run("show", "partitions", "--lake", log.lake, "--at-offset", log.mid, "--all").stdout
+    assert [int(r[1]) for r in table_rows(every) if r[1]] == [p["partitionId"] for p in partitions]
+    assert "more" not in every
+    doc = python_diff(image, log.image())
+    sections = {s: sum(c.values()) for s, c in doc["summary"].items() if sum(c.values())}
+    shown = run("diff", "--lake", log.lake, "--from-offset", log.mid, "--limit", 1).stdout
+    assert f"({iso_time(image['timestamp'])} → {iso_time(doc['to']['timestamp'])})" in shown
+    assert not EPOCH_MS.search(shown)
+    kinds = ("added", "removed", "changed")
+    assert len([r for r in table_rows(shown) if r[0] in kinds]) == len(sections)
+    assert shown.count("… and ") == sum(n > 1 for n in sections.values())
+    every = run("diff", "--lake", log.lake, "--from-offset", log.mid, "--all").stdout
+    assert len([r for r in table_rows(every) if r[0] in kinds]) == sum(sections.values()) and "… and" not in every
+
+
 def test_show_partitions_by_topic_and_broker(log):
     image = log.image()
     partitions = image["partitions"]
@@ -122,7 +162,7 @@ def test_show_brokers_table(log):
     assert res.exit_code == 0, res.output
     brokers = log.image(log.mid)["brokers"]
     assert f"brokers ({len(brokers)})" in res.stdout
-    ids = [int(m) for m in re.findall(r"^│ (\d+)\s+│", res.stdout, re.MULTILINE)]
+    ids = [int(m) for m in re.findall(r"^│\s+(\d+) │", res.stdout, re.MULTILINE)]
     assert ids == [b["brokerId"] for b in brokers]
 
 

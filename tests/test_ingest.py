@@ -11,9 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from cli.render import iso_time
 from metadata.ingest import IngestError, ingest
 from metadata.lake import Lake
 from metadata.query import dump, log_info
+from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
@@ -206,3 +208,26 @@ def test_cli_ingest_log_info_and_dump(sample_lake, tmp_path):
     assert res.stderr.count("\n") == 1 and "error:" in res.stderr and str(bad) in res.stderr
     missing = runner.invoke(app, ["log-info", "--lake", str(tmp_path / "nowhere")])
     assert missing.exit_code == 1 and "no kraft-replay lake" in missing.stderr
+
+
+def test_cli_log_info_and_dump_for_people(sample_lake):
+    """Without --json: times as ISO-8601 (never epoch ms), the first records and how many more."""
+    lake, _ = sample_lake
+    runner = CliRunner()
+    info = runner.invoke(app, ["log-info", "--lake", lake.uri]).stdout
+    rows = table_rows(info)
+    assert ["first time", iso_time(REPORT["first_timestamp"])] in rows
+    assert ["last time", iso_time(REPORT["last_timestamp"])] in rows
+    assert all([t, f"{n:,}"] in rows for t, n in REPORT["by_type"].items())
+    assert not EPOCH_MS.search(info)
+    shown = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40"]).stdout
+    assert shown.startswith("31 records, the first 10 shown\n") and more_line(21) in shown
+    assert [int(line.split()[0]) for line in record_lines(shown)] == list(range(10, 20))
+    assert not EPOCH_MS.search(shown)
+    every = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40",
+                                "--all"]).stdout
+    assert [int(line.split()[0]) for line in record_lines(every)] == list(range(10, 41)) and "more" not in every
+    five = runner.invoke(app, ["dump", "--lake", lake.uri, "--type", "TOPIC_RECORD", "--limit", "5"]).stdout
+    topics = REPORT["by_type"]["TOPIC_RECORD"]
+    assert five.startswith(f"{topics} records, the first 5 shown\n") and more_line(topics - 5) in five
+    assert [line.split()[2] for line in record_lines(five)] == ["TOPIC_RECORD"] * 5

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 import cli.replica_commands  # noqa: F401 — attaches the replica commands to the app
 from cli.app import app
+from cli.render import plan_lines
 from image.frames import ImageFrames
 from image.replay import delta_between
 from image.testing import (
@@ -40,10 +42,11 @@ from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from metadata.tables import RECORDS_SCHEMA, typed_rows
-from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows, plan_text
+from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
 from replica.local_changes import local_changes_json
 from replica.spark_changes import DeltaFrames, TableSource
 from replica.zk import NONE, leader_and_isr_json, replay_requests
+from tests.test_render import more_line, table_rows
 from tests.test_replica_local_changes import SCENARIOS
 
 pytestmark = pytest.mark.spark
@@ -230,7 +233,7 @@ def test_apply_plan_of_broker_1_step_by_step(all_actions: list[dict[str, Any]]) 
         (24, "resign", "__consumer_offsets-0", ("group", 1)),
         (25, "partitions-deleted", "bar-0", None),
     ]
-    text = plan_text(rows)
+    text = plan_lines(rows, None)
     assert text[0] == "Deleting 2 partition(s)." and "Transitioning 3 partition(s) to local leaders." in text
     assert any("ReplicaFetcherThread-1-2" in line for line in text)
 
@@ -360,6 +363,55 @@ def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
     assert replayed["brokerId"] == 2 and all(r["errorCode"] == NONE for r in replayed["responses"])
     bad = runner.invoke(app, ["changes", "--lake", lakes.location, "--to-offset", "3"])
     assert bad.exit_code == 1 and bad.stderr.startswith("error: give --from-offset or --from-time")
+
+
+def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> None:
+    """Without --json: per-broker summaries, the first rows of each list and how many more; --all
+    shows every row."""
+    def text(*args: Any) -> str:
+        res = runner.invoke(app, ["--debug", *(str(a) for a in args)])
+        assert res.exit_code == 0, res.output
+        return res.stdout
+
+    last = lakes.records[-1].offset
+    a = last // 3
+    doc = local_changes_json(lakes.records, a, last)
+    members = ("deletes", "leaders", "electedLeaders", "followers", "directoryIds")
+    shown = text("changes", "--lake", lakes.location, "--from-offset", a)
+    assert table_rows(shown) == [[str(b["broker"]), *(str(len(b[m])) for m in members)] for b in doc["brokers"]]
+    one = next(b for b in doc["brokers"] if b["broker"] == 2)
+    lists = {m: len(one[m]) for m in ("leaders", "followers", "deletes")}
+    assert max(lists.values()) > 2
+    shown = text("changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 2)
+    every = text("changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--all")
+    for member, n in lists.items():
+        assert f"broker 2: {member} ({n})" in shown and f"broker 2: {member} ({n})" in every
+    assert shown.count("… and ") == sum(n > 2 for n in lists.values())
+    assert all(more_line(n - 2) in shown for n in lists.values() if n > 2)
+    partitions = [r[0] for r in table_rows(every) if re.fullmatch(r".+-\d+", r[0])]
+    assert len(partitions) == sum(lists.values()) and "… and" not in every
+
+    actions = cli_json("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2)["actions"]
+    phases = Counter(r["phase"] for r in actions)
+    assert max(phases.values()) > 3
+    shown = text("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 3)
+    steps = [int(m) for m in re.findall(r"^ +(\d+)  [a-z]", shown, re.MULTILINE)]
+    assert len(steps) == sum(min(3, n) for n in phases.values()) and f"{len(actions)} actions" in shown
+    assert shown.count("… and ") == sum(n > 3 for n in phases.values())
+    every = text("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--all")
+    assert [int(m) for m in re.findall(r"^ +(\d+)  [a-z]", every, re.MULTILINE)] == [r["step"] for r in actions]
+
+    requests = cli_json("leader-and-isr", "--lake", lakes.location, "--from-offset", a)
+    shown = text("leader-and-isr", "--lake", lakes.location, "--from-offset", a)
+    assert [r[0] for r in table_rows(shown)] == [str(d["brokerId"]) for d in requests["brokers"]]
+    document = next(d for d in requests["brokers"] if d["brokerId"] == 2)
+    shown = text("leader-and-isr", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 2)
+    for request in document["requests"]:
+        n = (sum(len(t["partitionStates"]) for t in request["topicStates"]) if request["type"] == "StopReplica"
+             else len(request["partitionStates"]))
+        assert f"broker 2: {request['type']} of {n} partition" in shown
+    assert len([r for r in table_rows(shown) if re.fullmatch(r".+-\d+", r[0])]) \
+        <= 2 * len(document["requests"])
 
 
 def test_changes_between_times_matches_offsets(lakes: Lakes) -> None:
