@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from image.delta import MetadataDelta
+from image.image import MetadataImage
+from image.replay import delta_between
 from image.temporal import TemporalSource, image_before, resolve_offset, restart_point
+from metadata.log import LogRecord
 from replica.local_changes import local_changes_json
 
 
@@ -22,17 +26,30 @@ def resolve_window(source: TemporalSource, from_offset: int | None, to_offset: i
     return a, b
 
 
-def reference_changes_json(source: TemporalSource, from_offset: int, to_offset: int,
-                           broker: int | None = None) -> dict[str, Any]:
-    """:func:`replica.local_changes.local_changes_json` of the delta (A, B]: the reference engine replays
-    the records from the last delta boundary at or before A (outside any metadata transaction), starting
-    from the image the temporal image gives there, so only the window's records are read."""
+def _window_replay(source: TemporalSource, from_offset: int, to_offset: int) -> tuple[list[LogRecord], MetadataImage]:
+    """The records the reference engine replays for the delta (A, B] and the image it starts from: from the
+    last delta boundary at or before A outside any metadata transaction (or the snapshot a replay to A
+    loads), with the image the temporal image gives there — only the window's records are read."""
     restart = restart_point(source, from_offset + 1)
     snapshots = [s for s in source.snapshots() if s.end_offset <= from_offset + 1]
     if snapshots:  # a replay to A starts from the snapshot it would load, not from the log before it
         restart = max(restart, max(s.end_offset for s in snapshots))
-    return local_changes_json(source.log_records(restart, to_offset), from_offset, to_offset, broker,
-                              base=image_before(source, restart))
+    return source.log_records(restart, to_offset), image_before(source, restart)
+
+
+def reference_changes_json(source: TemporalSource, from_offset: int, to_offset: int,
+                           broker: int | None = None) -> dict[str, Any]:
+    """:func:`replica.local_changes.local_changes_json` of the delta (A, B] (see :func:`reference_delta`)."""
+    records, base = _window_replay(source, from_offset, to_offset)
+    return local_changes_json(records, from_offset, to_offset, broker, base=base)
+
+
+def reference_delta(source: TemporalSource, from_offset: int, to_offset: int
+                    ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
+    """The delta (A, B] on the reference engine: ``(image at A, ONE MetadataDelta, image at B)``
+    (:func:`image.replay.delta_between`), replayed from the temporal image at the window's start."""
+    records, base = _window_replay(source, from_offset, to_offset)
+    return delta_between(records, from_offset, to_offset, base=base)
 
 
 def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
