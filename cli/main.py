@@ -114,10 +114,6 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
         out.print(render.counts_table("records by type", by_type))
 
 
-if __name__ == "__main__":
-    app()
-
-
 import cli.image_commands  # noqa: E402 — registers replay, show, diff, checkpoint (listed after the above)
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
@@ -148,3 +144,7 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     cli.replica_commands.changes(lake_location, from_offset=middle)
     out.rule(f"kraft-replay apply --lake {lake_location} --from-offset {middle} --to-offset {middle + 200} --broker 1")
     cli.replica_commands.apply_command(lake_location, broker=1, from_offset=middle, to_offset=middle + 200)
+
+
+if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands
+    app()

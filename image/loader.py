@@ -161,8 +161,9 @@ class _BatchReader(abc.ABC):
 class MetadataLoader(_BatchReader):
     """Sequential metadata loader: snapshot and log records in, point-in-time images out.
 
-    With ``lenient`` a record that cannot be replayed is recorded in ``errors`` and skipped
-    (Kafka's fault-handler behavior); otherwise its ReplayError propagates.
+    With ``lenient`` a record Kafka's replay rejects (ReplayError) is recorded in ``errors`` and
+    skipped (Kafka's fault-handler behavior); otherwise its ReplayError propagates. Any other
+    exception is a bug and propagates in both modes.
     """
 
     def __init__(self, image: MetadataImage = MetadataImage.EMPTY, *, lenient: bool = False) -> None:

@@ -208,20 +208,20 @@ class TopicsDelta:
     def replay_clear_elr(self, data: Mapping[str, Any]) -> None:
         """ClearElrRecord (Kafka ≥ 4.0, ``topicName``; not in the reference commit).
 
-        Follows Kafka 4.1's TopicsDelta: a named topic resolves to the id most recently declared
-        with that name in this delta, else the base-image topic of that name; an empty name means
-        every base-image topic plus every topic declared in this delta. Deleted topics are
-        skipped. Each resolved topic then gets :meth:`TopicDelta.clear_elr` (partition epoch +1
-        per partition whose ELR or lastKnownElr was non-empty).
+        Follows Kafka 4.1's TopicsDelta: a named topic resolves to the id last declared with that
+        name in this delta, else the base-image topic of that name (else the record is rejected);
+        an empty name means every base-image topic plus every topic declared in this delta.
+        Deleted base topics are skipped. Each resolved topic then gets :meth:`TopicDelta.clear_elr`
+        (partition epoch +1 per partition whose ELR or lastKnownElr was non-empty).
         """
         name = data.get("topicName", "")
         if name:
             topic_id = self.created_topics.get(name)
-            if topic_id is None or topic_id not in self.changed_topics:
-                base = self.image.topics_by_name.get(name)
-                topic_id = None if base is None or base.id in self.deleted_topic_ids else base.id
             if topic_id is None:
-                raise ReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
+                base = self.image.topics_by_name.get(name)
+                if base is None:
+                    raise ReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
+                topic_id = base.id
             self._clear_elr(topic_id)
         else:
             for topic_id in list(self.image.topics_by_id):
@@ -235,8 +235,8 @@ class TopicsDelta:
         delta = self.changed_topics.get(topic_id)
         if delta is None:
             base = self.image.topics_by_id.get(topic_id)
-            if base is None:  # created and deleted within this delta
-                return
+            if base is None:  # Kafka: a TopicDelta without a topic image, NullPointerException
+                raise ReplayError(f"ClearElrRecord for topic {topic_id}, which was created and removed in this delta")
             delta = self.changed_topics[topic_id] = TopicDelta(base)
         delta.clear_elr()
 

@@ -15,6 +15,7 @@ import atexit
 import importlib.metadata
 import os
 import re
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -59,6 +60,8 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         builder = (SparkSession.builder.remote(remote) if remote else SparkSession.builder.master(master)) \
             .appName("kraft-replay")
         server = remote is not None and remote.startswith("sc://")  # a running server configures itself
+        if not server and (remote or master).startswith("local"):
+            _workers_run_this_python()
         cached = _cached_jars()
         if not server:
             builder = builder.config("spark.driver.memory",
@@ -85,6 +88,17 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         if not (server or cached):
             _remember_jars(spark.conf.get("spark.jars", ""))
         return spark
+
+
+def _workers_run_this_python() -> None:
+    """Spark starts its Python workers with ``$PYSPARK_PYTHON``, else ``python3`` from PATH — often
+    not the interpreter kraft-replay runs in (a virtual environment run by its path, as pipx and
+    service units do), and then without kraft-replay or numpy. Workers on this machine (a local
+    master, or the local Connect server, whose JVM reads the variable when it starts) run this
+    interpreter unless the user set ``PYSPARK_PYTHON``. (``spark.pyspark.python`` reaches PySpark
+    only that way: spark-submit exports it as ``PYSPARK_PYTHON``; a classic session started from
+    Python and the Connect server's planner read the environment variable alone.)"""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def _allow_deep_protobuf() -> None:

@@ -1,7 +1,9 @@
-"""Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off)."""
+"""Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off); the count of
+real-Kafka tests that ran, printed at the end of the run."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -17,3 +19,45 @@ def spark():
     session = get_spark("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+# ---------------------------------------------------------------------------- real-Kafka test count
+# CI must see whether the real-Kafka comparisons ran or silently skipped: the terminal summary ends
+# with one line counting the tests marked ``kafka``, also written as JSON to $KRAFT_REPLAY_KAFKA_SUMMARY.
+
+_KAFKA_IDS: set[str] = set()
+_KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
+_KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A test's outcome: failed if any phase failed, skipped if its setup or call skipped, else passed."""
+    if report.nodeid not in _KAFKA_IDS or _KAFKA_OUTCOMES.get(report.nodeid) == "failed":
+        return
+    if report.failed:
+        _KAFKA_OUTCOMES[report.nodeid] = "failed"
+    elif report.skipped:
+        _KAFKA_OUTCOMES[report.nodeid] = "skipped"
+        _KAFKA_SKIPS[report.nodeid] = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    elif report.when == "call":
+        _KAFKA_OUTCOMES[report.nodeid] = "passed"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    outcomes = list(_KAFKA_OUTCOMES.values())
+    summary = {"selected": len(_KAFKA_IDS), "ran": outcomes.count("passed") + outcomes.count("failed"),
+               "passed": outcomes.count("passed"), "failed": outcomes.count("failed"),
+               "skipped": outcomes.count("skipped"), "skipReasons": sorted(set(_KAFKA_SKIPS.values()))}
+    line = (f"real-Kafka tests (-m kafka): {summary['ran']} ran ({summary['passed']} passed, {summary['failed']} "
+            f"failed), {summary['skipped']} skipped, of {summary['selected']} selected")
+    terminalreporter.write_sep("-", line)
+    for reason in summary["skipReasons"]:
+        terminalreporter.write_line(f"  skipped: {reason}")
+    target = os.environ.get("KRAFT_REPLAY_KAFKA_SUMMARY")
+    if target:
+        with open(target, "w") as f:
+            json.dump(summary, f)

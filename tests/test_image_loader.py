@@ -176,17 +176,6 @@ def test_lenient_mode_skips_inconsistent_records() -> None:
     assert image == replay_to(log.records[:2] + log.records[4:])  # errors are not part of the value
 
 
-def test_malformed_and_unknown_records_are_replay_errors() -> None:
-    log = LogBuilder()
-    log.batch(("TOPIC_RECORD", {"name": "a"}))
-    with pytest.raises(ReplayError, match=r"offset 0: TOPIC_RECORD: malformed record \(KeyError"):
-        replay_to(log.records)
-    log = LogBuilder()
-    log.batch(("ACCESS_CONTROL_RECORD", {}))
-    with pytest.raises(ReplayError, match="Unknown metadata record type ACCESS_CONTROL_RECORD"):
-        replay_to(log.records)
-
-
 def test_continuing_from_a_base_image() -> None:
     log = LogBuilder()
     log.batch(topic("a", A), partition(A, 0, [1]))

@@ -231,6 +231,22 @@ def test_clear_elr_skips_deleted_topics_and_rejects_unknown_names() -> None:
         replay_to(log.records)
 
 
+def test_clear_elr_resolves_names_like_kafka() -> None:
+    """Kafka 4.1's TopicsDelta: a name resolves to the id declared in this delta, else to the base
+    topic of that name even when this delta deleted it (then nothing happens); a topic declared
+    and removed in the same delta has no image to clear (Kafka: NullPointerException)."""
+    log = LogBuilder()
+    log.batch(topic("a", A), partition(A, 0, [1, 2], [1], elr=[2]))
+    log.batch(remove_topic(A), clear_elr("a"))
+    assert replay_to(log.records).topics.topics_by_id == {}
+    for clear in (clear_elr("b"), clear_elr()):
+        created_and_removed = LogBuilder()
+        created_and_removed.batch(topic("b", B), partition(B, 0, [1, 2], [1], elr=[2]), remove_topic(B), clear)
+        with pytest.raises(ReplayError, match=f"offset 3: CLEAR_ELR_RECORD: ClearElrRecord for topic {B}, which "
+                                              "was created and removed in this delta"):
+            replay_to(created_and_removed.records)
+
+
 def test_clear_elr_named_topic_prefers_the_recreated_id() -> None:
     log = LogBuilder()
     log.batch(topic("a", A), partition(A, 0, [1, 2], [1], elr=[2]))

@@ -174,7 +174,6 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
     assert properties["delta.dataSkippingStatsColumns"] == "offset,timestamp"
 
 
-@pytest.mark.skipif(not KAFKA_BASIC.is_dir(), reason="real-Kafka fixture not present")
 def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tmp_path):
     binary = ingest([str(KAFKA_BASIC / "__cluster_metadata-0")], str(tmp_path / "bin"), spark=spark, progress=False)
     text = ingest([str(KAFKA_BASIC / "dump-log.txt")], str(tmp_path / "txt"), spark=spark, progress=False)

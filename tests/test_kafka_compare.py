@@ -3,21 +3,24 @@
 * decoder:  ``metadata.readers.decode_path(path)`` must yield, for every record of every segment and
   snapshot file, the same offset / control type / record type / version / JSON payload as Kafka's
   ``kafka-dump-log --cluster-metadata-decoder`` (committed as dump-log*.txt);
-* replay:   ``image.replay.replay_to(path, offset).to_json()`` must equal Kafka's own image (KraftOracle) at
-  every recorded step and at the end of the log (while replay_to only accepts records, it gets the
-  segment records as ``metadata.log.LogRecord``);
+* replay:   ``image.replay.replay_to(records, offset).to_json()`` on the segment records
+  (``metadata.readers.read_log``) must equal Kafka's own image (KraftOracle) at every recorded step
+  and at the end of the log;
 * changes:  ``replica.local_changes.local_changes_json(records, from, to, broker)`` must equal
   ``TopicsDelta.localChanges(broker)`` for every broker between consecutive steps.
 
-Each test skips (with the reason) until the interface it needs exists.
+The project functions are imported directly: a missing or renamed one is an error, never a skip.
+The tests that run Kafka's classes skip only when java/javac/mvn are missing (with that reason).
 """
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
 
+from image.replay import replay_to
+from metadata.readers import decode_path, read_log
+from replica.local_changes import local_changes_json
 from tests.harness import compare, tools
 from tests.harness.testing import (
     all_fixtures,
@@ -32,54 +35,9 @@ pytestmark = pytest.mark.kafka
 FIXTURES = all_fixtures()
 
 
-def _require(module: str, attr: str):
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name and (e.name == module or module.startswith(e.name + ".")):
-            pytest.skip(f"{module} does not exist yet ({module}.{attr} not implemented)")
-        raise
-    fn = getattr(mod, attr, None)
-    if fn is None:
-        pytest.skip(f"{module}.{attr} is not implemented yet")
-    return fn
-
-
 def _as_dict(v):
-    if hasattr(v, "to_json"):
-        v = v.to_json()
-    if isinstance(v, (str, bytes)):
-        v = json.loads(v)
-    # normalise tuples etc. through a JSON round trip
+    """``v`` as Kafka's JSON reads back (tuples become lists)."""
     return json.loads(json.dumps(v))
-
-
-def _decoded(path):
-    decode_path = _require("metadata.readers", "decode_path")
-    return [dict(r) for r in decode_path(path)]
-
-
-def _engine_records(md):
-    """The log records (segments only, no snapshots) in the engines' own record type
-    (``metadata.log.LogRecord`` via ``metadata.readers``), else the ``decode_path`` dicts."""
-    readers = importlib.import_module("metadata.readers")
-    if all(hasattr(readers, n) for n in ("discover", "iter_file_rows", "to_log_record", "ReadOptions")):
-        issues: list = []
-        out = []
-        for f in readers.discover(md):
-            for section, row in readers.iter_file_rows(f, issues, readers.ReadOptions()):
-                if section == "log":
-                    out.append(readers.to_log_record(row, f.path))
-        return out
-    return [r for r in _decoded(md) if r.get("section", "log") == "log"]
-
-
-def _replay(replay_to, md, offset):
-    """``replay_to(path, offset)`` per the interface; while the engine only takes records, its records."""
-    try:
-        return replay_to(md, offset)
-    except TypeError:
-        return replay_to(_engine_records(md), offset)
 
 
 def _dump_records(fixture, name: str) -> dict[str, list[dict]]:
@@ -125,7 +83,6 @@ def _compare_records(file_label: str, ours: list[dict], kafka: list[dict]) -> li
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_decoder_matches_kafka_dump_log(fixture):
-    _require("metadata.readers", "decode_path")
     md = meta_dir(fixture)
     kafka = _dump_records(fixture, "dump-log.txt")
     kafka.update(_dump_records(fixture, "dump-log-snapshots.txt"))
@@ -134,19 +91,18 @@ def test_decoder_matches_kafka_dump_log(fixture):
     for f in files:
         label = f"{md.name}/{f.name}"
         assert label in kafka, f"{label} not in the committed dump-log texts"
-        problems += _compare_records(label, _decoded(f), kafka[label])
+        problems += _compare_records(label, list(decode_path(f)), kafka[label])
     assert not problems, "decoder != kafka-dump-log:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_replay_matches_kafka_images(fixture):
-    replay_to = _require("image.replay", "replay_to")
     res = oracle_steps(fixture)
     names = [s["name"] for s in load_views(fixture)["steps"]] + ["end-of-log"]
-    md = meta_dir(fixture)
+    records = read_log(meta_dir(fixture))
     failures = []
     for name, expected in zip(names, res["images"]):
-        actual = _as_dict(_replay(replay_to, md, expected["offset"]))
+        actual = _as_dict(replay_to(records, expected["offset"]).to_json())
         if actual != expected:
             failures.append(compare.loud_diff(f"{fixture_id(fixture)} image after step {name!r} at offset "
                                               f"{expected['offset']}", expected, actual))
@@ -155,9 +111,7 @@ def test_replay_matches_kafka_images(fixture):
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_local_changes_match_kafka(fixture):
-    local_changes_json = _require("replica.local_changes", "local_changes_json")
-    _require("metadata.readers", "decode_path")
-    records = _engine_records(meta_dir(fixture))
+    records = read_log(meta_dir(fixture))
     res = oracle_steps(fixture)
     failures = []
     for expected in res["changes"]:

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--version", action="append", help="Kafka version (repeatable); default: 4.1.1 and 3.9.1")
 
     s = sub.add_parser("scenario", help="run a scenario on a real cluster and save its metadata log + views")
-    s.add_argument("name", help="smoke | basic | reassign | rolling-restart")
+    s.add_argument("name", help="smoke | basic | reassign | rolling-restart | retention | snapshot-fetch")
     s.add_argument("--version", default="4.1.1")
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("--brokers", type=int, default=None)

@@ -148,6 +148,7 @@ class Node:
     log_file: Path | None = None
     starts: int = 0
     down_expected: bool = False
+    frozen: bool = False  # stopped with SIGSTOP (``KafkaCluster.freeze_node``)
 
     @property
     def is_broker(self) -> bool:
@@ -224,7 +225,7 @@ class KafkaCluster:
         return [n for n in sorted(self.nodes.values(), key=lambda n: n.node_id) if n.is_broker]
 
     def bootstrap_servers(self, only_alive: bool = True) -> str:
-        nodes = [n for n in self.brokers if (n.alive() or not only_alive)] or self.brokers
+        nodes = [n for n in self.brokers if (n.alive() and not n.frozen or not only_alive)] or self.brokers
         return ",".join(f"{LOOPBACK}:{n.broker_port}" for n in nodes)
 
     @property
@@ -365,8 +366,29 @@ class KafkaCluster:
             n.proc.wait(timeout=30)
         self._reset_admin()
 
+    def freeze_node(self, node_id: int) -> None:
+        """Suspend the node's JVMs (SIGSTOP): its files stay exactly as they are, like a node that hangs.
+        The admin client is rebuilt so that it no longer bootstraps from a frozen broker."""
+        n = self.nodes[node_id]
+        if n.proc is None or n.frozen:
+            return
+        os.killpg(n.proc.pid, signal.SIGSTOP)
+        n.frozen = True
+        self._reset_admin()
+
+    def thaw_node(self, node_id: int) -> None:
+        """Resume a node suspended by :meth:`freeze_node` (SIGCONT)."""
+        n = self.nodes[node_id]
+        if n.proc is None or not n.frozen:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(n.proc.pid, signal.SIGCONT)
+        n.frozen = False
+
     def stop(self, timeout: float = 60) -> None:
         """Stop brokers first (controlled shutdown), then controllers."""
+        for n in self.nodes.values():
+            self.thaw_node(n.node_id)
         try:
             for b in self.brokers:
                 if not b.is_controller:

@@ -23,12 +23,14 @@ from pathlib import Path
 from kafka import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 
-from . import tools
-from .cluster import ClusterSpec, KafkaCluster
+from . import compare, oracle, tools
+from .cluster import ClusterError, ClusterSpec, KafkaCluster
 from .kafka_dist import KafkaDist, ensure_kafka
-from .views import settle_and_record
+from .views import quorum_state, settle_and_record
 
-IGNORED_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".lock")
+IGNORED_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".lock", ".deleted", ".part", ".tmp")
+"""Not copied: indexes, producer snapshots, the lock, files Kafka is about to delete (``.deleted``, kept for
+``file.delete.delay.ms``) and files being written (``.checkpoint.part``, ``leader-epoch-checkpoint.tmp``)."""
 
 
 def log(msg: str) -> None:
@@ -45,6 +47,7 @@ class ScenarioRun:
     steps: list[dict] = field(default_factory=list)
     with_acls: bool = False
     t0: float = field(default_factory=time.monotonic)
+    captured: dict | None = None  # set by capture(): the node whose metadata directory was saved, and why
 
     @property
     def admin(self):
@@ -370,11 +373,93 @@ def scenario_rolling_restart(run: ScenarioRun) -> None:
     run.step("idle", "6 s without changes (snapshots are taken every few seconds in this scenario)")
 
 
+# ----------------------------------------------------------------------------- a node's directory after retention
+def snapshot_id(checkpoint: Path) -> tuple[int, int]:
+    """(end offset, epoch) of a ``<end offset>-<epoch>.checkpoint`` file."""
+    end, epoch = checkpoint.name.removesuffix(".checkpoint").split("-")
+    return int(end), int(epoch)
+
+
+def capture(run: ScenarioRun, node_id: int, why: str) -> None:
+    """Save the node's metadata directory as it is on disk now: the node is frozen (SIGSTOP) while its
+    files are copied, so no write lands half-way through the copy."""
+    node = run.cluster.nodes[node_id]
+    run.cluster.freeze_node(node_id)
+    try:
+        copy_metadata_dir(node.metadata_log_dir, run.out / "__cluster_metadata-0", keep_indexes=False)
+    finally:
+        run.cluster.thaw_node(node_id)
+    run.captured = {"node": node_id, "roles": node.roles, "why": why}
+    log(f"captured node {node_id}: {sorted(p.name for p in (run.out / '__cluster_metadata-0').iterdir())}")
+
+
+def scenario_retention(run: ScenarioRun) -> None:
+    """The controller's directory just after Kafka's snapshot retention deleted the old segments and
+    snapshots (CONTROLLER_PROPS): the newest snapshot, and the segments from the one holding its end offset."""
+    run.step("cluster-up", "controller + 2 brokers", check=lambda v: len(alive_ids(v)) == 2)
+    run.create_topics({"kept": {"num_partitions": 3, "replication_factor": 2},
+                       "gone": {"num_partitions": 1, "replication_factor": 1}})
+    run.alter_configs(ConfigResourceType.TOPIC, "kept", {"retention.ms": "86400000"})
+    run.admin.delete_topics(["gone"])
+    controller = run.cluster.controller
+    md = controller.metadata_log_dir
+    # the log cleaner runs every 60 s (KafkaRaftClient): wait until a run has deleted segment 0 and every
+    # snapshot but the newest (it deletes them one by one, each with the segments below the next one)
+    run.cluster.wait_for(lambda: not (md / "00000000000000000000.log").exists()
+                         and len(tools.checkpoint_files(md)) == 1, 200,
+                         "the metadata log cleaner to delete the old segments and snapshots", interval=0.02)
+    capture(run, controller.node_id, "the controller right after its log cleaner deleted the segments and "
+            "snapshots below its newest snapshot (metadata.max.retention.ms)")
+
+
+def scenario_snapshot_fetch(run: ScenarioRun) -> None:
+    """A broker's directory right after it fetched a snapshot from the controller: the broker hangs
+    (SIGSTOP) while the controller writes on, snapshots and deletes the log below its snapshot
+    (CONTROLLER_PROPS: no NoOps, a snapshot after every batch); resumed, the broker is behind the
+    controller's log start, so it fetches the snapshot and truncates its log to it. Its directory is
+    saved the moment the snapshot appears, before the record that unfences it follows."""
+    lagging = run.cluster.brokers[-1].node_id
+    run.step("cluster-up", "controller + 2 brokers", check=lambda v: len(alive_ids(v)) == 2)
+    run.create_topics({"before": {"num_partitions": 2, "replication_factor": 2}})
+    run.cluster.freeze_node(lagging)
+    run.cluster.wait_for(lambda: lagging not in {b["broker_id"] for b in run.cluster.describe_cluster()["brokers"]
+                                                 if not b.get("is_fenced")}, 60, f"broker {lagging} to be fenced")
+    run.create_topics({"after": {"num_partitions": 3, "replication_factor": 1}})
+    run.alter_configs(ConfigResourceType.TOPIC, "after", {"cleanup.policy": "compact"})
+    run.admin.delete_topics(["before"])
+    md = run.cluster.controller.metadata_log_dir
+
+    def snapshot_at_log_end() -> bool:
+        cps = tools.checkpoint_files(md)
+        return bool(cps) and snapshot_id(cps[-1])[0] == quorum_state(run.admin)["highWatermark"]
+
+    for attempt in range(5):  # a batch replayed while a snapshot is being written triggers none
+        try:
+            run.cluster.wait_for(snapshot_at_log_end, 10, "a controller snapshot at the end of its log")
+            break
+        except ClusterError:
+            run.alter_configs(ConfigResourceType.TOPIC, "after", {"retention.ms": str(3600000 + attempt)})
+    else:
+        raise ClusterError("the controller wrote no snapshot at the end of its log")
+    run.cluster.wait_for(lambda: len(tools.checkpoint_files(md)) == 1, 200,
+                         "the metadata log cleaner to delete every older snapshot")
+    end = snapshot_id(tools.checkpoint_files(md)[-1])
+    broker_md = run.cluster.nodes[lagging].metadata_log_dir
+    run.cluster.thaw_node(lagging)
+    run.cluster.wait_for(lambda: any(snapshot_id(p) == end for p in tools.checkpoint_files(broker_md)), 60,
+                         f"broker {lagging} to fetch snapshot {end}", interval=0.002)
+    capture(run, lagging, f"broker {lagging} right after fetching the controller's snapshot {end[0]}-{end[1]} "
+            "(it had hung while the controller's log start moved past its log end)")
+    run.cluster.wait_brokers_unfenced([lagging], timeout=90)
+
+
 SCENARIOS: dict[str, tuple[Callable[[ScenarioRun], None], dict]] = {
     "smoke": (scenario_smoke, {"combined": True, "brokers": 1}),
     "basic": (scenario_basic, {"older_mv": True, "acls": True}),
     "reassign": (scenario_reassign, {}),
     "rolling-restart": (scenario_rolling_restart, {"snapshots": True}),
+    "retention": (scenario_retention, {"brokers": 2, "props": "retention", "captures": True}),
+    "snapshot-fetch": (scenario_snapshot_fetch, {"brokers": 2, "props": "snapshot-fetch", "captures": True}),
 }
 
 # Force frequent metadata snapshots (``.checkpoint`` files) in the scenarios that ask for them.
@@ -387,6 +472,19 @@ ACL_PROPS = {
     "super.users": "User:ANONYMOUS",
 }
 OLDER_MV = {3: "3.8-IV0", 4: "4.0-IV3"}
+# Kafka's own snapshot retention, made fast (the log cleaner itself runs every 60 s, not configurable).
+CONTROLLER_PROPS = {
+    "retention": {  # a snapshot every 5 s, a segment every 5 s, snapshots older than 1 s deleted
+        "metadata.log.max.snapshot.interval.ms": "5000",
+        "metadata.log.segment.ms": "5000",
+        "metadata.max.retention.ms": "1000",
+    },
+    "snapshot-fetch": {  # no NoOps: the log only grows by changes; a snapshot after every batch
+        "metadata.max.idle.interval.ms": "0",
+        "metadata.log.max.record.bytes.between.snapshots": "1",
+        "metadata.max.retention.ms": "1000",
+    },
+}
 
 
 def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool | None,
@@ -405,6 +503,7 @@ def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool |
         props.update(SNAPSHOT_PROPS)
     if opts.get("acls"):
         props.update(ACL_PROPS)
+    props.update(CONTROLLER_PROPS.get(opts.get("props", ""), {}))
     spec.controller_props.update(props)
     spec.broker_props.update({k: v for k, v in props.items() if k in ACL_PROPS})
     return spec
@@ -431,7 +530,10 @@ def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = No
             log(f"cluster up in {time.monotonic() - t0:.1f}s")
             fn(run)
             cluster.stop()  # clean shutdown flushes the metadata log; the work dir lives until the with ends
-            save_outputs(run, keep_indexes=keep_indexes, spec=spec, wall=time.monotonic() - t0)
+            if opts.get("captures"):
+                save_capture(run, spec=spec, wall=time.monotonic() - t0)
+            else:
+                save_outputs(run, keep_indexes=keep_indexes, spec=spec, wall=time.monotonic() - t0)
     except BaseException:
         # keep what we have for debugging
         if run.steps:
@@ -441,28 +543,24 @@ def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = No
     return run
 
 
-def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wall: float) -> None:
-    ctrl = run.cluster.controller
-    src = ctrl.metadata_log_dir
-    dst = run.out / "__cluster_metadata-0"
+def copy_metadata_dir(src: Path, dst: Path, *, keep_indexes: bool) -> None:
     dst.mkdir(parents=True)
     for f in sorted(src.iterdir()):
         if f.is_file() and (keep_indexes or not f.name.endswith(IGNORED_FILE_SUFFIXES)):
             shutil.copy2(f, dst / f.name)
-    for extra in ("meta.properties", "bootstrap.checkpoint"):
-        if (ctrl.data_dir / extra).exists():
-            shutil.copy2(ctrl.data_dir / extra, run.out / extra)
-    views = {"scenario": run.name, "kafkaVersion": run.dist.version, "clusterId": run.cluster.cluster_id,
-             "controllerNodeId": ctrl.node_id, "brokerIds": [b.node_id for b in run.cluster.brokers],
-             "steps": run.steps}
-    (run.out / "views.json").write_text(json.dumps(views, indent=1, sort_keys=False) + "\n")
-    segs = tools.segment_files(dst)
+
+
+def write_dump_logs(run: ScenarioRun, meta_dir: Path) -> None:
+    segs = tools.segment_files(meta_dir)
     (run.out / "dump-log.txt").write_text(tools.dump_log(run.dist, segs, cwd=run.out))
     (run.out / "dump-log-skip-metadata.txt").write_text(
         tools.dump_log(run.dist, segs, skip_record_metadata=True, cwd=run.out))
-    cps = tools.checkpoint_files(dst)
+    cps = tools.checkpoint_files(meta_dir)
     if cps:
         (run.out / "dump-log-snapshots.txt").write_text(tools.dump_log(run.dist, cps, cwd=run.out))
+
+
+def write_meta(run: ScenarioRun, meta_dir: Path, spec: ClusterSpec, wall: float, source: str) -> None:
     meta = {
         "kafkaVersion": run.dist.version,
         "scenario": run.name,
@@ -470,15 +568,62 @@ def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wal
         "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "wallSeconds": round(wall, 1),
         "clusterId": run.cluster.cluster_id,
-        "layout": "combined" if spec.combined else f"1 controller (node {ctrl.node_id}) + {spec.brokers} brokers",
+        "layout": "combined" if spec.combined
+        else f"1 controller (node {run.cluster.controller.node_id}) + {spec.brokers} brokers",
         "quorum": spec.quorum,
         "releaseVersion": spec.release_version,
         "controllerProps": spec.controller_props,
         "brokerProps": spec.broker_props,
-        "metadataDirFrom": f"node {ctrl.node_id} (controller)",
-        "files": sorted(p.name for p in dst.iterdir()),
+        "metadataDirFrom": source,
+        "files": sorted(p.name for p in meta_dir.iterdir()),
         "steps": len(run.steps),
         "dumpLog": "kafka.tools.DumpLogSegments --cluster-metadata-decoder --files <segments> "
                    "[--skip-record-metadata], run with the output directory as working directory",
     }
     (run.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wall: float) -> None:
+    ctrl = run.cluster.controller
+    dst = run.out / "__cluster_metadata-0"
+    copy_metadata_dir(ctrl.metadata_log_dir, dst, keep_indexes=keep_indexes)
+    for extra in ("meta.properties", "bootstrap.checkpoint"):
+        if (ctrl.data_dir / extra).exists():
+            shutil.copy2(ctrl.data_dir / extra, run.out / extra)
+    views = {"scenario": run.name, "kafkaVersion": run.dist.version, "clusterId": run.cluster.cluster_id,
+             "controllerNodeId": ctrl.node_id, "brokerIds": [b.node_id for b in run.cluster.brokers],
+             "steps": run.steps}
+    (run.out / "views.json").write_text(json.dumps(views, indent=1, sort_keys=False) + "\n")
+    write_dump_logs(run, dst)
+    write_meta(run, dst, spec, wall, f"node {ctrl.node_id} (controller)")
+
+
+def save_capture(run: ScenarioRun, *, spec: ClusterSpec, wall: float) -> None:
+    """The outputs of a scenario that captured a node's directory (no views): dump-log texts, meta.json and
+    ``kafka-images.json`` (:func:`write_kafka_images`)."""
+    if run.captured is None:
+        raise RuntimeError(f"scenario {run.name} captured no metadata directory")
+    md = run.out / "__cluster_metadata-0"
+    write_dump_logs(run, md)
+    write_meta(run, md, spec, wall, f"node {run.captured['node']} ({run.captured['roles']}): {run.captured['why']}")
+    write_kafka_images(run.dist, run.out)
+
+
+def kafka_image_offsets(fixture: Path) -> tuple[list[tuple[int, int]], int | None, list[int]]:
+    """(snapshot ids, offset of the last record in the segments or None, the offsets kafka-images.json holds:
+    every snapshot's last contained offset and the last record's offset, ascending)."""
+    snapshots = [snapshot_id(p) for p in tools.checkpoint_files(fixture / "__cluster_metadata-0")]
+    last = max((r["offset"] for r in compare.parse_dump_log((fixture / "dump-log.txt").read_text())), default=None)
+    offsets = {end - 1 for end, _ in snapshots if end > 0} | ({last} if last is not None else set())
+    return snapshots, last, sorted(offsets)
+
+
+def write_kafka_images(dist: KafkaDist, fixture: Path) -> None:
+    """``kafka-images.json``: Kafka's own image (KraftOracle ``image``, source ``auto``: the newest snapshot
+    whose last contained offset is at or below the offset, then the log records after it, as Kafka's loader
+    starts) at every snapshot's last contained offset and at the last record of the segments."""
+    snapshots, last, offsets = kafka_image_offsets(fixture)
+    doc = {"kafkaVersion": dist.version, "snapshots": [{"endOffset": e, "epoch": p} for e, p in snapshots],
+           "lastLogOffset": last,
+           "images": [oracle.image(dist, fixture / "__cluster_metadata-0", offset) for offset in offsets]}
+    (fixture / "kafka-images.json").write_text(json.dumps(doc, indent=1) + "\n")

@@ -1,0 +1,125 @@
+"""kraft-replay as users start it: the console script of a (non-editable) install into a virtual
+environment, run by its path with a PATH that does not hold that environment — as pipx and service
+units do — and ``python -m cli.main`` in a source checkout. Each lists every command and does the main
+job (``demo``) while the ``python3`` on PATH cannot run Spark's Python workers: the workers must run the
+interpreter kraft-replay runs in (``metadata.spark``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ["ingest", "log-info", "dump", "generate", "replay", "show", "diff", "checkpoint", "changes", "apply",
+            "leader-and-isr", "zk-replay", "demo"]
+"""Every command, in the order ``--help`` lists them."""
+DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"]
+"""The commands ``demo`` runs, in order; it prints a rule ``kraft-replay <command> …`` before each."""
+
+
+def _listed_commands(help_text: str) -> list[str]:
+    """The command names of the Commands panel of rich's ``--help`` (continuation lines are indented)."""
+    panel = help_text[help_text.index("Commands"):]
+    return re.findall(r"^│ ([a-z][a-z-]*) ", panel, flags=re.MULTILINE)
+
+
+def test_both_entry_points_list_every_command() -> None:
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
+    module = subprocess.run([sys.executable, "-m", "cli.main", "--help"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert module.returncode == 0, module.stderr
+    assert _listed_commands(module.stdout) == COMMANDS
+    from cli.main import app  # what the console script (cli.main:app) runs
+    script = CliRunner().invoke(app, ["--help"], terminal_width=200)
+    assert script.exit_code == 0, script.output
+    # in this process other tests may have imported a command module before cli.main: same set, other order
+    assert sorted(_listed_commands(script.output)) == sorted(COMMANDS)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment holding a regular (non-editable) install of this checkout, built from a copy
+    of the package sources; the dependencies come from the running interpreter's site-packages (a
+    ``.pth`` file), so nothing but the build backend is downloaded. Returns the environment's directory."""
+    root = tmp_path_factory.mktemp("install")
+    source = root / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for package in ("cli", "image", "metadata", "replica"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    dependencies = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
+    (Path(purelib) / "kraft_replay_test_dependencies.pth").write_text("\n".join(dependencies) + "\n")
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
+                         capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert (venv / "bin" / "kraft-replay").is_file()
+    return venv
+
+
+def _without_venv_on_path(tmp_path: Path) -> dict[str, str]:
+    """A minimal environment whose PATH starts with a ``python3``/``python`` that fails (standing for a
+    system Python without numpy or kraft-replay) and holds java and the shell tools Spark's launcher
+    uses, but no virtual environment; no PYTHONPATH or PYSPARK_PYTHON."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for name in ("python3", "python"):
+        (shims / name).write_text("#!/bin/sh\necho \"$0 from PATH ran a Spark Python worker\" >&2\nexit 1\n")
+        (shims / name).chmod(0o755)
+    java = shutil.which("java")
+    path = os.pathsep.join(dict.fromkeys([str(shims), *([os.path.dirname(java)] if java else []), "/usr/bin", "/bin"]))
+    env = {"HOME": str(Path.home()), "PATH": path, "COLUMNS": "200", "LANG": "C.UTF-8"}
+    for name in ("JAVA_HOME", "TMPDIR", "XDG_CACHE_HOME", "KRAFT_REPLAY_DRIVER_MEMORY",
+                 "KRAFT_REPLAY_SHUFFLE_PARTITIONS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    assert shutil.which("python3", path=path) == str(shims / "python3")
+    return env
+
+
+def _did_the_main_job(run: subprocess.CompletedProcess[str], lake: Path) -> None:
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
+    rules = re.findall(r"─ kraft-replay ([a-z-]+) ", run.stdout)
+    assert rules == DEMO_STEPS, run.stdout[-3000:]
+    assert (lake / "_ingests" / "_delta_log").is_dir() and (lake / "records" / "_delta_log").is_dir()
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_console_script_of_a_venv_install_run_by_its_path(installed: Path, tmp_path: Path) -> None:
+    env = _without_venv_on_path(tmp_path)
+    assert str(installed) not in env["PATH"]
+    script = installed / "bin" / "kraft-replay"
+    help_run = subprocess.run([str(script), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+    assert help_run.returncode == 0, help_run.stderr
+    assert _listed_commands(help_run.stdout) == COMMANDS
+    lake = tmp_path / "lake"
+    run = subprocess.run([str(script), "demo", "--lake", str(lake), "--sample", str(ROOT / "data" / "sample")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1700)
+    _did_the_main_job(run, lake)
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server(installed: Path, tmp_path: Path) -> None:
+    """``python -m cli.main demo`` with the environment's interpreter (not activated), from the checkout,
+    on the local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM
+    starts the Python workers."""
+    env = {**_without_venv_on_path(tmp_path), "SPARK_REMOTE": "local[2]"}
+    lake = tmp_path / "lake"
+    run = subprocess.run([str(installed / "bin" / "python"), "-m", "cli.main", "demo", "--lake", str(lake)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1700)
+    _did_the_main_job(run, lake)
