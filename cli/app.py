@@ -17,11 +17,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console()
 err = Console(stderr=True)
 
-_state = {"debug": False, "master": None}
+_state: dict[str, Any] = {"debug": False, "master": None, "reader": "auto"}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 LakeOpt = Annotated[str, typer.Option("--lake", help="Lake location (directory or any URI Spark writes).")]
+ReadLakeOpt = Annotated[str | None, typer.Option("--lake", help="Lake to read (a directory, or any URI Spark reads).")]
+LogOpt = Annotated[Path | None, typer.Option("--log", help="Instead of a lake: a metadata log directory, segment or "
+                                                            "snapshot (or kafka-dump-log text), read in process.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 LimitOpt = Annotated[int, typer.Option("--limit", min=0, help="Rows shown per list (the heading counts them all; "
                                                                "--json is always complete).")]
@@ -60,9 +63,14 @@ def _one_line(exc: Exception) -> str:
 def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
          master: Annotated[str | None, typer.Option(
              "--master", help="Spark master (default local[*], or KRAFT_REPLAY_MASTER); sc://host:port for "
-                              "Spark Connect.")] = None) -> None:
+                              "Spark Connect. Naming one makes reads use Spark.")] = None,
+         reader: Annotated[str, typer.Option(
+             "--reader", help="How read commands read a lake: auto (in process for a local lake unless a Spark "
+                              "master is named), arrow (in process, no JVM) or spark (or KRAFT_REPLAY_READER).")]
+         = "auto") -> None:
     _state["debug"] = debug
     _state["master"] = master
+    _state["reader"] = reader
 
 
 def spark():
@@ -75,6 +83,13 @@ def spark():
 def lake(location: str):
     from metadata.lake import Lake
     return Lake(location, spark())
+
+
+def source(lake_location: str | None, log: Path | None):
+    """Where a read command's answers come from (:func:`image.sources.open_source`)."""
+    from image.sources import open_source
+    return open_source(lake=lake_location, log=str(log) if log is not None else None, reader=_state["reader"],
+                       master=_state["master"], spark=spark)
 
 
 def print_json(value: Any) -> None:

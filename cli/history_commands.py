@@ -12,20 +12,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.app import JsonOpt, app, err, handles_errors, kv_table, out, print_json
+from cli.app import JsonOpt, LogOpt, ReadLakeOpt, app, err, handles_errors, out, print_json, source
+from cli.render import kv_table
 
 if TYPE_CHECKING:
     from image.health import Timeline
     from image.history import History
-    from image.temporal import TemporalSource
     from image.version_rows import Window
 
 history_app = typer.Typer(no_args_is_help=True,
                           help="Every state of one partition, topic or broker in a window, and what changed.")
 app.add_typer(history_app, name="history")
 
-LogOpt = Annotated[Path, typer.Option("--log", help="Metadata log: a log directory, segment or snapshot, "
-                                                    "read in process.")]
 FromOffset = Annotated[int | None, typer.Option("--from-offset", help="Window start (inclusive).")]
 ToOffset = Annotated[int | None, typer.Option("--to-offset", help="Window end (inclusive).")]
 FromTime = Annotated[str | None, typer.Option("--from-time", help="Window start: ISO-8601 or epoch ms.")]
@@ -41,14 +39,6 @@ def duration_ms(text: str) -> int:
     if not found or int(found.group(1)) == 0:
         raise ValueError(f"--every {text!r}: expected a positive duration such as 30s, 1m, 5m, 1h")
     return int(found.group(1)) * _UNIT_MS[found.group(2)]
-
-
-def _source(log: Path) -> TemporalSource:
-    """The seam: where the version rows and records come from (``--log``: read in process)."""
-    from image.version_rows import log_source
-    if not log.exists():
-        raise FileNotFoundError(f"{log}: no such file or directory")
-    return log_source(log)
 
 
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
@@ -74,40 +64,43 @@ def _print_history(title: str, history: History, as_json: bool) -> None:
 
 @history_app.command("partition")
 @handles_errors
-def history_partition(log: LogOpt, topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
+def history_partition(topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
                       partition: Annotated[int, typer.Option("--partition", help="Partition id.")],
+                      lake_location: ReadLakeOpt = None, log: LogOpt = None,
                       from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
                       to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
     from image.history import partition_history
     from image.version_rows import Selection, load
-    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
+    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("partitions",), topic=topic, partition=partition))
     _print_history(f"partition {topic}-{partition}", partition_history(window, topic, partition), as_json)
 
 
 @history_app.command("topic")
 @handles_errors
-def history_topic(log: LogOpt, topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
-                  from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
+def history_topic(topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
+                  lake_location: ReadLakeOpt = None, log: LogOpt = None,
+                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
                   to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one topic name: created, partitions added, configs set / deleted, deleted, re-created."""
     from image.history import topic_history
     from image.version_rows import Selection, load
-    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
+    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("topics", "partitions", "configs"), topic=topic))
     _print_history(f"topic {topic}", topic_history(window, topic), as_json)
 
 
 @history_app.command("broker")
 @handles_errors
-def history_broker(log: LogOpt, broker: Annotated[int, typer.Option("--broker", help="Broker id.")],
-                   from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
+def history_broker(broker: Annotated[int, typer.Option("--broker", help="Broker id.")],
+                   lake_location: ReadLakeOpt = None, log: LogOpt = None,
+                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
                    to_time: ToTime = None, as_json: JsonOpt = False) -> None:
     """Every state of one broker: registered, fenced / unfenced, controlled shutdown, unregistered."""
     from image.history import broker_history
     from image.version_rows import Selection, load
-    window = load(_source(log), _window(from_offset, to_offset, from_time, to_time),
+    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
                                Selection(parts=("brokers",), broker=broker))
     _print_history(f"broker {broker}", broker_history(window, broker), as_json)
 
@@ -134,7 +127,8 @@ def _csv(timeline: Timeline) -> None:
 
 @app.command("timeline")
 @handles_errors
-def timeline_command(log: LogOpt, from_offset: FromOffset = None, to_offset: ToOffset = None,
+def timeline_command(lake_location: ReadLakeOpt = None, log: LogOpt = None,
+                     from_offset: FromOffset = None, to_offset: ToOffset = None,
                      from_time: FromTime = None, to_time: ToTime = None,
                      points: Annotated[int | None, typer.Option("--points", help="N evenly spaced points.")] = None,
                      every: Annotated[str | None, typer.Option("--every", help="A point every 30s, 1m, 1h, …")]
@@ -150,7 +144,7 @@ def timeline_command(log: LogOpt, from_offset: FromOffset = None, to_offset: ToO
     if as_json and as_csv:
         raise ValueError("give --json or --csv, not both")
     asked = _window(from_offset, to_offset, from_time, to_time)
-    window = load(_source(log), asked, Selection(parts=("partitions", "brokers", "configs")))
+    window = load(source(lake_location, log), asked, Selection(parts=("partitions", "brokers", "configs")))
     if points is not None:
         at = points_by_count(window, points)
     elif every is not None:
@@ -179,18 +173,18 @@ def timeline_command(log: LogOpt, from_offset: FromOffset = None, to_offset: ToO
 
 @app.command("report")
 @handles_errors
-def report_command(log: LogOpt,
-                   out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
-                   from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
+def report_command(                   out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+                   lake_location: ReadLakeOpt = None, log: LogOpt = None,
+                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
                    to_time: ToTime = None,
                    title: Annotated[str, typer.Option(help="Page title.")] = "kraft-replay incident report") -> None:
     """A self-contained HTML incident report for a window: timeline plots, biggest events, leaders per
     broker before / after, and the diff of the images at its ends (opens offline)."""
     from image.report import incident_report, render_html, report_points
     from image.version_rows import Selection, image_diff, load
-    source = _source(log)
-    window = load(source, _window(from_offset, to_offset, from_time, to_time), Selection())
-    report = incident_report(window, report_points(window), image_diff(source, window.first_offset, window.last_offset),
+    store = source(lake_location, log)
+    window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())
+    report = incident_report(window, report_points(window), image_diff(store, window.first_offset, window.last_offset),
                              title)
     out_path.write_text(render_html(report), encoding="utf-8")
     err.print(f"wrote {out_path}", highlight=False)

@@ -1,8 +1,8 @@
 """The ``kraft-replay`` command line: parses, calls the library, prints.
 
 Commands live beside their subject: ingest / log-info / dump / generate / demo here, replay /
-show / diff / checkpoint in :mod:`cli.image_commands`, changes / apply / leader-and-isr /
-zk-replay in :mod:`cli.replica_commands`.
+show / diff in :mod:`cli.image_commands`, changes / apply / leader-and-isr / zk-replay in
+:mod:`cli.replica_commands`, history / timeline / report in :mod:`cli.history_commands`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from cli.app import (
     JsonOpt,
     LakeOpt,
     LimitOpt,
+    LogOpt,
+    ReadLakeOpt,
     app,
     err,
     handles_errors,
-    lake,
     out,
     print_json,
     shown_rows,
+    source,
     spark,
 )
 from cli.render import DEFAULT_LIMIT
@@ -40,7 +42,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
            skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
            as_json: JsonOpt = False) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
-    from metadata.ingest import ingest as run
+    from image.ingest import ingest as run
     from metadata.readers import ReadOptions
     report = run([str(p) for p in paths], lake_location, spark=spark(),
                  options=ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown), progress=not as_json)
@@ -56,11 +58,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
 
 @app.command("log-info")
 @handles_errors
-def log_info(lake_location: LakeOpt, limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
-             as_json: JsonOpt = False) -> None:
-    """Summary of the ingested log: offsets, times, counts by type, snapshots."""
-    from metadata.query import log_info as run
-    info = run(lake(lake_location))
+def log_info(lake_location: ReadLakeOpt = None, log: LogOpt = None, limit: LimitOpt = DEFAULT_LIMIT,
+             show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+    """Summary of the stored log: offsets, times, counts by type, snapshots."""
+    info = source(lake_location, log).log_info()
     if as_json:
         print_json(info)
         return
@@ -69,7 +70,7 @@ def log_info(lake_location: LakeOpt, limit: LimitOpt = DEFAULT_LIMIT, show_all: 
 
 @app.command()
 @handles_errors
-def dump(lake_location: LakeOpt,
+def dump(lake_location: ReadLakeOpt = None, log: LogOpt = None,
          from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
          to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
          types: Annotated[list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")] = None,
@@ -77,8 +78,7 @@ def dump(lake_location: LakeOpt,
          limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
          as_json: JsonOpt = False) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
-    from metadata.query import dump as run
-    rows = run(lake(lake_location), from_offset, to_offset, types or (), control)
+    rows = source(lake_location, log).dump(from_offset, to_offset, types or (), control)
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")
@@ -114,7 +114,7 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
         out.print(render.counts_table("records by type", by_type))
 
 
-import cli.image_commands  # noqa: E402 — registers replay, show, diff, checkpoint (listed after the above)
+import cli.image_commands  # noqa: E402 — registers replay, show, diff (listed after the above)
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
 
@@ -143,7 +143,8 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     out.rule(f"kraft-replay changes --lake {lake_location} --from-offset {middle}")
     cli.replica_commands.changes(lake_location, from_offset=middle)
     out.rule(f"kraft-replay apply --lake {lake_location} --from-offset {middle} --to-offset {middle + 200} --broker 1")
-    cli.replica_commands.apply_command(lake_location, broker=1, from_offset=middle, to_offset=middle + 200)
+    cli.replica_commands.apply_command(broker=1, lake_location=lake_location, from_offset=middle,
+                                       to_offset=middle + 200)
 
 
 if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands

@@ -28,7 +28,7 @@ from image.diff_keys import CHANGES, DIFF_KEYS
 if TYPE_CHECKING:
     from image.summary import ImageSummary
     from metadata.ingest import IngestReport
-    from metadata.query import DumpRecord, LogInfo
+    from metadata.log_summary import DumpRecord, LogInfo
 
 DEFAULT_LIMIT = 10
 """Rows shown per list unless ``--limit N`` or ``--all`` says otherwise."""

@@ -14,18 +14,22 @@ from cli import render
 from cli.app import (
     AllOpt,
     JsonOpt,
-    LakeOpt,
     LimitOpt,
+    LogOpt,
+    ReadLakeOpt,
     app,
     handles_errors,
     lake,
     out,
     print_json,
     shown_rows,
+    source,
 )
 from cli.render import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
+    from image.spark.source import SparkSource
+    from image.temporal import TemporalSource
     from replica.spark_changes import DeltaFrames
 
 FromOffset = Annotated[int | None, typer.Option(help="Delta start A: the image after this offset (-1 = empty).")]
@@ -36,38 +40,58 @@ Listener = Annotated[str, typer.Option("--listener", help="inter.broker.listener
 
 
 class ChangesEngine(str, Enum):
+    auto = "auto"
     spark = "spark"
     reference = "reference"
 
 
-def _delta(location: str, from_offset: int | None, to_offset: int | None, from_time: str | None,
-           to_time: str | None) -> DeltaFrames:
-    from replica.inputs import delta_frames, resolve_window
-    source = lake(location)
-    a, b = resolve_window(source, from_offset, to_offset, from_time, to_time)
-    return delta_frames(source, a, b)
+def _window(store: TemporalSource, from_offset: int | None, to_offset: int | None, from_time: str | None,
+            to_time: str | None) -> tuple[int, int]:
+    from replica.inputs import resolve_window
+    return resolve_window(store, from_offset, to_offset, from_time, to_time)
+
+
+def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
+    """The Spark source of the lake (the one read already, or the same lake read on Spark)."""
+    from image.spark.source import SparkSource
+    if isinstance(store, SparkSource):
+        return store
+    if lake_location is None:
+        raise ValueError("the spark engine reads a lake: give --lake")
+    return SparkSource(lake(lake_location))
+
+
+def _delta(store: TemporalSource, lake_location: str | None, a: int, b: int) -> DeltaFrames:
+    from replica.inputs import delta_frames
+    return delta_frames(_on_spark(store, lake_location), a, b)
 
 
 @app.command()
 @handles_errors
-def changes(lake_location: LakeOpt, from_offset: FromOffset = None, to_offset: ToOffset = None,
+def changes(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: FromOffset = None,
+            to_offset: ToOffset = None,
             from_time: FromTime = None, to_time: ToTime = None,
             broker: Annotated[int | None, typer.Option(help="Only this broker (default: every broker).")] = None,
-            engine: Annotated[ChangesEngine, typer.Option(help="spark: all brokers set-based; reference: the "
-                                                          "sequential engine.")] = ChangesEngine.spark,
+            engine: Annotated[ChangesEngine, typer.Option(help="spark: all brokers set-based on Spark; "
+                                                          "reference: the sequential engine from the window's "
+                                                          "start; auto: spark when the lake is read on Spark")]
+            = ChangesEngine.auto,
             save: Annotated[Path | None, typer.Option(help="Also write the changes as a Delta table here "
                                                       "(spark engine).")] = None,
             limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
+    from image.spark.source import SparkSource
+    store = source(lake_location, log)
+    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    if engine is ChangesEngine.auto:
+        engine = ChangesEngine.spark if isinstance(store, SparkSource) or save is not None else ChangesEngine.reference
     if engine is ChangesEngine.reference:
         if save is not None:
             raise ValueError("--save needs the spark engine")
-        from replica.inputs import reference_changes_json, resolve_window
-        source = lake(lake_location)
-        a, b = resolve_window(source, from_offset, to_offset, from_time, to_time)
-        doc = reference_changes_json(source, a, b, broker)
+        from replica.inputs import reference_changes_json
+        doc = reference_changes_json(store, a, b, broker)
     else:
-        delta = _delta(lake_location, from_offset, to_offset, from_time, to_time)
+        delta = _delta(store, lake_location, a, b)
         if save is not None:
             delta.changes.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(save))
         doc = delta.changes_json(broker)
@@ -79,8 +103,8 @@ def changes(lake_location: LakeOpt, from_offset: FromOffset = None, to_offset: T
 
 @app.command("apply")
 @handles_errors
-def apply_command(lake_location: LakeOpt,
-                  broker: Annotated[int, typer.Option(help="The broker applying the delta.")],
+def apply_command(broker: Annotated[int, typer.Option(help="The broker applying the delta.")],
+                  lake_location: ReadLakeOpt = None, log: LogOpt = None,
                   from_offset: FromOffset = None, to_offset: ToOffset = None,
                   from_time: FromTime = None, to_time: ToTime = None,
                   num_replica_fetchers: Annotated[int, typer.Option(help="num.replica.fetchers.")] = 1,
@@ -93,7 +117,8 @@ def apply_command(lake_location: LakeOpt,
                   limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
     from replica.apply_plan import apply_plan, plan_rows
-    delta = _delta(lake_location, from_offset, to_offset, from_time, to_time)
+    store = source(lake_location, log)
+    delta = _delta(store, lake_location, *_window(store, from_offset, to_offset, from_time, to_time))
     actions = apply_plan(delta, brokers=[broker], num_replica_fetchers=num_replica_fetchers,
                          in_controlled_shutdown=[broker] if controlled_shutdown else [],
                          inter_broker_listener=listener, share_coordinator=share_coordinator)
@@ -109,7 +134,8 @@ def apply_command(lake_location: LakeOpt,
 
 @app.command("leader-and-isr")
 @handles_errors
-def leader_and_isr(lake_location: LakeOpt, from_offset: FromOffset = None, to_offset: ToOffset = None,
+def leader_and_isr(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: FromOffset = None,
+                   to_offset: ToOffset = None,
                    from_time: FromTime = None, to_time: ToTime = None,
                    broker: Annotated[int | None, typer.Option(help="Only this broker's requests.")] = None,
                    controller_epoch: Annotated[int, typer.Option(help="Controller epoch of the requests.")] = 1,
@@ -119,7 +145,8 @@ def leader_and_isr(lake_location: LakeOpt, from_offset: FromOffset = None, to_of
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
     from replica.zk import leader_and_isr_json
-    delta = _delta(lake_location, from_offset, to_offset, from_time, to_time)
+    store = source(lake_location, log)
+    delta = _delta(store, lake_location, *_window(store, from_offset, to_offset, from_time, to_time))
     doc = leader_and_isr_json(delta, controller_epoch=controller_epoch, controller_id=controller_id, broker=broker,
                               inter_broker_listener=listener)
     if as_json:

@@ -4,7 +4,7 @@ version interval (and the topic, for per-topic questions) before opening them.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -13,10 +13,12 @@ import pyarrow.compute as pc
 
 from image.errors import ReplayError
 from image.parts import Row
-from image.temporal import RecordPosition, SnapshotId, log_bounds, version_filter
+from image.temporal import (RecordPosition, SnapshotId, arrow_aggregates, dump_rows, log_bounds,
+                            version_filter)
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
 from metadata.log import LogRecord
+from metadata.log_summary import DumpRecord, LogInfo, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
 
 
@@ -134,3 +136,34 @@ class ArrowSource:
         t = self.files.read("records", where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
                             prune=lambda f: f.may_hold("offset", lo=first, hi=last))
         return [LogRecord.from_row(r) for r in t.sort_by("offset").to_pylist()]
+
+    def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
+        t = self.files.read("snapshots", where=(pc.field("snapshot_end_offset") == end_offset)
+                            & (pc.field("snapshot_epoch") == epoch),
+                            prune=lambda f: f.may_hold("snapshot_end_offset", lo=end_offset, hi=end_offset))
+        rows = t.sort_by("position").to_pylist()
+        return [LogRecord.from_row({**r, "batch_base_offset": r["position"], "batch_last_offset": r["position"],
+                                    "is_transactional": False, "producer_id": -1, "producer_epoch": -1},
+                                   "position") for r in rows]
+
+    def log_info(self) -> LogInfo:
+        snaps = self.files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind",
+                                                       "last_contained_timestamp"])
+        grouped = snaps.group_by(["snapshot_end_offset", "snapshot_epoch", "kind"]).aggregate(
+            [("snapshot_end_offset", "count"), ("last_contained_timestamp", "max")]).to_pylist()
+        snapshots = sorted((SnapshotInfo(end_offset=r["snapshot_end_offset"], epoch=r["snapshot_epoch"],
+                                         kind=r["kind"], records=r["snapshot_end_offset_count"],
+                                         last_contained_timestamp=r["last_contained_timestamp_max"]) for r in grouped),
+                           key=lambda s: (s.end_offset, s.epoch))
+        records = self.files.read("records", columns=["offset", "timestamp", "is_control", "type", "control_type"])
+        return compose(self.files.uri, arrow_aggregates(records, newest_snapshot_end(snapshots)), snapshots,
+                       self.files.state().seq)
+
+    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
+             include_control: bool = False) -> Iterator[DumpRecord]:
+        lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
+        t = self.files.read("records", columns=["offset", "timestamp", "is_control", "type", "control_type",
+                                                "version", "payload"],
+                            where=(pc.field("offset") >= lo) & (pc.field("offset") <= hi),
+                            prune=lambda f: f.may_hold("offset", lo=lo, hi=hi))
+        return dump_rows(t, types, include_control)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
@@ -26,6 +27,7 @@ from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, Snapshot
+from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import version_schema
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
@@ -86,6 +88,17 @@ class TemporalSource(Protocol):
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         """The log records in ``[first, last]`` with their bodies, by offset (for the reference engine)."""
+
+    def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
+        """The records of a stored snapshot in file order (``offset`` = position in the file)."""
+
+    def log_info(self) -> LogInfo:
+        """The ``log-info`` summary of the stored log."""
+
+    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
+             include_control: bool = False) -> Iterator[DumpRecord]:
+        """The records in ``[first, last]`` (unbounded where None) for ``dump``: metadata records, control
+        records too with ``include_control``, or only ``types`` (record or control type names)."""
 
 
 def parse_time(value: str | int) -> int:
@@ -159,6 +172,36 @@ def log_bounds(first: int | None, last: int | None, snapshots: Sequence[Snapshot
     return first, max([last, *ends])
 
 
+def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAggregates:
+    """The :class:`~metadata.log_summary.RecordAggregates` of a records table (``offset``, ``timestamp``,
+    ``is_control``, ``type``, ``control_type``)."""
+    n = records.num_rows
+    kinds = pa.table({"is_control": records["is_control"],
+                      "t": pc.coalesce(records["type"], records["control_type"])}) \
+        .group_by(["is_control", "t"]).aggregate([([], "count_all")]).to_pylist()
+    after = pc.sum(pc.greater_equal(records["offset"], newest_snapshot)).as_py() if newest_snapshot is not None and n \
+        else n
+    return RecordAggregates(
+        n=n, control=pc.sum(records["is_control"]).as_py() or 0 if n else 0,
+        lo=pc.min(records["offset"]).as_py() if n else None, hi=pc.max(records["offset"]).as_py() if n else None,
+        t0=pc.min(records["timestamp"]).as_py() if n else None, t1=pc.max(records["timestamp"]).as_py() if n else None,
+        kinds=[(r["is_control"], r["t"], r["count_all"]) for r in kinds], after_snapshot=after or 0)
+
+
+def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) -> Iterator[DumpRecord]:
+    """:meth:`TemporalSource.dump` over a records table (``offset``, ``timestamp``, ``is_control``, ``type``,
+    ``control_type``, ``version``, ``payload``)."""
+    if types:
+        chosen = pc.is_in(records["type"], pa.array(list(types))) | pc.is_in(records["control_type"],
+                                                                              pa.array(list(types)))
+        records = records.filter(pc.fill_null(chosen, False))
+    elif not include_control:
+        records = records.filter(pc.invert(records["is_control"]))
+    for r in records.sort_by("offset").to_pylist():
+        yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["type"] or r["control_type"] or "UNKNOWN",
+                         version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
+
+
 def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
     """The filter of :meth:`TemporalSource.versions` as an Arrow expression."""
     where = None
@@ -221,14 +264,17 @@ class MemorySource:
     recorded: VersionLog
     log: Sequence[LogRecord]
     snapshot_ids: Sequence[SnapshotId]
+    stored_snapshots: Sequence[Snapshot] = ()
+    location: str = ""
 
     @classmethod
-    def replay(cls, log: Sequence[LogRecord], snapshots: Sequence[Snapshot]) -> MemorySource:
+    def replay(cls, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], location: str = "") -> MemorySource:
         """Record the versions of ``log`` and ``snapshots`` (:func:`image.versions.record_versions`)."""
         recorded = record_versions(log, snapshots)
         assert isinstance(recorded, VersionLog)
         return cls(recorded, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp
-                                              if s.last_contained_timestamp is not None else -1) for s in snapshots])
+                                              if s.last_contained_timestamp is not None else -1) for s in snapshots],
+                   snapshots, location)
 
     @cached_property
     def positions(self) -> list[RecordPosition]:
@@ -280,6 +326,32 @@ class MemorySource:
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         return [r for r in self.log if first <= r.offset <= last]
+
+    def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
+        return next(list(s.records) for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch))
+
+    @cached_property
+    def _records(self) -> pa.Table:
+        return pa.table({
+            "offset": pa.array([r.offset for r in self.log], pa.int64()),
+            "timestamp": pa.array([r.timestamp for r in self.log], pa.int64()),
+            "is_control": pa.array([r.is_control for r in self.log], pa.bool_()),
+            "type": pa.array([r.type for r in self.log], pa.string()),
+            "control_type": pa.array([r.control_type for r in self.log], pa.string()),
+            "version": pa.array([r.version for r in self.log], pa.int32()),
+            "payload": pa.array([json.dumps(r.data, separators=(",", ":")) if r.data else None for r in self.log],
+                                pa.string())})
+
+    def log_info(self) -> LogInfo:
+        snapshots = [SnapshotInfo(end_offset=s.end_offset, epoch=s.epoch, kind="snapshot", records=len(s.records),
+                                  last_contained_timestamp=s.last_contained_timestamp) for s in self.stored_snapshots]
+        return compose(self.location, arrow_aggregates(self._records, newest_snapshot_end(snapshots)), snapshots, 0)
+
+    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
+             include_control: bool = False) -> Iterator[DumpRecord]:
+        lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
+        t = self._records
+        return dump_rows(t.filter((pc.field("offset") >= lo) & (pc.field("offset") <= hi)), types, include_control)
 
 
 def ordered_rejections(rejections: Sequence[Rejection], snapshot: SnapshotId | None, first: int,

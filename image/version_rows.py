@@ -177,4 +177,4 @@ def log_source(path: str | os.PathLike[str]) -> MemorySource:
     records, snapshots = read_log(path), read_snapshots(path)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
-    return MemorySource.replay(records, snapshots)
+    return MemorySource.replay(records, snapshots, os.path.abspath(path))

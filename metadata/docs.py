@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from metadata import version_tables
 from metadata.lake import INGESTS_SCHEMA, stats_columns
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
@@ -25,6 +28,17 @@ _SNAPSHOT_ABOUT = {
     "snapshot_end_offset": "snapshot id: end offset (exclusive)", "snapshot_epoch": "snapshot id: epoch",
     "kind": "snapshot, or bootstrap for the formatter's bootstrap.checkpoint (stored as end offset 0, epoch -1)", "position": "record index inside the snapshot file",
     "last_contained_timestamp": "SnapshotHeader.lastContainedLogTimestamp",
+}
+
+
+_VERSION_ABOUT = {
+    "from_offset": "first offset at which the image shows this version",
+    "to_offset": "first offset at which it no longer does (null: current)",
+    "from_time": "append time (ms) of the batch that made the version visible",
+    "offset": "the offset whose image (and provenance) holds inside the span",
+    "outcome": "committed, aborted, superseded (a snapshot was loaded inside it) or null (open)",
+    "snapshot_end_offset": "the snapshot the record belongs to (null: a log record)",
+    "message": "what Kafka's replay rejects", "location": "where (offset, or snapshot and position)",
 }
 
 
@@ -73,10 +87,31 @@ def render() -> str:
     out += ["## _ingests", "", "The commit log: one row per successful ingest.", ""]
     out += _table(INGESTS_SCHEMA, {"versions": "Delta version of every table readers must use",
                                    "high_water_mark": "highest log offset stored"})
+    out += ["", "## The temporal image", ""]
+    out += ["For each part of the image (`image/README.md`) one table `image_<part>` holds every version of every "
+            "key: the part's columns in the names of the image JSON, then `from_offset` (the first offset X at which "
+            "`replay --at-offset X` shows this version), `to_offset` (the first offset at which it no longer does: "
+            "the next version or the key's removal; null while current) and `from_time` (the append time of the "
+            "batch whose record made it visible). The image at X is, per part, the rows with `from_offset <= X AND "
+            "(to_offset IS NULL OR to_offset > X)`. `image_topic_names` is Kafka's topic name index (hidden state a "
+            "replay reads back); outside the spans of `image_provenance` the provenance of the image at X is that "
+            "of the last record at or before X (or of the snapshot the image starts from).", "",
+            "Each ingest brings these tables up to the records it adds, in the same `_ingests` commit "
+            "(see docs/temporal-image.md). Versions tables have deletion vectors enabled (a later ingest ends "
+            "the versions it supersedes in place, with a MERGE)."]
+    for part, table in version_tables.PART_TABLES.items():
+        keys = ", ".join(f"`{k}`" for k in version_tables.PART_KEYS[part]) or "none: one row"
+        out += ["", f"### {table}", "", f"Versions of `{part}`; key: {keys}. " + _stats(table), ""]
+        out += _table(from_arrow_schema(version_tables.version_schema(part)), _VERSION_ABOUT)
+    for table, about in ((version_tables.PROVENANCE, "Metadata transactions as the replay saw them: inside "
+                          "[`from_offset`, `to_offset`) the image is that of `offset` (= `from_offset` - 1)."),
+                         (version_tables.REJECTIONS, "Records the replay rejected (a strict read raises the first "
+                          "it meets, a lenient one lists them).")):
+        out += ["", f"### {table}", "", f"{about} " + _stats(table), ""]
+        out += _table(from_arrow_schema(version_tables.table_schemas()[table]), _VERSION_ABOUT)
     out += ["", "## Outside `_ingests`", "",
-            "`_checkpoints/`: image checkpoints written by `kraft-replay checkpoint`, one Delta table per image part "
-            "and an `index` table written last; read at their latest version. `_staging/<run>`: an ingest's "
-            "decoded records (Parquet by record type) while it runs, removed at its end."]
+            "`_staging/<run>`: an ingest's decoded records (Parquet by record type) and the versions its replay "
+            "found, while it runs; removed at its end."]
     return "\n".join(out) + "\n"
 
 

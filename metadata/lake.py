@@ -59,6 +59,11 @@ def _quoted(path: str) -> str:
     return "`" + path.replace("`", "``") + "`"
 
 
+def sql_table(path: str) -> str:
+    """The SQL name of the Delta table at ``path`` (``delta.`<path>```)."""
+    return f"delta.{_quoted(path)}"
+
+
 def delta_version(spark: SparkSession, path: str) -> int | None:
     """Latest version of the Delta table at ``path``; None if there is none."""
     root, name = path.rstrip("/").rsplit("/", 1)

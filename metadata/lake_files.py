@@ -129,10 +129,12 @@ class LakeFiles:
         chosen = [f for f in files if prune is None or prune(f)]
         schema = _schema(name)
         if not chosen:
+            if schema is None and files:
+                schema = ds.dataset([_plain(files[0].uri)], format="parquet").schema
             if schema is None:
-                schema = ds.dataset([_plain(files[0].uri)], format="parquet").schema if files else pa.schema([])
+                return _empty(columns or [])
             empty = schema.empty_table()
-            return empty.select([c for c in columns if c in empty.column_names]) if columns else empty
+            return empty.select(list(columns)) if columns else empty
         plain = [f.uri for f in chosen if _plain(f.uri) not in masks]
         parts = [_read(plain, where, columns, schema)] if plain else []
         for f in chosen:
@@ -152,6 +154,13 @@ def _schema(name: str) -> pa.Schema | None:
     """The Arrow schema the lake's table ``name`` is read with (None: as the files say)."""
     from metadata.version_tables import table_schemas
     return table_schemas().get(name)
+
+
+def _empty(columns: Sequence[str]) -> pa.Table:
+    """No rows, with ``columns`` typed as the lake's records and snapshots tables type them."""
+    from metadata.columns import DECODED_SCHEMA
+    types = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
+    return pa.schema([(c, types.get(c, pa.null())) for c in columns]).empty_table()
 
 
 def _read(uris: list[str], where: pc.Expression | None, columns: Sequence[str] | None = None,

@@ -4,70 +4,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from pydantic import BaseModel
 from pyspark.sql import functions as F
 
 from metadata.lake import Lake, LakeState
 from metadata.log import LogRecord
-
-
-class SnapshotInfo(BaseModel):
-    end_offset: int
-    epoch: int
-    kind: str
-    records: int
-    last_contained_timestamp: int | None
-
-
-class LogInfo(BaseModel):
-    """Summary of the committed log in a lake."""
-
-    lake: str
-    first_offset: int | None
-    last_offset: int | None
-    records: int  # metadata records only
-    control_records: int
-    by_type: dict[str, int]
-    control_by_type: dict[str, int]
-    first_timestamp: int | None
-    last_timestamp: int | None
-    snapshots: list[SnapshotInfo]
-    ingests: int
-    missing_offsets: int  # offsets between first and last that are not stored
-
-
-class DumpRecord(BaseModel):
-    offset: int
-    timestamp: int
-    type: str
-    version: int
-    data: dict[str, Any]
+from metadata.log_summary import (DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose,
+                                  newest_snapshot_end)
 
 
 def log_info(lake: Lake) -> LogInfo:
     """Counts, offsets, times and snapshots of the committed state."""
     state = lake.state()
     records = lake.table("records", state)
-    s = records.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
-                    F.sum(F.col("is_control").cast("long")).alias("control"),
-                    F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1")).first()
-    by_kind = records.groupBy("is_control", F.coalesce("type", "control_type").alias("t")).count().collect()
     snaps = (lake.table("snapshots", state)
              .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
              .agg(F.count("*").alias("n"), F.max("last_contained_timestamp").alias("ts"))
              .orderBy("snapshot_end_offset", "snapshot_epoch").collect())
-    n = s["n"] or 0
-    control = int(s["control"] or 0)
-    return LogInfo(
-        lake=lake.uri, first_offset=s["lo"], last_offset=s["hi"], records=n - control, control_records=control,
-        by_type=dict(sorted((r["t"] or "UNKNOWN", r["count"]) for r in by_kind if not r["is_control"])),
-        control_by_type=dict(sorted((r["t"], r["count"]) for r in by_kind if r["is_control"])),
-        first_timestamp=s["t0"], last_timestamp=s["t1"],
-        snapshots=[SnapshotInfo(end_offset=r["snapshot_end_offset"], epoch=r["snapshot_epoch"], kind=r["kind"],
-                                records=r["n"], last_contained_timestamp=r["ts"]) for r in snaps],
-        ingests=state.seq, missing_offsets=(s["hi"] - s["lo"] + 1 - n) if n else 0)
+    snapshots = [SnapshotInfo(end_offset=r["snapshot_end_offset"], epoch=r["snapshot_epoch"], kind=r["kind"],
+                              records=r["n"], last_contained_timestamp=r["ts"]) for r in snaps]
+    newest = newest_snapshot_end(snapshots)
+    s = records.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
+                    F.sum(F.col("is_control").cast("long")).alias("control"),
+                    F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
+                    F.count(F.when(F.col("offset") >= (newest if newest is not None else 0), 1)).alias("after")
+                    ).first()
+    by_kind = records.groupBy("is_control", F.coalesce("type", "control_type").alias("t")).count().collect()
+    aggregates = RecordAggregates(n=s["n"] or 0, control=int(s["control"] or 0), lo=s["lo"], hi=s["hi"], t0=s["t0"],
+                                  t1=s["t1"], kinds=[(r["is_control"], r["t"], r["count"]) for r in by_kind],
+                                  after_snapshot=s["after"] or 0)
+    return compose(lake.uri, aggregates, snapshots, state.seq)
 
 
 def dump(lake: Lake, from_offset: int | None = None, to_offset: int | None = None,

@@ -30,7 +30,7 @@ import json, sys
 from pathlib import Path
 from typer.testing import CliRunner
 from cli.main import app
-from metadata.ingest import ingest
+from image.ingest import ingest
 from metadata.lake import Lake
 from metadata.spark import get_spark, is_connect
 
@@ -48,8 +48,7 @@ out["again"] = cli("ingest", log_dir, "--lake", lake)
 out["log_info"] = cli("log-info", "--lake", lake)
 out["changes"] = cli("changes", "--lake", lake, "--from-offset", mid)
 out["changes_reference"] = cli("changes", "--lake", lake, "--from-offset", mid, "--engine", "reference")
-out["checkpoint"] = cli("checkpoint", "--lake", lake, "--every", str(int(mid) // 2))
-out["replay"] = cli("replay", "--lake", lake, "--at-offset", late, "--engine", "spark")  # from a checkpoint
+out["replay"] = cli("replay", "--lake", lake, "--at-offset", late)  # the temporal image, read on Spark
 
 # an ingest that dies before its commit, on a lake holding the first segment, then the rerun
 segments = sorted(Path(log_dir).glob("*.log"))
@@ -119,9 +118,8 @@ def test_connect_lake_reads_the_same_in_a_classic_session(connect, spark):
     assert {r["offset"] for r in table.select("offset").collect()} == {r.offset for r in connect["records"]}
 
 
-def test_connect_replay_from_checkpoints_equals_reference_engine(connect):
-    """Changes replayed the images from the log alone; then checkpoints, and a replay starting at one."""
-    assert connect["out"]["checkpoint"]["added"]
+def test_connect_builds_and_reads_the_temporal_image(connect):
+    """The versions are built by the ingest's sharded replay on the Connect server and read there."""
     assert connect["out"]["replay"] == replay_to(connect["records"], connect["late"]).to_json()
 
 

@@ -34,7 +34,10 @@ from tests.health_logs import incident_log
 from tests.versions_oracle import oracle_source
 
 FIXTURES = {f"{p.parent.parent.name}-{p.parent.name}": p
-            for p in sorted(Path(__file__).parent.glob("fixtures/kafka/*/*/__cluster_metadata-0"))}
+            for p in sorted(Path(__file__).parent.glob("fixtures/kafka/*/*/__cluster_metadata-0"))
+            if p.parent.name not in ("retention", "snapshot-fetch")}
+"""The real-Kafka logs that hold every record from offset 0 (the oracle replays records only; the logs
+truncated to a snapshot are covered by tests/test_versions.py)."""
 GENERATED = {"gen-5-4-4-2-150": (5, 4, 4, 2, 150), "gen-11-3-3-2-200": (11, 3, 3, 2, 200),
              "gen-23-5-3-3-150": (23, 5, 3, 3, 150)}
 LOGS = [*FIXTURES, *GENERATED, "incident"]

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["ingest", "log-info", "dump", "generate", "replay", "show", "diff", "checkpoint", "changes", "apply",
-            "leader-and-isr", "zk-replay", "demo"]
+COMMANDS = ["ingest", "log-info", "dump", "generate", "replay", "show", "diff", "changes", "apply",
+            "leader-and-isr", "zk-replay", "timeline", "report", "demo", "history"]
 """Every command, in the order ``--help`` lists them."""
 DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"]
 """The commands ``demo`` runs, in order; it prints a rule ``kraft-replay <command> …`` before each."""

@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console, RenderableType
 
 from cli import render
-from image.engine import parse_time
+from image.temporal import parse_time
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
 from image.testing import (
@@ -33,10 +33,10 @@ from image.testing import (
     uuid,
 )
 from metadata.log import LogRecord
-from metadata.query import DumpRecord
+from metadata.log_summary import DumpRecord
 from metadata.readers import read_log
 from replica.local_changes import local_changes_json
-from tests.test_diff import python_diff
+from tests.test_diff import python_doc as python_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample" / "__cluster_metadata-0"

@@ -37,7 +37,9 @@ from image.testing import (
 from image.testing import uuid as make_uuid
 from metadata.columns import payload_json
 from metadata.generator import generate
-from metadata.ingest import ingest
+from image.ingest import ingest
+from image.versions import VersionLog, record_versions
+from metadata.version_tables import PROVENANCE
 from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
@@ -53,12 +55,17 @@ pytestmark = pytest.mark.spark
 
 
 def memory_tables(spark: SparkSession, records: list[LogRecord]) -> TableSource:
-    """The lake's typed tables projected from in-memory records (what ingest stores, no Delta I/O)."""
+    """The lake's typed tables projected from in-memory records, and the transactions the temporal image
+    records (what ingest stores, no Delta I/O)."""
     rows = [(r.offset, r.batch_base_offset, r.batch_last_offset, r.epoch, r.timestamp, r.producer_id,
              r.producer_epoch, r.is_transactional, r.is_control, r.control_type, r.type, None, r.version,
              payload_json(r.data), None, r.source_file) for r in records]
     frame = spark.createDataFrame(rows, RECORDS_SCHEMA)
-    return lambda name: typed_rows(name, frame)
+    recorded = record_versions(records)
+    assert isinstance(recorded, VersionLog)
+    spans = spark.createDataFrame([(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
+                                  "from_offset long, to_offset long, offset long, outcome string")
+    return lambda name: spans if name == PROVENANCE else typed_rows(name, frame)
 
 
 def memory_delta(spark: SparkSession, records: list[LogRecord], a: int, b: int, *, lenient: bool = False) -> DeltaFrames:

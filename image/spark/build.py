@@ -49,7 +49,8 @@ from image.sharding import (EVERY_SHARD, ShardPlan, partition_keys, route_key_sq
                             row_route_key)
 from image.versions import Rejection, Span, VersionRecorder
 from metadata.ingest import LakeChange
-from metadata.lake import Lake, LakeState
+from metadata.lake import Lake, LakeState, sql_table
+from metadata.spark import glob_escaped
 from metadata.log import LogRecord
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
@@ -431,7 +432,7 @@ def rewind(lake: Lake, state: LakeState, restart: int) -> list[str]:
         union = union.unionByName(c)
     touched = sorted({r["t"] for r in union.collect()})
     for table in touched:
-        path = f"delta.`{lake.path(table)}`"
+        path = sql_table(lake.path(table))
         if table == PROVENANCE:
             spark.sql(f"DELETE FROM {path} WHERE from_offset >= {restart}").collect()
         elif table == REJECTIONS:
@@ -454,9 +455,9 @@ def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
         directory = os.path.join(closings, table)
         if os.path.isdir(directory):
             view = f"closings_{table}"
-            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(directory) \
+            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(glob_escaped(directory)) \
                 .createOrReplaceTempView(view)
-            spark.sql(f"MERGE INTO delta.`{lake.path(table)}` t USING {view} c ON {_key_match(part)} "
+            spark.sql(f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
                       "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset").collect()
             spark.catalog.dropTempView(view)
             written.append(table)
@@ -465,7 +466,7 @@ def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
     for kind, table, schema in staged:
         directory = os.path.join(staging, kind, table)
         if os.path.isdir(directory):
-            frame = spark.read.schema(from_arrow_schema(schema)).parquet(directory)
+            frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
             lake.write(table, frame, create=table not in state.versions)
             written.append(table)
     return written

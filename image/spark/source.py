@@ -3,7 +3,7 @@ Spark can reach, and whenever the user names a Spark master."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -18,6 +18,7 @@ from image.temporal import RecordPosition, SnapshotId, log_bounds, provenance_at
 from image.versions import Span
 from metadata.lake import Lake, LakeState
 from metadata.log import LogRecord
+from metadata.log_summary import DumpRecord, LogInfo
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, version_schema
 
 
@@ -110,3 +111,16 @@ class SparkSource:
         frames["provenance"] = session.createDataFrame(
             [(p.last_contained_offset, p.last_contained_epoch, p.last_contained_log_time_ms)], SCHEMAS["provenance"])
         return ImageFrames(**frames)
+
+    def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
+        from metadata.query import snapshot_records
+        return snapshot_records(self.lake, end_offset, epoch, self.state)
+
+    def log_info(self) -> LogInfo:
+        from metadata.query import log_info
+        return log_info(self.lake)
+
+    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
+             include_control: bool = False) -> Iterator[DumpRecord]:
+        from metadata.query import dump
+        return dump(self.lake, first, last, types, include_control)

@@ -1,0 +1,85 @@
+"""Where a read command gets its answers (a :class:`~image.temporal.TemporalSource`):
+
+* ``--lake`` on a local path or ``file:`` URI: read in process with delta-rs and pyarrow, no JVM
+  (:class:`~image.lake_source.ArrowSource`);
+* ``--lake`` anywhere else, or whenever the user names a Spark master (``--master``, ``SPARK_REMOTE``,
+  ``KRAFT_REPLAY_MASTER``): read on Spark (:class:`~image.spark.source.SparkSource`);
+* ``--log``: a log directory, segment or snapshot read and replayed in process by the reference engine,
+  nothing written (:class:`~image.temporal.MemorySource`).
+
+``KRAFT_REPLAY_READER`` (or the CLI's ``--reader``) forces ``arrow`` or ``spark``. Both lake readers give
+byte-identical answers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+from image.image import MetadataImage
+from image.replay import replay_to
+from image.temporal import TemporalSource, base_snapshot
+from metadata.log import Snapshot
+
+Reader = Literal["auto", "arrow", "spark"]
+MASTER_VARIABLES = ("SPARK_REMOTE", "KRAFT_REPLAY_MASTER")
+
+
+def spark_named(master: str | None = None) -> bool:
+    """Whether the user named a Spark master (option or environment)."""
+    return master is not None or any(os.environ.get(v) for v in MASTER_VARIABLES)
+
+
+def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None) -> Literal["arrow", "spark"]:
+    """The reader of a lake: ``reader`` or ``KRAFT_REPLAY_READER`` when forced, else pyarrow for a local
+    lake unless a Spark master is named."""
+    from metadata.lake_files import reachable
+    forced = reader if reader != "auto" else os.environ.get("KRAFT_REPLAY_READER", "auto")
+    if forced not in ("auto", "arrow", "spark"):
+        raise ValueError(f"unknown reader {forced!r} (auto, arrow or spark)")
+    if forced != "auto":
+        return forced  # type: ignore[return-value]
+    return "arrow" if reachable(lake) and not spark_named(master) else "spark"
+
+
+def open_source(*, lake: str | None = None, log: str | None = None, reader: Reader = "auto",
+                master: str | None = None, spark: Callable[[], Any] | None = None) -> TemporalSource:
+    """The source of a read: a lake (``reader`` as :func:`choose_reader`; ``spark`` makes the session) or a
+    log read in process."""
+    if (lake is None) == (log is None):
+        raise ValueError("give --lake or --log")
+    if log is not None:
+        from image.version_rows import log_source
+        if not os.path.exists(log):
+            raise FileNotFoundError(f"{log}: no such file or directory")
+        return log_source(log)
+    assert lake is not None
+    if choose_reader(lake, reader, master) == "arrow":
+        from image.lake_source import ArrowSource
+        from metadata.lake_files import LakeFiles
+        files = LakeFiles(lake)
+        files.state()  # a clear error now if there is no lake
+        return ArrowSource(files)
+    from image.spark.source import SparkSource
+    from metadata.lake import Lake
+    if spark is None:
+        from metadata.spark import get_spark
+        spark = lambda: get_spark(master)  # noqa: E731
+    return SparkSource(Lake(lake, spark()))
+
+
+def reference_image(source: TemporalSource, offset: int, *, lenient: bool = False) -> MetadataImage:
+    """The image at ``offset`` replayed sequentially by the reference engine from the stored records (and
+    the snapshot a replay to ``offset`` starts from): the cross-check of the temporal image."""
+    base = base_snapshot(source.snapshots(), offset)
+    snapshot = None
+    first = -1
+    if base is not None:
+        snapshot = Snapshot(source.snapshot_records(base.end_offset, base.epoch), base.end_offset, base.epoch,
+                            base.last_contained_timestamp)
+        first = base.end_offset
+    bounds = source.bounds()
+    records = source.log_records(max(first, bounds[0]) if bounds else first, offset)
+    return replay_to(records, offset, snapshot=snapshot, lenient=lenient)
+
