@@ -1,0 +1,40 @@
+"""Snapshots count as log: a metadata directory truncated to its snapshot (Kafka's retention) and one whose
+newest snapshot ends beyond its last segment (a node that fetched a snapshot) are read to the snapshot's last
+contained offset and on, as Kafka's loader reads them — checked against Kafka's own images of the same files
+(``kafka-images.json``, KraftOracle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from image.temporal import image_at, resolve_offset
+from image.version_rows import log_source
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1"
+
+
+@pytest.mark.parametrize("name", ["retention", "snapshot-fetch"])
+def test_kafkas_images_of_a_truncated_log(name: str) -> None:
+    kafka = json.loads((FIXTURES / name / "kafka-images.json").read_text())
+    source = log_source(FIXTURES / name / "__cluster_metadata-0")
+    newest = max(s["endOffset"] for s in kafka["snapshots"]) - 1
+    end = max(kafka["lastLogOffset"], newest)
+    assert source.bounds() is not None and source.bounds()[1] == end
+    assert resolve_offset(source) == end
+    info = source.log_info()
+    assert info.last_offset == end and info.missing_offsets == 0
+    for expected in kafka["images"]:
+        doc, errors = image_at(source, expected["offset"])
+        assert json.loads(json.dumps(doc)) == expected and not errors, expected["offset"]
+
+
+def test_a_snapshot_beyond_the_last_segment_is_the_end_of_the_log() -> None:
+    source = log_source(FIXTURES / "snapshot-fetch" / "__cluster_metadata-0")
+    kafka = json.loads((FIXTURES / "snapshot-fetch" / "kafka-images.json").read_text())
+    last = kafka["images"][-1]
+    assert last["offset"] > kafka["lastLogOffset"]  # the snapshot's last contained offset, past every record
+    with pytest.raises(ValueError, match="beyond the end of the log"):
+        resolve_offset(source, last["offset"] + 1)
