@@ -467,9 +467,34 @@ def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
         directory = os.path.join(staging, kind, table)
         if os.path.isdir(directory):
             frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
+            if kind == "versions":
+                frame = point_read_layout(frame, _staged_rows(directory))
             lake.write(table, frame, create=table not in state.versions)
             written.append(table)
     return written
+
+
+FILE_ROWS = 1 << 18
+"""Versions per file a build writes (a point read opens a few such files per level, see :func:`point_read_layout`)."""
+
+
+def point_read_layout(frame: DataFrame, rows: int) -> DataFrame:
+    """Versions laid out for reads at one offset: grouped by how long they held (level = log2 of the
+    interval, open versions last) and, within a level, by ``from_offset``, in files of about
+    :data:`FILE_ROWS`. A file's ``from_offset``/``to_offset`` statistics then span about its level's width, so
+    the image at X reads, per level, only the files around X (Delta's data skipping, or the in-process
+    reader's pruning) — a few files per level instead of every file holding an early ``from_offset``."""
+    level = F.when(F.col("to_offset").isNull(), F.lit(64)).otherwise(
+        F.floor(F.log2(F.col("to_offset") - F.col("from_offset") + 1))).cast("int")
+    files = max(1, -(-rows // FILE_ROWS))
+    return (frame.withColumn("_level", level).repartitionByRange(files, "_level", "from_offset")
+            .sortWithinPartitions("_level", "from_offset").drop("_level"))
+
+
+def _staged_rows(directory: str) -> int:
+    """Rows of the staged Parquet files in ``directory`` (from their footers)."""
+    return sum(pq.ParquetFile(os.path.join(directory, f)).metadata.num_rows for f in os.listdir(directory)
+               if f.endswith(".parquet"))
 
 
 def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
