@@ -225,3 +225,48 @@ def test_commands_on_a_real_kafka_log_agree_across_engines(spark, tmp_path) -> N
     diff = ok_json("diff", "--lake", lake, "--from-offset", mid, "--to-offset", last)
     assert diff["summary"]["partitions"]["changed"] > 0  # the reassignment moved replicas
     assert ok_json("replay", "--lake", lake) == ok_json("replay", "--lake", lake, "--engine", "reference")
+
+
+NO_JVM_SIDE = r'''
+import json, sys
+from typer.testing import CliRunner
+from cli.main import app
+commands = json.loads(sys.argv[1])
+runner = CliRunner()
+out = []
+for args in commands:
+    res = runner.invoke(app, args)
+    out.append({"code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr})
+print(json.dumps(out))
+'''
+
+
+def test_every_read_command_runs_without_java(log, tmp_path):
+    """With no ``java`` on PATH and no JAVA_HOME, every read command on the local lake and on the log itself
+    answers (in process) exactly what the Spark path answers."""
+    import os
+    import subprocess
+    import sys
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("python3", "python"):  # only the interpreter on PATH: no java, no javac
+        (bin_dir / tool).symlink_to(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE",
+                                                              "KRAFT_REPLAY_MASTER", "KRAFT_REPLAY_READER")}
+    env["PATH"] = str(bin_dir)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    log_dir = str(log.root / "gen" / "__cluster_metadata-0")
+    commands = [[*map(str, c), "--lake", log.lake, "--json"] for c in READS]
+    commands += [[*map(str, c), "--log", log_dir, "--json"] for c in READS if c[0] in ("replay", "diff", "changes")]
+    proc = subprocess.run([sys.executable, "-c", NO_JVM_SIDE, json.dumps(commands)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.splitlines()[-1])
+    for args, result in zip(commands, results):
+        assert result["code"] == 0, (args, result["stderr"])
+        spark_args = ["--reader", "spark", *[a if a != log_dir else log.lake for a in args]]
+        if "--log" in args:
+            spark_args[spark_args.index("--log")] = "--lake"
+        expected = run(*spark_args)
+        assert expected.exit_code == 0, expected.output
+        assert result["stdout"] == expected.stdout, args
