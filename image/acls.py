@@ -1,4 +1,4 @@
-"""ACLs part of the image (replay-semantics.md §7)."""
+"""ACLs part of the image (docs/replay-rules.md, "ACLs")."""
 
 from __future__ import annotations
 

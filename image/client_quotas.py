@@ -1,4 +1,4 @@
-"""Client quotas part of the image (replay-semantics.md §6)."""
+"""Client quotas part of the image (docs/replay-rules.md, "Client quotas")."""
 
 from __future__ import annotations
 

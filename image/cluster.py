@@ -1,4 +1,4 @@
-"""Cluster part of the image: broker and controller registrations (replay-semantics.md §2)."""
+"""Cluster part of the image: broker and controller registrations (docs/replay-rules.md, "Cluster")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Configurations part of the image (replay-semantics.md §3)."""
+"""Configurations part of the image (docs/replay-rules.md, "Configurations")."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class ConfigurationsDelta:
     def replay_remove_topic(self, topic_name: str) -> None:
         """RemoveTopicRecord: if the *base image* has configs for the topic, discard pending
         changes and delete every base key. Configs set earlier in this same delta for a topic
-        without base configs survive (Kafka quirk, §1.6)."""
+        without base configs survive (Kafka quirk, docs/replay-rules.md, "RemoveTopicRecord")."""
         resource = ConfigResource("TOPIC", topic_name)
         base = self.image.resource_data.get(resource)
         if base is not None:

@@ -1,4 +1,4 @@
-"""Delegation tokens part of the image (replay-semantics.md §8)."""
+"""Delegation tokens part of the image (docs/replay-rules.md, "Delegation tokens")."""
 
 from __future__ import annotations
 

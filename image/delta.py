@@ -1,4 +1,4 @@
-"""MetadataDelta: routes records to per-part deltas (replay-semantics.md §0) and applies them."""
+"""MetadataDelta: routes records to per-part deltas (docs/replay-rules.md, "The model") and applies them."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class MetadataDelta:
         """Replay one metadata record (Kafka ``MetadataDelta.replay``).
 
         Raises ReplayError, naming ``location`` (default ``"offset N"``), the record type and the
-        problem, where Kafka's replay throws (replay-semantics.md §11): the record is inconsistent
+        problem, where Kafka's replay throws (docs/replay-rules.md, "What is rejected"): the record is inconsistent
         with the image. Any other exception is a bug of this engine and propagates unchanged.
         Transaction markers and control records are not accepted here (the batch loader handles
         them), nor records the reader kept undecoded (``--skip-unknown``). Kafka ≥ 4.0's
@@ -152,7 +152,7 @@ class MetadataDelta:
                 create(self)
 
     def finish_snapshot(self) -> None:
-        """Mark as deleted everything of the base image the snapshot did not mention (§10)."""
+        """Mark as deleted everything of the base image the snapshot did not mention (docs/replay-rules.md)."""
         for create in _ALL_PARTS:
             create(self).finish_snapshot()
 

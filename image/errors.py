@@ -1,4 +1,4 @@
-"""Replay errors (inconsistent input, see replay-semantics.md §11)."""
+"""Replay errors (inconsistent input, see docs/replay-rules.md, "What is rejected")."""
 
 from __future__ import annotations
 

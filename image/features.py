@@ -1,5 +1,5 @@
 """Features part of the image: finalized features, metadata.version, ZK migration state
-(replay-semantics.md §4)."""
+(docs/replay-rules.md, "Features and metadata.version")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The batch loader (replay-semantics.md §9) and snapshot loading (§10).
+"""The batch loader and snapshot loading (docs/replay-rules.md, "The batch loader", "Snapshots").
 
 Kafka's MetadataBatchLoader publishes a new image after every chunk of batches the raft client
 delivers; chunk boundaries are not recorded on disk. This loader uses the intended semantics

@@ -1,5 +1,5 @@
 """PartitionRegistration: one partition in the image, built from PartitionRecord and merged with
-PartitionChangeRecord (replay-semantics.md §1.3-1.5)."""
+PartitionChangeRecord (docs/replay-rules.md, "Topics and partitions")."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class PartitionRegistration:
     """Kafka ``PartitionRegistration``; arrays keep record order.
 
     ``directories_identity`` models Java object identity of the directories array for exact
-    ``localChanges`` directory comparisons (local-changes.md §1): 0 for the shared all-MIGRATING
+    ``localChanges`` directory comparisons (docs/local-changes.md, "Directory ids"): 0 for the shared all-MIGRATING
     array, else a unique number per record-supplied array (kept by merges without Directories).
     Element ``i`` of array ``n`` is the same Java object only as ``(n, i)``; see
     :meth:`directory_identity`. It is excluded from equality.
@@ -65,7 +65,7 @@ class PartitionRegistration:
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> PartitionRegistration:
-        """Build from a PartitionRecord body (absolute values; directories defaulted, §1.3)."""
+        """Build from a PartitionRecord body (absolute values; absent or all-MIGRATING directories: MIGRATING)."""
         replicas = tuple(data["replicas"])
         record_dirs = data.get("directories")
         if record_dirs and len(record_dirs) != len(replicas):
@@ -90,7 +90,7 @@ class PartitionRegistration:
         )
 
     def merge(self, data: Mapping[str, Any]) -> PartitionRegistration:
-        """Apply a PartitionChangeRecord body (§1.4): null lists keep the current value, Leader -2
+        """Apply a PartitionChangeRecord body: null lists keep the current value, Leader -2
         keeps leader and leader epoch, any other Leader (even the same broker) bumps the leader
         epoch, the partition epoch always rises by one."""
         record_replicas = data.get("replicas")

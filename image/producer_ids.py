@@ -1,4 +1,4 @@
-"""Producer ids part of the image (replay-semantics.md §5)."""
+"""Producer ids part of the image (docs/replay-rules.md, "Producer ids")."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def delta_between(
     was open at ``from_offset``) are included, aborted ones are not, and a transaction still open
     at ``to_offset`` is left out (the delta stops before its Begin). Like a Kafka chunk, it can
     differ from per-batch replay (``replay_to``) only in delta-boundary quirks (e.g. topic
-    configs created and deleted in the same delta, replay-semantics.md §1.6).
+    configs created and deleted in the same delta, docs/replay-rules.md, "RemoveTopicRecord").
     ``snapshot``/``base``/``lenient`` as for :func:`replay_to`; ``image.errors`` of the third
     element lists the records of the range that were skipped.
     """

@@ -1,4 +1,4 @@
-"""SCRAM credentials part of the image (replay-semantics.md §8)."""
+"""SCRAM credentials part of the image (docs/replay-rules.md, "SCRAM credentials")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Topics part of the image: TopicImage/TopicsImage and TopicDelta/TopicsDelta
-(replay-semantics.md §1)."""
+(docs/replay-rules.md, "Topics and partitions")."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ class TopicsDelta:
         self._existing_topic_delta(data["topicId"], "PartitionRecord").replay_partition(data)
 
     def replay_partition_change(self, data: Mapping[str, Any]) -> None:
-        """PartitionChangeRecord: merge onto the current partition (§1.4)."""
+        """PartitionChangeRecord: merge onto the current partition (docs/replay-rules.md, "PartitionChangeRecord")."""
         self._existing_topic_delta(data["topicId"], "PartitionChangeRecord").replay_partition_change(data)
 
     def replay_remove_topic(self, data: Mapping[str, Any]) -> str:

@@ -1,5 +1,5 @@
 """What each broker's ReplicaManager does with a delta: ``applyDelta`` and the coordinator hooks
-of ``BrokerMetadataPublisher``, as Spark transforms (local-changes.md §4-§6).
+of ``BrokerMetadataPublisher``, as Spark transforms (docs/local-changes.md, "ReplicaManager.applyDelta").
 
 One row per action, per broker, numbered (``step``) in the order the broker performs them:
 

@@ -1,4 +1,4 @@
-"""Kafka's ``TopicsDelta.localChanges(brokerId)`` on the reference engine (local-changes.md §1-§3).
+"""Kafka's ``TopicsDelta.localChanges(brokerId)`` on the reference engine (docs/local-changes.md).
 
 ``LocalReplicaChanges`` says what one broker must do with a delta: partitions to delete, to lead,
 to follow, the leaders whose leader epoch changed, the topic ids involved and the log directories

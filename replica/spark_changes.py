@@ -1,11 +1,11 @@
-"""Local replica changes of every broker at once, on Spark (local-changes.md §1-§3).
+"""Local replica changes of every broker at once, on Spark (docs/local-changes.md, "Every broker at once").
 
 Inputs are the images before and after the delta (ImageFrames at offsets A and B) and the
 lake's typed tables, from which the partitions the delta (A, B] touched are derived:
 
 * a record belongs to the delta when it becomes visible in (A, B]: outside a metadata
   transaction at its own offset, inside a committed one at its EndTransactionRecord, never when
-  aborted or still open (the rules ``image.replay.delta_between`` follows, replay-semantics.md §9.5);
+  aborted or still open (the rules ``image.replay.delta_between`` follows, docs/replay-rules.md);
 * topics declared by a TopicRecord of the delta (created or re-declared) have only **new**
   partitions (their topic delta starts from an empty topic): every partition they have at B;
 * other topics: partitions named by a PartitionRecord or PartitionChangeRecord of the delta, plus

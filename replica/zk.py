@@ -1,4 +1,4 @@
-"""ZooKeeper-era view of a delta (local-changes.md §7-§8).
+"""ZooKeeper-era view of a delta (docs/local-changes.md, "The ZooKeeper-era view").
 
 * :func:`leader_and_isr_frame` / :func:`leader_and_isr_json`: the same transitions as
   LocalReplicaChanges rendered as the control requests a ZooKeeper controller would batch per

@@ -101,7 +101,7 @@ def crafted_log() -> LogBuilder:
     log.batch(remove_acl(uuid(0xA1)), client_quota({"client-id": "c", "user": "u"}, "k", remove=True),
               remove_scram("bob", 2), remove_token("tok1"), feature_level("group.version", 1))  # 30-34
     # ACL added and removed in one delta; topic "b" created, configured and removed in one delta
-    # (its config survives, replay-semantics.md §1.6)
+    # (its config survives, docs/replay-rules.md, "RemoveTopicRecord")
     log.batch(acl(uuid(0xA3)), remove_acl(uuid(0xA3)), topic("b", T2), config(2, "b", "k", "v"),
               remove_topic(T2))  # 35-39
     # "a" had configs when this delta started: the config set just before the removal is discarded

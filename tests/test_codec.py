@@ -66,7 +66,7 @@ def test_control_records_round_trip(spec, data):
 
 
 def test_worked_example_topic_record_batch():
-    """log-format.md §10.1–10.3, byte for byte, including the CRC."""
+    """docs/log-format.md, "Worked examples": a TopicRecord batch byte for byte, including the CRC."""
     value = encode_metadata_value("TOPIC_RECORD", 0, {"name": "foo", "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"})
     assert value.hex() == "010200" + "04666f6f" + "4e121a37046748cd8db7d331d6fd11bc" + "00"
     batch = encode_batch(5, [(None, value)], leader_epoch=1, timestamp=1700000000000)
@@ -79,7 +79,7 @@ def test_worked_example_topic_record_batch():
 
 
 def test_worked_example_partition_change_tagged_fields():
-    """log-format.md §10.4: tags written in ascending order, defaults omitted."""
+    """docs/log-format.md, "Worked examples": tags written in ascending order, defaults omitted."""
     raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw",
                                                                "isr": [1, 2], "leader": 1})
     assert raw.hex() == ("010500" "00000000" "7fada9b721134e37adf122f965e4448b" "02"

@@ -1,6 +1,6 @@
 """The generated snapshot is exactly Kafka's MetadataImage at its end offset: loaded onto the empty
 image (``image.loader``) it equals the reference replay of the log before it (``image.replay``),
-including the topic configs a RemoveTopicRecord leaves behind (replay-semantics.md §1.6)."""
+including the topic configs a RemoveTopicRecord leaves behind (docs/replay-rules.md, "RemoveTopicRecord")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """ReplayError means "Kafka rejects this record" and nothing else: every record the decoder can
-produce either replays or is rejected where Kafka's replay throws (replay-semantics.md §11), and an
+produce either replays or is rejected where Kafka's replay throws (docs/replay-rules.md, "What is rejected"), and an
 exception that is not a ReplayError — a bug of the engine — propagates through the loader, in
 strict and in lenient mode, instead of being reported as a skipped record."""
 

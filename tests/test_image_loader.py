@@ -333,5 +333,5 @@ def test_delta_between_is_one_delta_like_a_kafka_chunk() -> None:
     log.batch(remove_topic(A))
     _, delta, image = delta_between(log.records, -1, 2)
     assert delta.topics_delta.deleted_topic_ids == set()
-    assert image.configs.resource_data == {ConfigResource("TOPIC", "a"): {"k": "v"}}  # §1.6 quirk
+    assert image.configs.resource_data == {ConfigResource("TOPIC", "a"): {"k": "v"}}  # RemoveTopicRecord quirk
     assert replay_to(log.records).configs.resource_data == {}  # per-batch replay

@@ -68,7 +68,7 @@ def test_remove_topic_removes_partitions_and_topic_configs() -> None:
 
 
 def test_remove_topic_in_the_same_delta_keeps_configs_created_in_that_delta() -> None:
-    """Kafka quirk (§1.6): only configs of the delta's base image are deleted."""
+    """Kafka quirk (docs/replay-rules.md, "RemoveTopicRecord"): only configs of the delta's base image are deleted."""
     log = LogBuilder()
     log.batch(topic("a", A), partition(A, 0, [1]), config(2, "a", "retention.ms", "1"), remove_topic(A))
     image = replay_to(log.records)

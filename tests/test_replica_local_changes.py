@@ -1,5 +1,5 @@
 """Kafka's TopicsDelta.localChanges rules, case by case, on the reference engine
-(local-changes.md §1-§3). ``SCENARIOS`` is reused by the Spark differential tests."""
+(docs/local-changes.md, "TopicDelta.localChanges"). ``SCENARIOS`` is reused by the Spark differential tests."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""ZooKeeper-era becomeLeaderOrFollower / StopReplica replay on one broker (local-changes.md §7-§8)
-and the fetcher-id arithmetic (§5.2 worked values)."""
+"""ZooKeeper-era becomeLeaderOrFollower / StopReplica replay on one broker (docs/local-changes.md)
+and the fetcher-id arithmetic (the "Fetcher ids" examples)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Diff of two images (replay-semantics.md §12) as Spark joins on :class:`ImageFrames`.
+"""Diff of two images (the rules of :mod:`image.diff`) as Spark joins on :class:`ImageFrames`.
 
 Every part is full-outer-joined on its key; a row only ``before`` is *removed*, only ``after`` is
 *added*, in both with some value column different (null-safe, element-wise for lists) is *changed*.

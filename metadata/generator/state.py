@@ -7,7 +7,7 @@ are simply not replayed). The snapshot writer serializes it (``snapshot.py``).
 
 One difference between the controller's view and Kafka's MetadataImage is kept apart: a
 RemoveTopicRecord deletes only the topic config keys the image held *before the current delta*, so
-keys set earlier in the same delta survive in the image (replay-semantics.md §1.6).
+keys set earlier in the same delta survive in the image (docs/replay-rules.md, "RemoveTopicRecord").
 :class:`TopicConfigImage` follows the image's topic configs delta by delta; the writer reports
 where each delta ends (``LogWriter.on_delta_end``).
 

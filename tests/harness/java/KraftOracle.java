@@ -145,7 +145,7 @@ public class KraftOracle {
 
     // ------------------------------------------------------------------ replay engine
 
-    /** Visible-state tracker with the intended transaction semantics (replay-semantics.md 9.5). */
+    /** Visible-state tracker with the intended transaction semantics (docs/replay-rules.md). */
     static final class Stream {
         MetadataImage image;                 // last published image
         MetadataDelta delta;                 // pending changes on top of image
