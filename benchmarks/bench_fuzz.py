@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 from common import per_s, print_table, progress
 
-from tests.fuzz import (BINARY_MUTATORS, TEXT_MUTATORS, Corpus, Failure, _bombs, _valid_bomb, build_corpus, make_case,
+from tests.fuzz import (BINARY_MUTATORS, TEXT_MUTATORS, Corpus, Failure, _bombs, _valid_bombs, build_corpus, make_case,
                         original_cases, run_case)
 
 
@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--text-share", type=float, default=0.2, help="share of dump-log text cases (default 0.2)")
-    ap.add_argument("--timeout", type=float, default=60, help="seconds one case may take (default 60)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds one case may take (default 300; the largest valid batches take ~10 s idle)")
     ap.add_argument("--max-memory-gib", type=float, default=6, help="address space of a worker (default 6 GiB)")
     ap.add_argument("--work-dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where the case files and generated logs go (default /dev/shm: a case is a file write)")
@@ -153,7 +154,7 @@ def fuzz(a: argparse.Namespace, corpus: Corpus, work: str) -> int:
     cases = int(a.cases)
     progress(f"corpus: {len(corpus.real)} real + {len(corpus.generated)} generated files "
              f"({corpus.batches():,} batches), {len(corpus.dumps)} dump texts; building the bombs")
-    _bombs(), _valid_bomb()  # built once, before the workers fork
+    _bombs(), _valid_bombs()  # built once, before the workers fork
     for case in original_cases(corpus, os.path.join(work, "warm-up.bin")):  # imports, generated body readers
         if run_case(case) != "accepted":
             raise RuntimeError(f"the unmutated corpus file {case.source} does not decode cleanly")

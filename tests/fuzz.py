@@ -30,7 +30,7 @@ from crc32c import crc32c
 from metadata.codec.batch import HEADER, HEADER_SIZE, Record, encode_records, iter_records
 from metadata.codec.compression import CODECS, compress, decompress
 from metadata.codec.primitives import read_varint, read_varlong, uvarint, varint
-from metadata.codec.records import decode_control_record, decode_metadata_value
+from metadata.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
 from metadata.columns import decode_to_arrow
 from metadata.errors import DecodeError
 from metadata.readers import (NOOP_VALUE, InputFile, InputKind, Issue, ReadOptions, iter_file_items, iter_file_rows,
@@ -534,26 +534,35 @@ def m_bomb(rng: random.Random, batch: bytes) -> Mutation:
 
 
 @cache
-def _valid_bomb() -> bytes:
-    """zstd records of NoOps just under the decompressed-size limit: a batch that decodes, the
-    largest that may — the memory of the worst valid batch."""
+def _valid_bombs() -> dict[str, bytes]:
+    """zstd batches that decode and are as large as may be (just under the decompressed-size limit):
+    the memory of the worst valid batch. One of NoOp records (the most records), one of a single
+    RegisterBrokerRecord with millions of 7-byte endpoints (the most Python objects per byte)."""
     from metadata.codec.compression import MAX_BATCH_DECOMPRESSED_BYTES
+    limit = MAX_BATCH_DECOMPRESSED_BYTES
     records = bytearray()
     n = 0
-    while True:
-        one = encode_records([Record(offset_delta=n, value=NOOP_VALUE)])
-        if len(records) + len(one) > MAX_BATCH_DECOMPRESSED_BYTES:
-            break
-        records += one
+    tail = b"\x01\x08" + NOOP_VALUE + b"\x00"  # no key, a 4-byte value, no headers
+    while len(records) + 16 <= limit:  # what encode_records writes for Record(offset_delta=n, value=NOOP_VALUE)
+        body = b"\x00\x00" + varint(n) + tail
+        records += varint(len(body)) + body
         n += 1
-    return HEADER.pack(0, 0, 1, 2, 0, 4, n - 1, 0, 0, -1, -1, -1, n) + compress(4, bytes(records))
+    noops = HEADER.pack(0, 0, 1, 2, 0, 4, n - 1, 0, 0, -1, -1, -1, n) + compress(4, bytes(records))
+    empty = encode_metadata_value("REGISTER_BROKER_RECORD", 0, {"brokerId": 1, "brokerEpoch": 1, "endPoints": [],
+                                                                "rack": None})
+    endpoint = b"\x01\x01\x00\x00\x00\x00\x00"  # name "", host "", port 0, securityProtocol 0, no tags
+    n = (limit - 64) // len(endpoint)
+    value = empty[:31] + uvarint(n + 1) + endpoint * n + empty[32:]  # the endPoints count follows brokerEpoch
+    endpoints = HEADER.pack(0, 0, 1, 2, 0, 4, 0, 0, 0, -1, -1, -1, 1) + \
+        compress(4, encode_records([Record(offset_delta=0, value=value)]))
+    return {f"{len(records):,} bytes of NoOps in zstd": noops,
+            f"a RegisterBrokerRecord of {n:,} endpoints in zstd": endpoints}
 
 
 def m_valid_bomb(rng: random.Random, batch: bytes) -> Mutation:
-    fields = header(_valid_bomb())
-    fields[0] = header(batch)[0]
-    return rebuild(HEADER.pack(*fields) + _valid_bomb()[HEADER_SIZE:], b"",
-                   compressed=_valid_bomb()[HEADER_SIZE:]), f"{fields[12]:,} valid NoOps in zstd"
+    name = rng.choice(sorted(_valid_bombs()))
+    bomb = _valid_bombs()[name]
+    return rebuild(struct.pack(">q", header(batch)[0]) + bomb[8:], b"", compressed=bomb[HEADER_SIZE:]), name
 
 
 def resync_trap(size: int, length: int) -> bytes:
