@@ -220,8 +220,8 @@ def fuzz(a: argparse.Namespace, corpus: Corpus, work: str) -> int:
     print_table("Outcomes", kinds[:40], ["outcome", "cases", ("pct", "%")],
                 note=f"{len(kinds)} distinct outcomes; errors by kind (numbers and quoted text removed)")
     for f in failures[:50]:
-        print(f"FAILURE case {a.seed}:{f['case']} [{f['mutator']}] {f['source']}: {f['description']}\n  {f['failure']}\n"
-              f"  reproduce: python benchmarks/bench_fuzz.py --replay {a.seed}:{f['case']}")
+        print(f"FAILURE case {a.seed}:{f['case']} [{f['mutator']}] {f['source']}: {f['description']}\n"
+              f"  {f['failure']}\n  reproduce: python benchmarks/bench_fuzz.py --replay {a.seed}:{f['case']}")
     results = {"machine": info, "summary": summary, "mutators": rows, "outcomes": kinds, "failures": failures,
                "dead_workers": dead, "binary_mutators": sorted(BINARY_MUTATORS), "text_mutators": sorted(TEXT_MUTATORS)}
     common.finish(results, a.out)

@@ -29,7 +29,7 @@ from crc32c import crc32c
 
 from metadata.codec.batch import HEADER, HEADER_SIZE, Record, encode_records, iter_records
 from metadata.codec.compression import CODECS, compress, decompress
-from metadata.codec.primitives import read_varint, read_varlong, uvarint, varint
+from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint
 from metadata.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
 from metadata.columns import decode_to_arrow
 from metadata.errors import DecodeError
@@ -205,7 +205,7 @@ class _Trace(bytes):
     """Bytes that remember which single positions a reader looked at: the varints of a body (lengths,
     counts, tags, tagged sizes) are read byte by byte, fixed-size fields by ``struct``."""
 
-    def __getitem__(self, index):  # noqa: ANN001, ANN204 — bytes' own signature
+    def __getitem__(self, index):  # bytes' own signature
         if isinstance(index, int):
             self.seen.add(index)
         return super().__getitem__(index)
@@ -390,7 +390,7 @@ def m_body_length(rng: random.Random, batch: bytes) -> Mutation:
     if not spots:
         return m_bitflip(rng, batch)
     start, end = rng.choice(spots)
-    real, _ = _uvarint_at(value, start)
+    real, _ = read_uvarint(value, start)
     if rng.random() < 0.2:
         new = overlong(rng)
         what = f"overlong {new.hex()}"
@@ -401,18 +401,6 @@ def m_body_length(rng: random.Random, batch: bytes) -> Mutation:
         what = f"{lie} (real {real})"
     records[i].value = value[:start] + new + value[end:]
     return rebuild(batch, encode_records(records)), f"record {i} value byte {start}: varint {what}"
-
-
-def _uvarint_at(buf: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while pos < len(buf) and shift < 35:
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        pos += 1
-        if b < 0x80:
-            break
-        shift += 7
-    return value, pos
 
 
 def m_nested_size(rng: random.Random, batch: bytes) -> Mutation:

@@ -306,7 +306,7 @@ def test_paths_inside_input_files_are_never_opened_or_written(tmp_path):
     (log_dir / "00000000000000000000.log").write_bytes(plain + gz)
     dump = tmp_path / "input-dump.txt"
     dump.write_text(f"Dumping {secret}\nDumping {target}\n" + DUMP.read_text().replace(
-        "Dumping __cluster_metadata-0/00000000000000000000.log", f"Dumping ../../../../../etc/passwd"))
+        "Dumping __cluster_metadata-0/00000000000000000000.log", "Dumping ../../../../../etc/passwd"))
     inputs = {str(p) for p in (log_dir / "00000000000000000000.log", dump)}
     staged = tmp_path / "staging"
     before = {p for p in tmp_path.rglob("*")}

@@ -27,6 +27,7 @@ MAX_BATCH_BYTES_ENV = "KRAFT_REPLAY_MAX_BATCH_BYTES"
 
 
 def _limit_from_env() -> int:
+    """The limit set by ``KRAFT_REPLAY_MAX_BATCH_BYTES``, else 16 MiB."""
     text = os.environ.get(MAX_BATCH_BYTES_ENV, "")
     if not text:
         return 16 << 20
@@ -45,6 +46,7 @@ def too_large(what: str, limit: int) -> DecodeError:
     """The error of a batch whose records exceed ``limit`` bytes."""
     return DecodeError(f"{what} more than {limit:,} bytes, the limit on a batch's decompressed size "
                        f"(set {MAX_BATCH_BYTES_ENV} to raise it)")
+
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _LZ4_MAGIC = 0x184D2204
