@@ -79,6 +79,7 @@ def split_batches(buf: bytes) -> tuple[bytes, ...]:
 
 
 def _source(path: Path, name: str) -> Source:
+    """The batches of a segment or checkpoint file, with what its name says."""
     batches = split_batches(path.read_bytes())
     if path.name == "bootstrap.checkpoint":
         return Source(name, InputKind.BOOTSTRAP, batches, 0, 0)
@@ -151,6 +152,7 @@ def with_crc(batch: bytes | bytearray) -> bytes:
 
 
 def header(batch: bytes) -> list:
+    """The 13 header fields of a batch (``HEADER`` order), as a list to change and pack again."""
     return list(HEADER.unpack_from(batch, 0))
 
 
@@ -176,6 +178,7 @@ def rebuild(batch: bytes, records: bytes, *, count: int | None = None, codec: in
 
 
 def parsed_records(records: bytes, count: int) -> list[Record]:
+    """The records of a valid records section, to change and encode again."""
     return [Record(offset_delta=o, value=v, key=k, attributes=a, timestamp_delta=t, headers=h)
             for a, t, o, k, v, h in iter_records(records, count)]
 
@@ -205,7 +208,9 @@ class _Trace(bytes):
     """Bytes that remember which single positions a reader looked at: the varints of a body (lengths,
     counts, tags, tagged sizes) are read byte by byte, fixed-size fields by ``struct``."""
 
-    def __getitem__(self, index):  # bytes' own signature
+    seen: set[int]
+
+    def __getitem__(self, index: int | slice) -> int | bytes:  # type: ignore[override]
         if isinstance(index, int):
             self.seen.add(index)
         return super().__getitem__(index)
@@ -246,6 +251,7 @@ def overlong(rng: random.Random) -> bytes:
 
 
 def _lie(rng: random.Random, real: int, size: int) -> int:
+    """A value for a length or count whose true value is ``real``, in a section of ``size`` bytes."""
     return rng.choice((*_I32, real - 1, real + 1, real + 2, real * 2, -real, size, size + 1, size - 1,
                        rng.randrange(-(1 << 31), 1 << 31)))
 
@@ -257,6 +263,7 @@ Mutation = tuple[bytes, str]
 
 
 def m_bitflip(rng: random.Random, batch: bytes) -> Mutation:
+    """1–8 flipped bits anywhere, the CRC fixed half of the time."""
     out = bytearray(batch)
     flips = [rng.randrange(len(out) * 8) for _ in range(rng.randint(1, 8))]
     for bit in flips:
@@ -266,6 +273,7 @@ def m_bitflip(rng: random.Random, batch: bytes) -> Mutation:
 
 
 def m_bytes(rng: random.Random, batch: bytes) -> Mutation:
+    """1–4 bytes set to 0x00, 0xFF, 0x7F, 0x80, 0x01 or anything, the CRC mostly fixed."""
     out = bytearray(batch)
     where = []
     for _ in range(rng.randint(1, 4)):
@@ -297,6 +305,7 @@ def m_truncate(rng: random.Random, batch: bytes) -> Mutation:
 
 
 def m_batch_length(rng: random.Random, batch: bytes) -> Mutation:
+    """A batch length that lies (the field is outside the CRC); a shorter one sometimes with its CRC."""
     real = len(batch) - 12
     lie = rng.choice((0, 1, 48, 49, real - 1, real + 1, real + 12, real * 2, (1 << 31) - 1, -1, -(1 << 31),
                       rng.randrange(-(1 << 31), 1 << 31)))
@@ -309,6 +318,7 @@ def m_batch_length(rng: random.Random, batch: bytes) -> Mutation:
 
 
 def m_record_count(rng: random.Random, batch: bytes) -> Mutation:
+    """A record count that lies: 2^31 - 1, -2^31, 2^30, ±1, 0, -1; the CRC fixed."""
     real = header(batch)[12]
     lie = rng.choice((-1, 0, real - 1, real + 1, (1 << 31) - 1, -(1 << 31), 1 << 30, rng.randrange(1 << 31)))
     out = bytearray(batch)
@@ -375,6 +385,7 @@ def m_record_framing(rng: random.Random, batch: bytes) -> Mutation:
 
 
 def _value_record(rng: random.Random, batch: bytes) -> tuple[list[Record], int, bool]:
+    """The batch's records, one of them picked, and whether the batch is a control batch."""
     fields = header(batch)
     records = parsed_records(records_of(batch), fields[12])
     return records, rng.randrange(len(records)), bool(fields[5] & 0x20)
@@ -500,11 +511,13 @@ def _bombs() -> dict[str, bytes]:
 
 
 def _lz4_hc(descriptor: bytes) -> int:
+    """The LZ4 frame header checksum byte of a frame descriptor."""
     from metadata.codec.compression import xxhash32
     return xxhash32(descriptor) >> 8 & 0xFF
 
 
 def _lz4_declaring(size: int) -> bytes:
+    """An LZ4 frame declaring a content size of ``size`` bytes and holding 4."""
     descriptor = bytes((0x68, 0x40)) + struct.pack("<Q", size)  # content size present
     return struct.pack("<I", 0x184D2204) + descriptor + bytes((_lz4_hc(descriptor),)) + \
         struct.pack("<I", 0x80000004) + b"\x00\x01\x02\x03" + struct.pack("<I", 0)
@@ -548,6 +561,7 @@ def _valid_bombs() -> dict[str, bytes]:
 
 
 def m_valid_bomb(rng: random.Random, batch: bytes) -> Mutation:
+    """One of :func:`_valid_bombs` at the batch's base offset."""
     name = rng.choice(sorted(_valid_bombs()))
     bomb = _valid_bombs()[name]
     return rebuild(struct.pack(">q", header(batch)[0]) + bomb[8:], b"", compressed=bomb[HEADER_SIZE:]), name
@@ -591,6 +605,7 @@ _HUGE = ("9223372036854775808", "-9223372036854775809", "2147483648", "-1", "1" 
 
 
 def t_bitflip(rng: random.Random, text: str) -> tuple[str, str]:
+    """1–6 flipped bits in the text's UTF-8 bytes."""
     raw = bytearray(text.encode())
     bits = [rng.randrange(len(raw) * 8) for _ in range(rng.randint(1, 6))]
     for bit in bits:
@@ -599,11 +614,13 @@ def t_bitflip(rng: random.Random, text: str) -> tuple[str, str]:
 
 
 def t_truncate(rng: random.Random, text: str) -> tuple[str, str]:
+    """The text cut anywhere."""
     cut = rng.randrange(len(text))
     return text[:cut], f"cut at {cut}"
 
 
 def t_number(rng: random.Random, text: str) -> tuple[str, str]:
+    """A number replaced by one out of range, of 5,000 digits, in another notation, or none."""
     spots = list(_NUMBER.finditer(text))
     m = rng.choice(spots)
     new = rng.choice(_HUGE)
@@ -626,6 +643,7 @@ _LIES = (
 
 
 def t_lie(rng: random.Random, text: str) -> tuple[str, str]:
+    """A field that lies: offsets, flags, epochs, control types, payload types, versions and data."""
     candidates = [(p, r) for p, r in _LIES if re.search(p, text)]
     if not candidates:
         return t_number(rng, text)
@@ -697,6 +715,7 @@ class Case:
 
 
 def _pick(rng: random.Random, table: dict) -> str:
+    """A mutator name, by weight."""
     names = list(table)
     return rng.choices(names, weights=[table[n][1] for n in names])[0]
 

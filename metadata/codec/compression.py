@@ -184,16 +184,20 @@ def _unlz4(data: bytes, limit: int) -> bytes:
 
 
 def _unzstd(data: bytes, limit: int) -> bytes:
-    buffer = np.empty(limit + 1, np.uint8)  # uninitialised: only the pages written are touched
-    try:
-        n = cramjam.zstd.decompress_into(data, buffer)
-    except cramjam.DecompressionError as exc:
-        if "failed to write whole buffer" in str(exc):  # more output than the buffer holds
-            raise too_large("zstd records decompress to", limit) from None
-        raise
-    if n > limit:
-        raise too_large("zstd records decompress to", limit)
-    return buffer[:n].tobytes()
+    size = min(limit, max(1 << 16, 32 * len(data)))  # enough for most batches, and no 16 MiB buffer each
+    while True:
+        buffer = np.empty(size + 1, np.uint8)  # uninitialised: only the pages written are touched
+        try:
+            n = cramjam.zstd.decompress_into(data, buffer)
+        except cramjam.DecompressionError as exc:
+            if "failed to write whole buffer" not in str(exc):  # else: more output than the buffer holds
+                raise
+            n = size + 1
+        if n <= size:
+            return buffer[:n].tobytes()
+        if size == limit:
+            raise too_large("zstd records decompress to", limit)
+        size = limit
 
 
 def _lz4(data: bytes) -> bytes:
