@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from metadata.codec.message import json_text
+from metadata.errors import DecodeError
 from metadata.readers import Batch, InputFile, Issue, NoOpRun, ReadOptions, iter_file_items
 
 DECODED_SCHEMA = pa.schema([
@@ -131,7 +132,10 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, issues: list[Issue], sta
             pending.add(section, item)
             if len(pending.records) >= batch_rows:
                 yield pending.flush()
-    except Exception as exc:  # noqa: BLE001 — every failure becomes one reported error
-        issues.append(Issue(file=source, severity="fatal", message=str(exc) or type(exc).__name__))
+    except DecodeError as exc:  # the file, byte position and offset, as the readers name them
+        issues.append(Issue(file=exc.file or source, severity="fatal", message=exc.message, position=exc.position,
+                            offset=exc.offset))
+    except Exception as exc:  # noqa: BLE001 — not expected from any input; still one reported error
+        issues.append(Issue(file=source, severity="fatal", message=f"{type(exc).__name__}: {exc}"))
     if pending.records:
         yield pending.flush()

@@ -22,15 +22,17 @@ from typing import Any
 
 import numpy as np
 from crc32c import crc32c
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from metadata.codec.batch import (_PREFIX, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_TRANSACTIONAL, CRC_START, HEADER_DTYPE,
                                   HEADER_SIZE, LOG_OVERHEAD, batch_payload, check_batch, crc32c_rows, iter_records)
-from metadata.codec.message import json_text
-from metadata.codec.records import decode_control_record, decode_metadata_value, read_frame
+from metadata.codec.compression import MAX_BATCH_BYTES_ENV, MAX_BATCH_DECOMPRESSED_BYTES
+from metadata.codec.message import decode_body, encode_body, json_text
+from metadata.codec.records import (decode_control_record, decode_metadata_value, encode_control_record,
+                                    metadata_spec, read_frame)
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.log import LogRecord, Snapshot
-from metadata.schema import metadata_specs, record_type_name
+from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, metadata_specs, record_type_name, spec_by_type_name
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -82,6 +84,7 @@ class ReadOptions(BaseModel):
 
     allow_gaps: bool = False  # skip corrupt batches (reported) instead of stopping
     skip_unknown: bool = False  # keep unknown record types as raw bytes instead of stopping
+    max_batch_bytes: int = Field(MAX_BATCH_DECOMPRESSED_BYTES, gt=0)  # a batch's records, decompressed; a dump line
 
 
 # ---------------------------------------------------------------- discovery
@@ -154,6 +157,7 @@ _NOOP_RECORDS = np.frombuffer(_NOOP_BATCH_RECORDS, np.uint8)
 _NOOP_HEADERS = np.dtype({"names": HEADER_DTYPE.names, "itemsize": _NOOP_BATCH_SIZE,
                           "formats": [HEADER_DTYPE.fields[n][0] for n in HEADER_DTYPE.names],
                           "offsets": [HEADER_DTYPE.fields[n][1] for n in HEADER_DTYPE.names]})
+MAX_OFFSET = (1 << 63) - 1  # offsets are int64
 MIN_RUN = 16  # NoOp batches in a row before the vectorised path is tried
 RUN_CHUNK = 65536  # most batches in one NoOpRun
 
@@ -228,6 +232,8 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
         return None
     raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
     base = int(head["base_offset"][0]) if expected is None else expected
+    if not 0 <= base <= MAX_OFFSET - n:  # offsets out of range: the per-batch path reports them
+        return None
     epochs = head["leader_epoch"]
     ok = ((head["batch_length"] == _NOOP_BATCH_SIZE - LOG_OVERHEAD) & (head["magic"] == 2)
           & (head["attributes"] == attributes) & (head["last_offset_delta"] == 0) & (head["record_count"] == 1)
@@ -264,6 +270,7 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
     pos = start
     expected: int | None = None
     epoch = -1
+    resync = _Resync(buf, file, start, end)
     while pos < end:
         if arr is not None and end - pos >= _NOOP_BATCH_SIZE * MIN_RUN \
                 and buf[pos + 8:pos + 12] == _NOOP_LENGTH_FIELD \
@@ -292,13 +299,13 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
                               file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
                 raise err
-            pos = _skip_to_next_batch(buf, pos, end, file, err.message, issues)
+            pos = resync.skip(pos, err.message, issues)
             continue
-        if batch_end > end and _next_batch(buf, pos + 1, end) is not None:  # not a torn tail: bad bytes
+        if batch_end > end and resync.next_batch(pos + 1) is not None:  # not a torn tail: bad bytes
             message = f"batch length {batch_length} overruns the file, yet valid batches follow"
             if not options.allow_gaps:
                 raise DecodeError(message, file=file, position=pos, offset=base_offset)
-            pos = _skip_to_next_batch(buf, pos, end, file, message, issues)
+            pos = resync.skip(pos, message, issues)
             continue
         if batch_end > end:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
@@ -312,7 +319,7 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
             located = exc.located(file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
                 raise located from None
-            pos = _skip_to_next_batch(buf, pos, end, file, f"offset {base_offset}: {located.message}", issues)
+            pos = resync.skip(pos, f"offset {base_offset}: {located.message}", issues)
             continue
         if expected is not None and base_offset != expected:
             issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
@@ -332,27 +339,54 @@ def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadO
         yield from item_rows(item)
 
 
-def _next_batch(buf: bytes, pos: int, end: int) -> int | None:
-    """The first position ≥ ``pos`` where a whole batch with magic 2 and a valid CRC starts."""
-    view = memoryview(buf)
-    while pos + HEADER_SIZE <= end:
-        if buf[pos + 16] == 2:
-            _, batch_length = _PREFIX.unpack_from(buf, pos)
+RESYNC_BUDGET = 64 << 20  # CRC-checked bytes a scan may spend looking for valid batches, plus 8 per byte scanned
+_DELTA_AND_COUNT = struct.Struct(">i30xi")  # lastOffsetDelta (byte 23 of a batch) ... recordCount (byte 57)
+
+
+class _Resync:
+    """Finds where valid batches resume after bad bytes (``--allow-gaps``, and telling a torn tail
+    from bad bytes). A candidate is a position with magic 2 (found with ``find``), a length that
+    fits, a base offset ≥ 0 and ``lastOffsetDelta = recordCount - 1`` (as every KRaft batch has; random
+    bytes pass that about once in 2^32); its CRC is checked. Crafted bytes can still hold a
+    candidate every few bytes, each spanning the rest of the file, so the CRC work of one scan is
+    bounded (:data:`RESYNC_BUDGET` + 8 × the bytes scanned); past that it stops with a
+    :class:`DecodeError` instead of running quadratically long."""
+
+    def __init__(self, buf: bytes, file: str, start: int, end: int) -> None:
+        self.buf, self.file, self.end = buf, file, end
+        self.left = RESYNC_BUDGET + 8 * (end - start)
+
+    def next_batch(self, pos: int) -> int | None:
+        """The first position ≥ ``pos`` where a whole candidate batch with a valid CRC starts."""
+        buf, end = self.buf, self.end
+        view = memoryview(buf)
+        start = pos
+        while pos + HEADER_SIZE <= end:
+            magic = buf.find(b"\x02", pos + 16, end - HEADER_SIZE + 17)
+            if magic < 0:
+                return None
+            pos = magic - 16
+            base_offset, batch_length = _PREFIX.unpack_from(buf, pos)
             stop = pos + LOG_OVERHEAD + batch_length
-            if batch_length >= HEADER_SIZE - LOG_OVERHEAD and stop <= end and \
-                    crc32c(view[pos + 21:stop]) == struct.unpack_from(">I", buf, pos + 17)[0]:
-                return pos
-        pos += 1
-    return None
+            if batch_length >= HEADER_SIZE - LOG_OVERHEAD and stop <= end and base_offset >= 0:
+                last_delta, count = _DELTA_AND_COUNT.unpack_from(buf, pos + 23)
+                if count >= 1 and last_delta == count - 1:
+                    self.left -= stop - pos
+                    if self.left < 0:
+                        raise DecodeError(f"no valid batch found in bytes {start}..{pos} within the CRC budget of "
+                                          "a scan (crafted input?)", file=self.file, position=start)
+                    if crc32c(view[pos + 21:stop]) == struct.unpack_from(">I", buf, pos + 17)[0]:
+                        return pos
+            pos += 1
+        return None
 
-
-def _skip_to_next_batch(buf: bytes, pos: int, end: int, file: str, why: str, issues: list[Issue]) -> int:
-    """``--allow-gaps``: report the bad bytes at ``pos`` and resume at the next valid batch (or the end)."""
-    resume = _next_batch(buf, pos + 1, end)
-    stop = end if resume is None else resume
-    issues.append(Issue(file=file, severity="error", position=pos,
-                        message=f"{why}; skipped bytes {pos}..{stop} ({stop - pos} bytes) under --allow-gaps"))
-    return stop
+    def skip(self, pos: int, why: str, issues: list[Issue]) -> int:
+        """``--allow-gaps``: report the bad bytes at ``pos`` and resume at the next valid batch (or the end)."""
+        resume = self.next_batch(pos + 1)
+        stop = self.end if resume is None else resume
+        issues.append(Issue(file=self.file, severity="error", position=pos,
+                            message=f"{why}; skipped bytes {pos}..{stop} ({stop - pos} bytes) under --allow-gaps"))
+        return stop
 
 
 def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOptions, json_payload: bool) -> Batch:
@@ -362,6 +396,8 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
     control = bool(attributes & ATTR_CONTROL)
     txn = bool(attributes & ATTR_TRANSACTIONAL)
     last_offset = base_offset + last_delta
+    if base_offset < 0 or last_offset > MAX_OFFSET:
+        raise DecodeError(f"batch offsets {base_offset}..{last_offset} are not in 0..{MAX_OFFSET}")
     if count == 1 and last_delta == 0 and end - pos == _NOOP_BATCH_SIZE and not attributes & _NOT_NOOP and \
             buf[pos + HEADER_SIZE:end] == _NOOP_BATCH_RECORDS:  # one NoOp: decoded by comparison
         return ((base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
@@ -370,7 +406,8 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
     append = records.append
     index = 0
     try:
-        for _, _, offset_delta, key, value, _ in iter_records(batch_payload(buf, pos, end, attributes), count):
+        for _, _, offset_delta, key, value, _ in iter_records(
+                batch_payload(buf, pos, end, attributes, options.max_batch_bytes), count):
             offset = base_offset + index
             try:
                 if offset_delta != index:
@@ -393,12 +430,120 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
 # ---------------------------------------------------------------- kafka-dump-log text
 
 _KV = re.compile(r"(\w+): (\S+)")
-_TIME = re.compile(r"(?:CreateTime|LogAppendTime|NO_TIMESTAMP_TYPE): (-?\d+)")
-_CONTROL_JSON = re.compile(r"\s(LeaderChange|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters):? (\{.*\})\s*$")
+_TIME = re.compile(r"(?:CreateTime|LogAppendTime|NO_TIMESTAMP_TYPE): (\S+)")
+_OFFSET = re.compile(r"\| offset: (\S+)")
+_CONTROL_BODY = re.compile(r"\s(LeaderChange|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters):? (?=\{)")
 _CONTROL_TYPE = re.compile(r"controlType: (\w+)\((\d+)\)")
 _CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
                   "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
 _TYPE_KEYS = {record_type_name(s.name): s.key for s in metadata_specs().values()}
+_INT = re.compile(r"-?\d{1,19}")
+_INT16, _INT32, _INT64 = (1 << 15) - 1, (1 << 31) - 1, MAX_OFFSET
+_BATCH_FIELDS = (("baseOffset", 0, _INT64), ("lastOffset", 0, _INT64), ("partitionLeaderEpoch", -_INT32 - 1, _INT32),
+                 ("producerId", -_INT64 - 1, _INT64), ("producerEpoch", -_INT16 - 1, _INT16))
+
+
+def _dump_int(text: str, name: str, low: int, high: int, lineno: int) -> int:
+    if not _INT.fullmatch(text) or not low <= int(text) <= high:
+        raise DecodeError(f"line {lineno}: {name} {text[:40]!r} is not an integer in {low}..{high}")
+    return int(text)
+
+
+def _dump_bool(text: str | None, name: str, lineno: int) -> bool:
+    if text not in ("true", "false"):
+        raise DecodeError(f"line {lineno}: {name} is {'missing' if text is None else repr(text[:40])}, "
+                          "not true or false")
+    return text == "true"
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _dump_json(text: str, lineno: int) -> Any:
+    """The JSON value of a payload: NaN/Infinity, numbers of thousands of digits and nesting deeper than
+    the parser's recursion limit are errors like any malformed JSON."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(f"line {lineno}: bad payload JSON ({str(exc)[:200]})") from None
+
+
+def _canonical_body(data: Any, spec: MessageSpec, version: int, encode: Any, decode: Any, lineno: int) -> dict:
+    """The printed ``data`` as our decoder would give it: it must be a body of ``spec`` at ``version``
+    (every field of the right type and range, nothing else), checked by encoding and decoding it."""
+    try:
+        decoded = decode(encode(data))
+    except (DecodeError, TypeError, ValueError, KeyError, AttributeError, OverflowError, struct.error):
+        decoded = None
+    if not isinstance(data, dict) or decoded != data:
+        raise DecodeError(f"line {lineno}: payload data is not a {spec.type_name} v{version} body")
+    return decoded
+
+
+def _dump_batch(line: str, lineno: int) -> dict[str, Any]:
+    """The fields of a batch line that the rows use."""
+    kv = dict(_KV.findall(line))
+    ints = {}
+    for name, low, high in _BATCH_FIELDS:
+        if name not in kv:
+            raise DecodeError(f"line {lineno}: batch line without {name}")
+        ints[name] = _dump_int(kv[name], name, low, high, lineno)
+    if ints["lastOffset"] < ints["baseOffset"]:
+        raise DecodeError(f"line {lineno}: lastOffset {ints['lastOffset']} is before baseOffset {ints['baseOffset']}")
+    t = _TIME.search(line)
+    return {"base": ints["baseOffset"], "last": ints["lastOffset"], "epoch": ints["partitionLeaderEpoch"],
+            "pid": ints["producerId"], "pepoch": ints["producerEpoch"],
+            "txn": _dump_bool(kv.get("isTransactional"), "isTransactional", lineno),
+            "control": _dump_bool(kv.get("isControl"), "isControl", lineno),
+            "time": _dump_int(t.group(1), "timestamp", -_INT64 - 1, _INT64, lineno) if t else -1,
+            "position": _dump_int(kv["position"], "position", 0, _INT64, lineno) if "position" in kv else -1}
+
+
+def _dump_control(line: str, lineno: int) -> tuple[str, dict]:
+    """(control type, body) of a control record line; a body only where Kafka prints it (4.x)."""
+    if body := _CONTROL_BODY.search(line):
+        name = _CONTROL_NAMES[body.group(1)]
+        text = line[body.end():].rstrip()
+        spec = spec_by_type_name(name)
+        data = _canonical_body(_dump_json(text, lineno), spec, 0, lambda d: encode_control_record(name, d),
+                               lambda kv: decode_control_record(*kv)[1], lineno)
+        return name, data
+    if ct := _CONTROL_TYPE.search(line):
+        name, type_id = ct.group(1), _dump_int(ct.group(2), "control type", 0, _INT16, lineno)
+        if CONTROL_TYPE_NAMES.get(type_id) != name:
+            raise DecodeError(f"line {lineno}: unknown control type {name}({type_id})")
+        return name, {}
+    return "UNKNOWN", {}
+
+
+def _dump_record(text: str, lineno: int) -> tuple[str, int, dict]:
+    """(type name, version, data) of a record's ``payload:`` JSON."""
+    payload = _dump_json(text, lineno)
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str) \
+            or type(payload.get("version")) is not int or "data" not in payload:
+        raise DecodeError(f"line {lineno}: payload is not {{\"type\": <name>, \"version\": <int>, \"data\": {{...}}}}")
+    type_name, version = payload["type"], payload["version"]
+    if type_name not in _TYPE_KEYS:
+        raise UnknownRecordError(f"line {lineno}: unknown record type {type_name[:100]!r}")
+    try:
+        spec = metadata_spec(_TYPE_KEYS[type_name], version)
+    except UnknownRecordError as exc:
+        raise UnknownRecordError(f"line {lineno}: {exc.message}") from None
+    data = _canonical_body(payload["data"], spec, version, lambda d: encode_body(spec, version, d),
+                           lambda raw: decode_body(spec, version, raw), lineno)
+    return type_name, version, data
+
+
+def _dump_lines(fh: Any, limit: int, file: str) -> Iterator[str]:
+    """The lines of a text file; one longer than ``limit`` characters is an error (memory stays bounded)."""
+    lineno = 0
+    while line := fh.readline(limit + 1):
+        lineno += 1
+        if len(line) > limit:
+            raise DecodeError(f"line {lineno}: longer than {limit:,} characters, the limit on a batch's size "
+                              f"(set {MAX_BATCH_BYTES_ENV} to raise it)", file=file)
+        yield line
 
 
 def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iterator[tuple[str, Row]]:
@@ -408,34 +553,40 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
     Batch lines give offsets, epochs, producer fields and times; record lines give payloads
     (with or without ``--skip-record-metadata``). Control records whose body the text does not show
     (LeaderChange before Kafka 4.x) get empty ``data``; under ``--skip-record-metadata`` control
-    records are blank lines, so their type is ``UNKNOWN``.
+    records are blank lines, so their type is ``UNKNOWN``. Every number must fit its Kafka type,
+    every record offset its batch, and every payload must be a valid body of its type and version
+    (it is encoded and decoded again); anything else is a :class:`DecodeError` naming the file and line.
     """
     section = "log"
     batch: dict[str, Any] | None = None
     index = 0
     for lineno, line in enumerate(lines, 1):
         line = line.rstrip("\n")
-        if line.startswith("Dumping "):
+        if line.startswith("Dumping "):  # the path it names is never opened
             batch, section = None, "log"
             continue
         if line.startswith("Log starting offset:"):
             section = "log"
             continue
         if line.startswith("Snapshot end offset:"):
-            m = re.match(r"Snapshot end offset: (\d+), epoch: (\d+)", line)
-            section = f"snapshot:{m.group(1)}:{m.group(2)}" if m else "snapshot:0:0"
+            m = re.fullmatch(r"Snapshot end offset: (\S+), epoch: (\S+)", line)
+            if not m:
+                raise DecodeError(f"line {lineno}: not 'Snapshot end offset: <offset>, epoch: <epoch>'", file=file)
+            try:
+                end, epoch = (_dump_int(m.group(1), "snapshot end offset", 0, MAX_OFFSET, lineno),
+                              _dump_int(m.group(2), "snapshot epoch", 0, _INT32, lineno))
+            except DecodeError as exc:
+                raise exc.located(file=file) from None
+            section = f"snapshot:{end}:{epoch}"
             continue
         if line.startswith("KRaft bootstrap snapshot"):
             section = "bootstrap"
             continue
         if line.startswith("baseOffset:"):
-            kv = dict(_KV.findall(line))
-            t = _TIME.search(line)
-            batch = {"base": int(kv["baseOffset"]), "last": int(kv["lastOffset"]),
-                     "epoch": int(kv["partitionLeaderEpoch"]), "pid": int(kv["producerId"]),
-                     "pepoch": int(kv["producerEpoch"]), "txn": kv["isTransactional"] == "true",
-                     "control": kv["isControl"] == "true", "time": int(t.group(1)) if t else -1,
-                     "position": int(kv.get("position", -1))}
+            try:
+                batch = _dump_batch(line, lineno)
+            except DecodeError as exc:
+                raise exc.located(file=file) from None
             index = 0
             continue
         if batch is None or not (line.startswith("|") or line.startswith(" payload:") or line == ""):
@@ -444,32 +595,30 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
             continue
         if line == "" and not batch["control"]:
             continue
-        m = re.search(r"offset: (\d+)", line) if line.startswith("| offset:") else None
-        offset = int(m.group(1)) if m else batch["base"] + index
-        index += 1
-        common = (offset, batch["base"], batch["last"], batch["epoch"], batch["time"], batch["pid"],
-                  batch["pepoch"], batch["txn"])
-        if batch["control"]:
-            cj = _CONTROL_JSON.search(line)
-            ct = _CONTROL_TYPE.search(line)
-            name = _CONTROL_NAMES[cj.group(1)] if cj else (ct.group(1) if ct else "UNKNOWN")
-            yield section, common + (True, name, None, None, 0, json.loads(cj.group(2)) if cj else {}, None,
-                                     batch["position"])
-            continue
-        p = line.find(" payload: ")
-        if p < 0:
-            raise DecodeError(f"line {lineno}: record line without payload", file=file, offset=offset)
-        text = line[p + len(" payload: "):]
-        if text.startswith("Error at"):
-            raise DecodeError(f"line {lineno}: kafka-dump-log could not decode the record: {text}", file=file,
-                              offset=offset)
+        m = _OFFSET.match(line)
+        offset = batch["base"] + index
         try:
-            payload = json.loads(text)
-            type_name, version, data = payload["type"], int(payload["version"]), payload["data"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DecodeError(f"line {lineno}: bad payload JSON ({exc})", file=file, offset=offset) from None
-        if type_name not in _TYPE_KEYS:
-            raise UnknownRecordError(f"line {lineno}: unknown record type {type_name}", file=file, offset=offset)
+            if m:
+                offset = _dump_int(m.group(1), "offset", 0, MAX_OFFSET, lineno)
+            if not batch["base"] <= offset <= batch["last"]:
+                raise DecodeError(f"line {lineno}: record offset {offset} is outside its batch's offsets "
+                                  f"{batch['base']}..{batch['last']}")
+            index += 1
+            common = (offset, batch["base"], batch["last"], batch["epoch"], batch["time"], batch["pid"],
+                      batch["pepoch"], batch["txn"])
+            if batch["control"]:
+                name, data = _dump_control(line, lineno)
+                yield section, common + (True, name, None, None, 0, data, None, batch["position"])
+                continue
+            p = line.find(" payload: ")
+            if p < 0:
+                raise DecodeError(f"line {lineno}: record line without payload")
+            text = line[p + len(" payload: "):]
+            if text.startswith("Error at"):
+                raise DecodeError(f"line {lineno}: kafka-dump-log could not decode the record: {text[:200]}")
+            type_name, version, data = _dump_record(text, lineno)
+        except DecodeError as exc:
+            raise exc.located(file=file, offset=offset) from None
         yield section, common + (False, None, type_name, _TYPE_KEYS[type_name], version, data, None, batch["position"])
 
 
@@ -491,7 +640,7 @@ def iter_file_items(f: InputFile, issues: list[Issue], options: ReadOptions, sta
     open with a SNAPSHOT_HEADER; a missing SNAPSHOT_FOOTER is reported as a truncated snapshot."""
     if f.kind is InputKind.DUMP:
         with open(f.path, encoding="utf-8", errors="replace") as fh:
-            for section, row in iter_dump_rows(fh, f.path, issues):
+            for section, row in iter_dump_rows(_dump_lines(fh, options.max_batch_bytes, f.path), f.path, issues):
                 data = row[13]
                 yield section, (row[1:9] + row[15:], [(row[0],) + row[9:13] + (
                     json_text(data) if json_payload and data is not None else data, row[14])])

@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 from crc32c import crc32c
 
-from metadata.codec.compression import CODECS, compress, decompress
+from metadata.codec.compression import CODECS, MAX_BATCH_DECOMPRESSED_BYTES, compress, decompress, too_large
 from metadata.codec.primitives import read_varint, read_varlong, varint, varlong
 from metadata.errors import CorruptBatchError, DecodeError
 
@@ -195,11 +195,16 @@ def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, by
         raise DecodeError(f"Incorrect declared batch size: {end - pos} byte(s) left after {count} records")
 
 
-def batch_payload(buf: bytes, pos: int, end: int, attributes: int) -> bytes:
-    """The records bytes of a batch, decompressed."""
+def batch_payload(buf: bytes, pos: int, end: int, attributes: int,
+                  limit: int = MAX_BATCH_DECOMPRESSED_BYTES) -> bytes:
+    """The records bytes of a batch, decompressed; more than ``limit`` bytes is an error."""
     raw = buf[pos + HEADER_SIZE:end]
     codec = attributes & ATTR_COMPRESSION
-    return bytes(raw) if codec == 0 else decompress(codec, bytes(raw))
+    if codec:
+        return decompress(codec, bytes(raw), limit)
+    if len(raw) > limit:
+        raise too_large(f"uncompressed records of {len(raw):,} bytes are", limit)
+    return bytes(raw)
 
 
 def decode_batch(buf: bytes, pos: int = 0) -> tuple[RecordBatch, int]:

@@ -3,19 +3,50 @@
 gzip: RFC 1952 (several members accepted). snappy: xerial snappy-java stream framing (or one raw
 block). lz4: the LZ4 frame subset Kafka reads (independent blocks, header checksum verified).
 zstd: standard frames, content size usually absent.
+
+Decompression is bounded: no codec produces (or allocates for) more than ``limit`` bytes, by
+default :data:`MAX_BATCH_DECOMPRESSED_BYTES`; past it the batch is rejected with a
+:class:`DecodeError`, so that a small hostile batch cannot inflate to gigabytes (a compression bomb).
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import zlib
 
 import cramjam
+import numpy as np
 
 from metadata.errors import DecodeError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+MAX_BATCH_BYTES_ENV = "KRAFT_REPLAY_MAX_BATCH_BYTES"
+
+
+def _limit_from_env() -> int:
+    """The limit set by ``KRAFT_REPLAY_MAX_BATCH_BYTES``, else 16 MiB."""
+    text = os.environ.get(MAX_BATCH_BYTES_ENV, "")
+    if not text:
+        return 16 << 20
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{MAX_BATCH_BYTES_ENV} must be a positive number of bytes, not {text!r}")
+    return int(text)
+
+
+MAX_BATCH_DECOMPRESSED_BYTES = _limit_from_env()
+"""The most bytes a batch's records section may hold once decompressed (the size of an uncompressed
+batch's records): 16 MiB, twice the largest batch Kafka's raft layer writes
+(``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``, 8 MiB); ``KRAFT_REPLAY_MAX_BATCH_BYTES`` sets another."""
+
+
+def too_large(what: str, limit: int) -> DecodeError:
+    """The error of a batch whose records exceed ``limit`` bytes."""
+    return DecodeError(f"{what} more than {limit:,} bytes, the limit on a batch's decompressed size "
+                       f"(set {MAX_BATCH_BYTES_ENV} to raise it)")
+
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _LZ4_MAGIC = 0x184D2204
@@ -57,22 +88,31 @@ def xxhash32(data: bytes, seed: int = 0) -> int:
     return h ^ (h >> 16)
 
 
-def _gunzip(data: bytes) -> bytes:
+def _gunzip(data: bytes, limit: int) -> bytes:
     out = bytearray()
     while data:
         d = zlib.decompressobj(wbits=31)
-        out += d.decompress(data)
+        out += d.decompress(data, limit + 1 - len(out))  # stops one byte past the limit
+        if len(out) > limit:
+            raise too_large("gzip records decompress to", limit)
         if not d.eof:
             raise DecodeError("gzip stream ends early")
         data = d.unused_data
     return bytes(out)
 
 
-def _unsnappy(data: bytes) -> bytes:
+def _snappy_block(block: bytes, done: int, limit: int) -> bytes:
+    """One raw snappy block, after ``done`` bytes of output: its declared length is checked first."""
+    if done + cramjam.snappy.decompress_raw_len(block) > limit:
+        raise too_large("snappy records declare", limit)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _unsnappy(data: bytes, limit: int) -> bytes:
     if not data:
         raise DecodeError("empty snappy stream")
     if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_block(data, 0, limit)
     out = bytearray()
     pos = 16
     while pos + 4 <= len(data):
@@ -83,7 +123,7 @@ def _unsnappy(data: bytes) -> bytes:
             continue
         if n < 0 or pos + n > len(data):
             raise DecodeError(f"bad snappy chunk length {n}")
-        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
+        out += _snappy_block(data[pos:pos + n], len(out), limit)
         pos += n
     return bytes(out)
 
@@ -96,7 +136,7 @@ def _snappy(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _unlz4(data: bytes) -> bytes:
+def _unlz4(data: bytes, limit: int) -> bytes:
     if len(data) < 7 or struct.unpack_from("<I", data, 0)[0] != _LZ4_MAGIC:
         raise DecodeError("Stream unsupported (invalid magic bytes)")
     flg, bd = data[4], data[5]
@@ -114,6 +154,7 @@ def _unlz4(data: bytes) -> bytes:
         raise DecodeError("Stream frame descriptor corrupted")
     pos += 1
     out = bytearray()
+    buffer: bytearray | None = None
     while True:
         if pos + 4 > len(data):
             raise DecodeError("lz4: stream ends before the end mark")
@@ -133,10 +174,30 @@ def _unlz4(data: bytes) -> bytes:
         if stored:
             out += block
         else:
-            buffer = bytearray(max_block)
+            if buffer is None:
+                buffer = bytearray(max_block)
             n = cramjam.lz4.decompress_block_into(block, buffer)
-            out += buffer[:n]
+            out += memoryview(buffer)[:n]
+        if len(out) > limit:  # each block adds at most max_block (≤ 4 MiB)
+            raise too_large("lz4 records decompress to", limit)
     return bytes(out)
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    size = min(limit, max(1 << 16, 32 * len(data)))  # enough for most batches, and no 16 MiB buffer each
+    while True:
+        buffer = np.empty(size + 1, np.uint8)  # uninitialised: only the pages written are touched
+        try:
+            n = cramjam.zstd.decompress_into(data, buffer)
+        except cramjam.DecompressionError as exc:
+            if "failed to write whole buffer" not in str(exc):  # else: more output than the buffer holds
+                raise
+            n = size + 1
+        if n <= size:
+            return buffer[:n].tobytes()
+        if size == limit:
+            raise too_large("zstd records decompress to", limit)
+        size = limit
 
 
 def _lz4(data: bytes) -> bytes:
@@ -152,17 +213,17 @@ def _lz4(data: bytes) -> bytes:
     return bytes(out + struct.pack("<I", 0))
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """Decompress a batch's record stream (codec id 1–4)."""
+def decompress(codec: int, data: bytes, limit: int = MAX_BATCH_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress a batch's record stream (codec id 1–4), to at most ``limit`` bytes."""
     try:
         if codec == 1:
-            return _gunzip(data)
+            return _gunzip(data, limit)
         if codec == 2:
-            return _unsnappy(data)
+            return _unsnappy(data, limit)
         if codec == 3:
-            return _unlz4(data)
+            return _unlz4(data, limit)
         if codec == 4:
-            return bytes(cramjam.zstd.decompress(data))
+            return _unzstd(data, limit)
     except DecodeError:
         raise
     except Exception as exc:  # the codec libraries raise their own types
