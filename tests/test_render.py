@@ -36,7 +36,7 @@ from metadata.log import LogRecord
 from metadata.query import DumpRecord
 from metadata.readers import read_log
 from replica.local_changes import local_changes_json
-from tests.test_diff import python_diff
+from tests.test_diff import python_doc as python_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample" / "__cluster_metadata-0"
