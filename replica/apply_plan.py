@@ -33,6 +33,7 @@ ACTIONS_SCHEMA = T.StructType([T.StructField(name, _TYPES[kind], name not in REQ
                                for name, kind in ACTION_FIELDS])
 """The action table (stable; Delta-writable): :data:`replica.plan.ACTION_FIELDS`."""
 
+
 def _signed32(value: Column) -> Column:
     """A value in [0, 2^32) as a signed 32-bit int (long column)."""
     return F.when(value >= TWO_31, value - TWO_32).otherwise(value)
