@@ -1,39 +1,7 @@
-"""What each broker's ReplicaManager does with a delta: ``applyDelta`` and the coordinator hooks
-of ``BrokerMetadataPublisher``, as Spark transforms (docs/local-changes.md, "ReplicaManager.applyDelta").
-
-One row per action, per broker, numbered (``step``) in the order the broker performs them:
-
-1. ``delete`` — every delete: ``remove-fetcher`` (replica and alter-log-dir fetchers), then
-   ``remove-partition`` (hosted partition dropped and closed), then ``delete-log`` (async batch;
-   ``deleteRemoteLog`` when the topic was deleted and the broker led the partition at A);
-2. ``leader`` — ``remove-fetcher`` for every new leader partition, then ``make-leader`` with the
-   LeaderAndIsrPartitionState (``isNew``; skipped when its partition epoch is older than the
-   broker's);
-3. ``follower`` — ``make-follower`` for every follower partition (the log is created even when the
-   leader is absent), then for those whose leader epoch increased ``remove-fetcher`` and
-   ``add-fetcher`` (grouped by leader and fetcher id) or ``no-fetcher`` when the leader is not
-   registered in the new image or lacks the inter-broker listener; in controlled shutdown
-   partitions without a leader or outside the ISR get ``stop-fetching`` instead (log kept);
-4. ``directory`` — at metadata.version ≥ 3.7-IV2, ``check-directory`` per directoryIds entry (the
-   broker reports the log's actual directory to the controller if it differs);
-5. ``coordinator`` — for ``__consumer_offsets`` (group), ``__transaction_state`` (transaction)
-   and optionally ``__share_group_state`` (share): ``resign`` for partitions the broker led in a
-   deleted topic (old leader epoch), ``resign`` for deletes (no epoch), ``elect`` for elected
-   leaders, ``resign`` for followers (new leader epoch); then ``partitions-deleted`` (group
-   coordinator ``onPartitionsDeleted``) for every partition of every deleted topic.
-
-Runtime state the metadata does not hold is modelled as follows (documented assumptions):
-
-* **hosted before** = the broker is a replica of the partition (same topic name and partition) at
-  A, with the Partition object's leader, leader epoch and partition epoch as in image A; after
-  the deletes of step 1 such partitions are no longer hosted. ``isNew`` = not hosted. A hosted
-  partition whose topic id differs from the new one makes Kafka throw IllegalStateException out
-  of ``applyDelta``: the row is ``abort`` and the broker's later steps 2-4 are dropped (steps
-  inside one batch are ordered by topic and partition; Kafka iterates a HashMap).
-* a hosted partition's log exists; no log directory is offline (no KafkaStorageException, no
-  Offline partitions); no future (alter-log-dir) replicas, no tiered storage, no idle fetcher
-  shutdown modelled;
-* ``in_controlled_shutdown`` is an input (Kafka's broker-local flag, not in the image).
+"""What each broker's ReplicaManager does with a delta (``applyDelta`` and the coordinator hooks of
+``BrokerMetadataPublisher``, docs/local-changes.md, "ReplicaManager.applyDelta") for every broker at once, as Spark transforms: the
+rows :func:`replica.plan.apply_plan_rows` computes in process (phases, order and assumptions are
+described there), as a DataFrame of :data:`ACTIONS_SCHEMA`.
 
 Fetcher ids: ``abs(31 * javaStringHash(topic) + partition) % num.replica.fetchers`` in 32-bit
 arithmetic, computed by the Spark SQL expression :func:`fetcher_id_expr`.
@@ -41,7 +9,6 @@ arithmetic, computed by the Spark SQL expression :func:`fetcher_id_expr`.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Collection
 from typing import Any
 
@@ -49,94 +16,41 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from replica.plan import (
+    ACTION_FIELDS,
+    DIRECTORY_ASSIGNMENT_LEVEL,
+    PHASES,
+    REQUIRED_FIELDS,
+    TWO_31,
+    TWO_32,
+    coordinator_topics,
+)
 from replica.spark_changes import DELETE, FOLLOWER, LEADER, DeltaFrames
 
-DIRECTORY_ASSIGNMENT_LEVEL = 17
-"""metadata.version 3.7-IV2: ``isDirectoryAssignmentSupported``."""
-
-COORDINATOR_TOPICS = {"__consumer_offsets": "group", "__transaction_state": "transaction"}
-SHARE_GROUP_STATE = "__share_group_state"
-
-PHASES = ("delete", "leader", "follower", "directory", "coordinator")
-
-_INTS = T.ArrayType(T.IntegerType())
-ACTIONS_SCHEMA = T.StructType([
-    T.StructField("broker", T.IntegerType(), False),
-    T.StructField("step", T.IntegerType(), False),
-    T.StructField("phase", T.StringType(), False),
-    T.StructField("action", T.StringType(), False),
-    T.StructField("topic", T.StringType()),
-    T.StructField("topicId", T.StringType()),
-    T.StructField("partition", T.IntegerType()),
-    T.StructField("reason", T.StringType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leaderEpoch", T.IntegerType()),
-    T.StructField("isr", _INTS),
-    T.StructField("partitionEpoch", T.IntegerType()),
-    T.StructField("replicas", _INTS),
-    T.StructField("addingReplicas", _INTS),
-    T.StructField("removingReplicas", _INTS),
-    T.StructField("leaderRecoveryState", T.IntegerType()),
-    T.StructField("isNew", T.BooleanType()),
-    T.StructField("newLeaderEpoch", T.BooleanType()),
-    T.StructField("createLog", T.BooleanType()),
-    T.StructField("deleteLocalLog", T.BooleanType()),
-    T.StructField("deleteRemoteLog", T.BooleanType()),
-    T.StructField("fetcherId", T.IntegerType()),
-    T.StructField("fetcherLeaderId", T.IntegerType()),
-    T.StructField("fetcherLeaderHost", T.StringType()),
-    T.StructField("fetcherLeaderPort", T.IntegerType()),
-    T.StructField("directory", T.StringType()),
-    T.StructField("coordinator", T.StringType()),
-    T.StructField("coordinatorEpoch", T.IntegerType()),
-])
-"""The action table (stable; Delta-writable). ``step`` numbers a broker's actions from 1 in the
-order the broker performs them; ``phase`` ∈ :data:`PHASES`. State fields are the
-LeaderAndIsrPartitionState (the new registration; for deletes the partition at A); ``isNew``,
-``newLeaderEpoch`` (leader epoch above the broker's), ``createLog`` (the log is created) for
-make-leader/make-follower; fetcher columns for add-fetcher; ``coordinator`` and
-``coordinatorEpoch`` (null = no epoch) for coordinator calls."""
-
-_U32, _I32 = 1 << 32, 1 << 31
-
-
-def _int32(value: int) -> int:
-    value &= _U32 - 1
-    return value - _U32 if value >= _I32 else value
-
-
-def java_string_hash(text: str) -> int:
-    """Java ``String.hashCode``: Σ s[i]·31^(n-1-i) over UTF-16 code units, 32-bit signed."""
-    units = text.encode("utf-16-be")
-    h = 0
-    for unit in struct.unpack(f">{len(units) // 2}H", units):
-        h = _int32(31 * h + unit)
-    return h
-
-
-def fetcher_id(topic: str, partition: int, num_replica_fetchers: int) -> int:
-    """``AbstractFetcherManager.getFetcherId`` (``Utils.abs(Integer.MIN_VALUE) = 0``)."""
-    value = _int32(31 * java_string_hash(topic) + partition)
-    return (0 if value == -_I32 else abs(value)) % num_replica_fetchers
+_TYPES = {"int": T.IntegerType(), "string": T.StringType(), "boolean": T.BooleanType(),
+          "ints": T.ArrayType(T.IntegerType())}
+ACTIONS_SCHEMA = T.StructType([T.StructField(name, _TYPES[kind], name not in REQUIRED_FIELDS)
+                               for name, kind in ACTION_FIELDS])
+"""The action table (stable; Delta-writable): :data:`replica.plan.ACTION_FIELDS`."""
 
 
 def _signed32(value: Column) -> Column:
     """A value in [0, 2^32) as a signed 32-bit int (long column)."""
-    return F.when(value >= _I32, value - _U32).otherwise(value)
+    return F.when(value >= TWO_31, value - TWO_32).otherwise(value)
 
 
 def java_string_hash_expr(text: Column) -> Column:
     """Java ``String.hashCode`` (32-bit, signed) of an ASCII string column, as a long column."""
     chars = F.transform(F.sequence(F.lit(1), F.length(text)), lambda i: F.ascii(F.substring(text, i, F.lit(1))))
-    unsigned = F.aggregate(chars, F.lit(0).cast("long"), lambda h, c: F.pmod(h * 31 + c, F.lit(_U32)))
+    unsigned = F.aggregate(chars, F.lit(0).cast("long"), lambda h, c: F.pmod(h * 31 + c, F.lit(TWO_32)))
     return _signed32(F.when(F.length(text) > 0, unsigned).otherwise(F.lit(0).cast("long")))
 
 
 def fetcher_id_expr(topic: Column, partition: Column, num_replica_fetchers: int) -> Column:
     """``AbstractFetcherManager.getFetcherId``: ``Utils.abs(31 * topic.hashCode + partition) %
     numFetchers`` with Java int overflow and ``abs(Integer.MIN_VALUE) = 0``."""
-    value = _signed32(F.pmod(java_string_hash_expr(topic) * 31 + partition, F.lit(_U32)))
-    absolute = F.when(value == -_I32, F.lit(0).cast("long")).otherwise(F.abs(value))
+    value = _signed32(F.pmod(java_string_hash_expr(topic) * 31 + partition, F.lit(TWO_32)))
+    absolute = F.when(value == -TWO_31, F.lit(0).cast("long")).otherwise(F.abs(value))
     return (absolute % num_replica_fetchers).cast("int")
 
 
@@ -196,13 +110,8 @@ def _coordinator_call(coordinators: dict[str, str], sub: int, action: str, epoch
 def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, num_replica_fetchers: int = 1,
                in_controlled_shutdown: Collection[int] = (), inter_broker_listener: str = "PLAINTEXT",
                share_coordinator: bool = False) -> DataFrame:
-    """Every broker's actions for the delta (:data:`ACTIONS_SCHEMA`), or only ``brokers``'.
-
-    ``num_replica_fetchers``: ``num.replica.fetchers``; ``in_controlled_shutdown``: brokers whose
-    local controlled-shutdown flag is set; ``inter_broker_listener``: the listener name fetchers
-    connect to; ``share_coordinator``: a share coordinator is configured. ``partitions-deleted``
-    rows go to ``brokers`` if given, else to every broker registered at B.
-    """
+    """Every broker's actions for the delta (:data:`ACTIONS_SCHEMA`), or only ``brokers``': the rows of
+    :func:`replica.plan.apply_plan_rows` (options described there)."""
     if num_replica_fetchers < 1:
         raise ValueError("num.replica.fetchers must be at least 1")
     changes = delta.changes
@@ -210,9 +119,7 @@ def apply_plan(delta: DeltaFrames, *, brokers: Collection[int] | None = None, nu
                else delta.after.brokers.sparkSession.createDataFrame([(b,) for b in brokers], "broker int"))
     if brokers is not None:
         changes = changes.where(F.col("broker").isin(list(brokers)))
-    coordinators = dict(COORDINATOR_TOPICS)
-    if share_coordinator:
-        coordinators[SHARE_GROUP_STATE] = "share"
+    coordinators = coordinator_topics(share_coordinator)
     before = delta.before.partitions
     deleted = delta.deleted_partitions
 

@@ -179,6 +179,44 @@ def candidate_brokers(delta: TopicsDelta) -> set[int]:
     return brokers
 
 
+class RemovedPartition(NamedTuple):
+    """What a delete removes: the topic id and the partition at A, and whether the topic was deleted."""
+
+    topic_id: str
+    partition: PartitionRegistration
+    topic_deleted: bool
+
+
+class Removals:
+    """The partition each delete of a broker's LocalReplicaChanges removes (Kafka names a delete by
+    TopicPartition only): of the deleted topic of that name, else of the changed topic whose partition
+    left the broker. Only one of them exists unless topic names collide (an invalid log); then the
+    first by (deleted first, topic id)."""
+
+    def __init__(self, delta: TopicsDelta) -> None:
+        by_name: dict[str, list[tuple[bool, str, TopicDelta | None]]] = {}
+        for topic_id in delta.deleted_topic_ids:
+            by_name.setdefault(delta.image.topics_by_id[topic_id].name, []).append((False, topic_id, None))
+        for topic_id, topic_delta in delta.changed_topics.items():
+            by_name.setdefault(topic_delta.name, []).append((True, topic_id, topic_delta))
+        self._delta = delta
+        self._by_name = {name: sorted(origins, key=lambda o: o[:2]) for name, origins in by_name.items()}
+
+    def removed(self, broker: int, tp: TopicPartition) -> RemovedPartition:
+        """The partition a delete ``tp`` of ``broker`` removes."""
+        for _, topic_id, topic_delta in self._by_name[tp.topic]:
+            if topic_delta is None:
+                at_a = self._delta.image.topics_by_id[topic_id].partitions.get(tp.partition)
+                if at_a is not None and broker in at_a.replicas:
+                    return RemovedPartition(topic_id, at_a, True)
+            else:
+                at_a = topic_delta.image.partitions.get(tp.partition)
+                new = topic_delta.partition_changes.get(tp.partition)
+                if at_a is not None and new is not None and broker in at_a.replicas and broker not in new.replicas:
+                    return RemovedPartition(topic_id, at_a, False)
+        raise KeyError(f"broker {broker} has no delete of {tp.topic}-{tp.partition}")
+
+
 def local_changes_json(
     records: Iterable[LogRecord],
     from_offset: int,

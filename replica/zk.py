@@ -1,21 +1,22 @@
 """ZooKeeper-era view of a delta (docs/local-changes.md, "The ZooKeeper-era view").
 
-* :func:`leader_and_isr_frame` / :func:`leader_and_isr_json`: the same transitions as
-  LocalReplicaChanges rendered as the control requests a ZooKeeper controller would batch per
-  broker — a StopReplica (``deletePartition = true``; leader epoch -2 = EPOCH_DURING_DELETE for a
-  deleted topic, else the partition's leader epoch at B) for its deletes, then a LeaderAndIsr
-  with a partition state (partition epoch as ``zkVersion``/PartitionEpoch, ``isNew`` = the broker
-  was not a replica of that topic id at A) for its leaders and followers, topic ids and the live
-  leaders. (A ZooKeeper controller first sends StopReplica without deletion for a reassignment;
-  the view shows the final, deleting one.) Deletes go first so that a re-created topic is
-  removed before its successor is created. Brokers not registered at B get no requests.
+* :func:`leader_and_isr_doc` (in process, on the reference engine's images and delta) /
+  :func:`leader_and_isr_json` (on Spark, from :func:`replica.spark_zk.leader_and_isr_frame`): the
+  same transitions as LocalReplicaChanges rendered as the control requests a ZooKeeper controller
+  would batch per broker — a StopReplica (``deletePartition = true``; leader epoch -2 =
+  EPOCH_DURING_DELETE for a deleted topic, else the partition's leader epoch at B) for its deletes,
+  then a LeaderAndIsr with a partition state (partition epoch as ``zkVersion``/PartitionEpoch,
+  ``isNew`` = the broker was not a replica of that topic id at A) for its leaders and followers,
+  topic ids and the live leaders. (A ZooKeeper controller first sends StopReplica without deletion
+  for a reassignment; the view shows the final, deleting one.) Deletes go first so that a re-created
+  topic is removed before its successor is created. Brokers not registered at B get no requests.
 * :class:`ZkBroker`: a sequential replay of ``ReplicaManager.becomeLeaderOrFollower`` and
   ``stopReplicas`` on one broker for a sequence of such requests, with the per-partition error
   codes (NONE 0, UNKNOWN_TOPIC_OR_PARTITION 3, NOT_LEADER_OR_FOLLOWER 6, STALE_CONTROLLER_EPOCH 11,
   KAFKA_STORAGE_ERROR 56, FENCED_LEADER_EPOCH 74, STALE_BROKER_EPOCH 77, INCONSISTENT_TOPIC_ID 103),
   the Partition state and the events (logs, fetchers, coordinator calls).
 
-Replay document (what :func:`leader_and_isr_json` produces for one broker)::
+Replay document (what :func:`leader_and_isr_doc` produces for one broker)::
 
     {"brokerId", "brokerEpoch", "aliveBrokers": [{"brokerId", "host", "port"}],
      "shuttingDown" (false), "numReplicaFetchers" (1), "offlinePartitions": [{"topicName", "partitionIndex"}],
@@ -33,118 +34,64 @@ Replay document (what :func:`leader_and_isr_json` produces for one broker)::
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from image.delta import MetadataDelta
+from image.image import MetadataImage
+from image.partition import PartitionRegistration
+from replica.local_changes import Removals, TopicPartition, candidate_brokers, local_changes
+from replica.plan import COORDINATOR_TOPICS, fetcher_id
 
-from replica.apply_plan import fetcher_id
-from replica.spark_changes import DELETE, FOLLOWER, LEADER, DeltaFrames
+if TYPE_CHECKING:
+    from replica.spark_changes import DeltaFrames
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, STALE_CONTROLLER_EPOCH = 0, 3, 6, 11
 KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, STALE_BROKER_EPOCH, INCONSISTENT_TOPIC_ID = 56, 74, 77, 103
 
 EPOCH_DURING_DELETE, NO_EPOCH, UNKNOWN_BROKER_EPOCH = -2, -1, -1
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
-GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC = "__consumer_offsets", "__transaction_state"
-_COORDINATORS = {GROUP_METADATA_TOPIC: "group", TRANSACTION_STATE_TOPIC: "transaction"}
-
-_INTS = T.ArrayType(T.IntegerType())
-ZK_SCHEMA = T.StructType([
-    T.StructField("broker", T.IntegerType(), False),
-    T.StructField("request", T.StringType(), False),
-    T.StructField("topic", T.StringType()),
-    T.StructField("topicId", T.StringType()),
-    T.StructField("partitionIndex", T.IntegerType()),
-    T.StructField("controllerEpoch", T.IntegerType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leaderEpoch", T.IntegerType()),
-    T.StructField("isr", _INTS),
-    T.StructField("partitionEpoch", T.IntegerType()),
-    T.StructField("replicas", _INTS),
-    T.StructField("addingReplicas", _INTS),
-    T.StructField("removingReplicas", _INTS),
-    T.StructField("isNew", T.BooleanType()),
-    T.StructField("leaderRecoveryState", T.IntegerType()),
-    T.StructField("deletePartition", T.BooleanType()),
-])
-"""One partition of one control request: ``request`` ∈ {StopReplica, LeaderAndIsr}; StopReplica
-rows carry ``leaderEpoch`` and ``deletePartition`` only."""
+STOP_REPLICA, LEADER_AND_ISR = "StopReplica", "LeaderAndIsr"
 
 
-def leader_and_isr_frame(delta: DeltaFrames, *, controller_epoch: int,
-                         brokers: Collection[int] | None = None) -> DataFrame:
-    """Every broker's StopReplica and LeaderAndIsr partitions for the delta (:data:`ZK_SCHEMA`);
-    brokers not registered at B get none (a controller drops requests to offline brokers)."""
-    registered = delta.after.brokers.select(F.col("brokerId").alias("broker"))
-    changes = delta.changes.join(registered, "broker", "left_semi")
-    if brokers is not None:
-        changes = changes.where(F.col("broker").isin(list(brokers)))
-    was_replica = delta.before.partitions.select(
-        F.explode(F.array_distinct("replicas")).alias("broker"), "topicId", "partitionId",
-        F.lit(True).alias("_wasReplica"))
-    epoch_at_b = delta.after.partitions.select("topicId", "partitionId", F.col("leaderEpoch").alias("_epochAtB"))
-    stops = (changes.where(F.col("kind") == DELETE).join(epoch_at_b, ["topicId", "partitionId"], "left")
-             .select("broker", F.lit("StopReplica").alias("request"), "topic", "topicId",
-                     F.col("partitionId").alias("partitionIndex"),
-                     F.when(F.col("topicDeleted"), F.lit(EPOCH_DURING_DELETE))
-                     .otherwise(F.coalesce("_epochAtB", F.lit(NO_EPOCH))).alias("leaderEpoch"),
-                     F.lit(True).alias("deletePartition")))
-    states = (changes.where(F.col("kind").isin(LEADER, FOLLOWER))
-              .join(was_replica, ["broker", "topicId", "partitionId"], "left")
-              .select("broker", F.lit("LeaderAndIsr").alias("request"), "topic", "topicId",
-                      F.col("partitionId").alias("partitionIndex"), F.lit(controller_epoch).alias("controllerEpoch"),
-                      "leader", "leaderEpoch", "isr", "partitionEpoch", "replicas", "addingReplicas",
-                      "removingReplicas", F.col("_wasReplica").isNull().alias("isNew"), "leaderRecoveryState"))
-    rows = stops.unionByName(states, allowMissingColumns=True)
-    return rows.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in ZK_SCHEMA.fields])
+class RegisteredBroker(NamedTuple):
+    """A broker registered at B as the ZooKeeper-era metadata cache sees it: its epoch and, when it
+    is unfenced and has the inter-broker listener, its (host, port) (then it is alive)."""
+
+    epoch: int
+    alive_at: tuple[str, int] | None
 
 
-def _alive_brokers(delta: DeltaFrames, listener: str) -> dict[int, dict[str, Any]]:
-    """Unfenced brokers registered at B with an endpoint of ``listener`` (the ZooKeeper-era
-    metadata cache's alive brokers); also their broker epochs under key ``epoch``."""
-    alive = {}
-    for r in delta.after.brokers.select("brokerId", "brokerEpoch", "fenced", "endPoints").collect():
-        endpoint = next((e for e in r["endPoints"] or [] if e["name"] == listener), None)
-        alive[r["brokerId"]] = {"epoch": r["brokerEpoch"], "fenced": r["fenced"], "endpoint": endpoint}
-    return alive
+def requests_document(partitions: Mapping[int, Sequence[Mapping[str, Any]]],
+                      registered: Mapping[int, RegisteredBroker], *, from_offset: int, to_offset: int,
+                      controller_epoch: int, controller_id: int, broker: int | None) -> dict[str, Any]:
+    """The replay documents (module doc) from each broker's request partitions: one broker's, or
+    ``{fromOffset, toOffset, brokers: [...]}`` for every broker with a request. A partition is a
+    mapping of :data:`replica.spark_zk.ZK_SCHEMA` fields: ``request``, ``topic``, ``topicId``,
+    ``partitionIndex``, ``leaderEpoch``, and for LeaderAndIsr the partition state."""
+    alive = [{"brokerId": b, "host": r.alive_at[0], "port": r.alive_at[1]}
+             for b, r in sorted(registered.items()) if r.alive_at is not None]
 
-
-def leader_and_isr_json(delta: DeltaFrames, *, controller_epoch: int, controller_id: int = 0,
-                        broker: int | None = None, inter_broker_listener: str = "PLAINTEXT") -> dict[str, Any]:
-    """Replay documents (module doc): one broker's, or ``{fromOffset, toOffset, brokers: [...]}``
-    for every broker with a request."""
-    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch,
-                                 brokers=None if broker is None else [broker])
-    registered = _alive_brokers(delta, inter_broker_listener)
-    alive = [{"brokerId": b, "host": info["endpoint"]["host"], "port": info["endpoint"]["port"]}
-             for b, info in sorted(registered.items()) if not info["fenced"] and info["endpoint"] is not None]
-    by_broker: dict[int, list[dict[str, Any]]] = {}
-    for r in frame.collect():
-        by_broker.setdefault(r["broker"], []).append(r.asDict(recursive=True))
-
-    def document(b: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        epoch = registered.get(b, {}).get("epoch", UNKNOWN_BROKER_EPOCH)
+    def document(b: int, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        epoch = registered[b].epoch if b in registered else UNKNOWN_BROKER_EPOCH
         head = {"controllerId": controller_id, "isKRaftController": False, "controllerEpoch": controller_epoch,
                 "brokerEpoch": epoch}
         rows = sorted(rows, key=lambda r: (r["topic"], r["partitionIndex"]))
         requests: list[dict[str, Any]] = []
-        stops = [r for r in rows if r["request"] == "StopReplica"]
+        stops = [r for r in rows if r["request"] == STOP_REPLICA]
         if stops:
             topics: dict[str, list[dict[str, Any]]] = {}
             for r in stops:
                 topics.setdefault(r["topic"], []).append({"partitionIndex": r["partitionIndex"],
                                                           "leaderEpoch": r["leaderEpoch"], "deletePartition": True})
-            requests.append({"type": "StopReplica", **head,
+            requests.append({"type": STOP_REPLICA, **head,
                              "topicStates": [{"topicName": t, "partitionStates": p} for t, p in topics.items()]})
-        states = [r for r in rows if r["request"] == "LeaderAndIsr"]
+        states = [r for r in rows if r["request"] == LEADER_AND_ISR]
         if states:
             leaders = {r["leader"] for r in states}
             requests.append({
-                "type": "LeaderAndIsr", **head, "topicIds": {r["topic"]: r["topicId"] for r in states},
+                "type": LEADER_AND_ISR, **head, "topicIds": {r["topic"]: r["topicId"] for r in states},
                 "liveLeaders": [{"brokerId": a["brokerId"], "hostName": a["host"], "port": a["port"]}
                                 for a in alive if a["brokerId"] in leaders],
                 "partitionStates": [{"topicName": r["topic"], "partitionIndex": r["partitionIndex"],
@@ -157,10 +104,68 @@ def leader_and_isr_json(delta: DeltaFrames, *, controller_epoch: int, controller
         return {"brokerId": b, "brokerEpoch": epoch, "aliveBrokers": alive, "requests": requests}
 
     if broker is not None:
-        return document(broker, by_broker.get(broker, []))
-    from_offset, to_offset = delta.offsets
+        return document(broker, partitions.get(broker, []))
     return {"fromOffset": from_offset, "toOffset": to_offset,
-            "brokers": [document(b, rows) for b, rows in sorted(by_broker.items())]}
+            "brokers": [document(b, rows) for b, rows in sorted(partitions.items()) if rows]}
+
+
+def _stop_replica(tp: TopicPartition, topic_id: str, leader_epoch: int) -> dict[str, Any]:
+    return {"request": STOP_REPLICA, "topic": tp.topic, "topicId": topic_id, "partitionIndex": tp.partition,
+            "leaderEpoch": leader_epoch}
+
+
+def _partition_state(tp: TopicPartition, topic_id: str, p: PartitionRegistration, controller_epoch: int,
+                     is_new: bool) -> dict[str, Any]:
+    return {"request": LEADER_AND_ISR, "topic": tp.topic, "topicId": topic_id, "partitionIndex": tp.partition,
+            "controllerEpoch": controller_epoch, "leader": p.leader, "leaderEpoch": p.leader_epoch,
+            "isr": list(p.isr), "partitionEpoch": p.partition_epoch, "replicas": list(p.replicas),
+            "addingReplicas": list(p.adding_replicas), "removingReplicas": list(p.removing_replicas),
+            "isNew": is_new, "leaderRecoveryState": p.leader_recovery_state}
+
+
+def leader_and_isr_doc(start: MetadataImage, delta: MetadataDelta, end: MetadataImage, *, controller_epoch: int,
+                       controller_id: int = 0, broker: int | None = None,
+                       inter_broker_listener: str = "PLAINTEXT") -> dict[str, Any]:
+    """Replay documents (module doc) of the delta between the images ``start`` and ``end``: one
+    broker's, or ``{fromOffset, toOffset, brokers: [...]}`` for every broker with a request."""
+    registered = {b: RegisteredBroker(r.epoch, None if r.fenced else next(
+        ((e.host, e.port) for e in r.listeners if e.name == inter_broker_listener), None))
+        for b, r in end.cluster.brokers.items()}
+    topics = delta.topics_delta
+    partitions: dict[int, list[dict[str, Any]]] = {}
+    if topics is not None:
+        removals = Removals(topics)
+        for b in sorted(candidate_brokers(topics)) if broker is None else [broker]:
+            if b not in registered:
+                continue
+            changes = local_changes(topics, b)
+            rows = partitions[b] = []
+            for tp in changes.deletes:
+                topic_id, _, topic_deleted = removals.removed(b, tp)
+                at_b = end.topics.get_partition(topic_id, tp.partition)
+                rows.append(_stop_replica(tp, topic_id, EPOCH_DURING_DELETE if topic_deleted
+                                          else NO_EPOCH if at_b is None else at_b.leader_epoch))
+            for tp, info in (*changes.leaders.items(), *changes.followers.items()):
+                at_a = start.topics.get_partition(info.topic_id, tp.partition)
+                rows.append(_partition_state(tp, info.topic_id, info.partition, controller_epoch,
+                                             at_a is None or b not in at_a.replicas))
+    return requests_document(partitions, registered, from_offset=start.offset, to_offset=end.offset,
+                             controller_epoch=controller_epoch, controller_id=controller_id, broker=broker)
+
+
+def leader_and_isr_json(delta: DeltaFrames, *, controller_epoch: int, controller_id: int = 0,
+                        broker: int | None = None, inter_broker_listener: str = "PLAINTEXT") -> dict[str, Any]:
+    """:func:`leader_and_isr_doc` on Spark, from the delta's frames."""
+    from replica.spark_zk import leader_and_isr_frame, registered_brokers
+    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch,
+                                 brokers=None if broker is None else [broker])
+    partitions: dict[int, list[dict[str, Any]]] = {}
+    for r in frame.collect():
+        partitions.setdefault(r["broker"], []).append(r.asDict(recursive=True))
+    from_offset, to_offset = delta.offsets
+    return requests_document(partitions, registered_brokers(delta, inter_broker_listener), from_offset=from_offset,
+                             to_offset=to_offset, controller_epoch=controller_epoch, controller_id=controller_id,
+                             broker=broker)
 
 
 @dataclass
@@ -291,13 +296,13 @@ class ZkBroker:
             events.append(str(error))
             return everywhere(NOT_LEADER_OR_FOLLOWER)
         for partition in leaders:
-            if partition.topic in _COORDINATORS:
-                events.append(f"{_COORDINATORS[partition.topic]} coordinator: onElection({partition.partition}, "
-                              f"{partition.leader_epoch})")
+            if partition.topic in COORDINATOR_TOPICS:
+                events.append(f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
+                              f"onElection({partition.partition}, {partition.leader_epoch})")
         for partition in followers:
-            if partition.topic in _COORDINATORS:
-                events.append(f"{_COORDINATORS[partition.topic]} coordinator: onResignation({partition.partition}, "
-                              f"{partition.leader_epoch})")
+            if partition.topic in COORDINATOR_TOPICS:
+                events.append(f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
+                              f"onResignation({partition.partition}, {partition.leader_epoch})")
         return {"type": "LeaderAndIsr", "errorCode": NONE, "events": events,
                 "partitionErrors": [{"topicName": t, "partitionIndex": p, "errorCode": code}
                                     for (t, p), code in errors.items()]}
@@ -448,8 +453,8 @@ class ZkBroker:
             else:
                 events.append(f"stop {topic}-{index}: fetcher removed, log kept")
         for key, epoch, delete in states:
-            if errors[key] == NONE and delete and key[0] in _COORDINATORS:
-                events.append(f"{_COORDINATORS[key[0]]} coordinator: onResignation({key[1]}, "
+            if errors[key] == NONE and delete and key[0] in COORDINATOR_TOPICS:
+                events.append(f"{COORDINATOR_TOPICS[key[0]]} coordinator: onResignation({key[1]}, "
                               f"{epoch if epoch >= 0 else 'empty'})")
         return {"type": "StopReplica", "errorCode": NONE, "events": events,
                 "partitionErrors": [{"topicName": t, "partitionIndex": p, "errorCode": code}

@@ -1,6 +1,7 @@
 """replica/ on Spark: all-broker local changes equal the reference engine for every broker (rule
-scenarios, generated logs — one ingested into a lake once for this module), the apply plan of
-hand-written scenarios, fetcher ids as a Spark expression, ZooKeeper-era requests, the CLI."""
+scenarios, generated logs — one ingested into a lake once for this module), the apply plan and the
+ZooKeeper-era requests of hand-written scenarios equal the in-process ones, fetcher ids as a Spark
+expression, the CLI."""
 
 from __future__ import annotations
 
@@ -19,15 +20,14 @@ from typer.testing import CliRunner
 
 import cli.replica_commands  # noqa: F401 — attaches the replica commands to the app
 from cli.app import app
-from cli.render import plan_lines
 from image.frames import ImageFrames
 from image.replay import delta_between
+from image.temporal import MemorySource
 from image.testing import (
     LogBuilder,
     abort,
     begin,
     end,
-    feature_level,
     partition,
     partition_change,
     register_broker,
@@ -44,12 +44,15 @@ from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from metadata.tables import RECORDS_SCHEMA, typed_rows
+from metadata.version_tables import PROVENANCE
 from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
 from replica.local_changes import local_changes_json
+from replica.plan import apply_plan_rows
 from replica.spark_changes import DeltaFrames, TableSource
-from replica.zk import NONE, leader_and_isr_json, replay_requests
+from replica.zk import NONE, leader_and_isr_doc, leader_and_isr_json
 from tests.test_render import more_line, table_rows
 from tests.test_replica_local_changes import SCENARIOS
+from tests.test_replica_plan import SCENARIOS as PLAN_SCENARIOS
 
 pytestmark = pytest.mark.spark
 
@@ -66,6 +69,11 @@ def memory_tables(spark: SparkSession, records: list[LogRecord]) -> TableSource:
     spans = spark.createDataFrame([(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
                                   "from_offset long, to_offset long, offset long, outcome string")
     return lambda name: spans if name == PROVENANCE else typed_rows(name, frame)
+
+
+def spark_rows(actions: DataFrame) -> list[dict[str, Any]]:
+    """An apply plan's rows by broker and step (what ``plan_rows`` gives broker by broker)."""
+    return [r.asDict(recursive=True) for r in actions.orderBy("broker", "step").collect()]
 
 
 def memory_delta(spark: SparkSession, records: list[LogRecord], a: int, b: int, *, lenient: bool = False) -> DeltaFrames:
@@ -158,149 +166,27 @@ def test_fetcher_id_expression_worked_values(spark) -> None:
     assert (got[("foo", 2144334854, 7)], got[("foo", 2144334855, 7)]) == (0, (2 ** 31 - 1) % 7)
 
 
-FOO, BAR, CO, BAZ = make_uuid(0xF0), make_uuid(0xB0), make_uuid(0xC0), make_uuid(0x20)
-D1, D4 = make_uuid(0xD1), make_uuid(0xD4)
+PLAN_OPTIONS = [{}, {"num_replica_fetchers": 2, "in_controlled_shutdown": [1, 3], "share_coordinator": True},
+                {"brokers": [1, 3, 7], "inter_broker_listener": "INTERNAL", "num_replica_fetchers": 5}]
 
 
-def apply_scenario() -> tuple[LogBuilder, int, int]:
-    """Broker 1's view: foo-0 ISR shrink (stays leader), foo-1 leadership moves to 1, foo-2 moves
-    to 2 (1 follows), foo-3 reassigned away from 1, bar deleted (1 led it), baz created with leader
-    4 (not registered), __consumer_offsets-0 moves to 2 and -1 to 1."""
-    log = LogBuilder()
-    log.batch(feature_level("metadata.version", 21), *[register_broker(b, 10 + b, fenced=False) for b in (1, 2, 3)])
-    log.batch(topic("foo", FOO), partition(FOO, 0, [1, 2, 3]), partition(FOO, 1, [2, 1, 3]),
-              partition(FOO, 2, [3, 1, 2]), partition(FOO, 3, [1, 2]))
-    log.batch(topic("bar", BAR), partition(BAR, 0, [1, 2]))
-    log.batch(topic("__consumer_offsets", CO), partition(CO, 0, [1, 2]), partition(CO, 1, [2, 1]))
-    a = log.next_offset - 1
-    log.batch(partition_change(FOO, 0, isr=[1, 2]), partition_change(FOO, 1, leader=1),
-              partition_change(FOO, 2, leader=2), partition_change(FOO, 3, replicas=[2, 4], isr=[2], leader=2))
-    log.batch(remove_topic(BAR))
-    log.batch(topic("baz", BAZ), partition(BAZ, 0, [4, 1], directories=[D4, D1]))
-    log.batch(partition_change(CO, 0, leader=2), partition_change(CO, 1, leader=1))
-    return log, a, log.next_offset - 1
-
-
-def summary(row: dict[str, Any]) -> tuple:
-    """(step, action, topic-partition, the fields that matter for that action)."""
-    detail: Any = None
-    if row["action"] == "delete-log":
-        detail = row["deleteRemoteLog"]
-    elif row["action"] in ("make-leader", "make-follower"):
-        detail = (row["isNew"], row["newLeaderEpoch"], row["createLog"], row["leaderEpoch"])
-    elif row["action"] == "add-fetcher":
-        detail = (row["fetcherLeaderId"], row["fetcherLeaderHost"], row["fetcherLeaderPort"], row["fetcherId"])
-    elif row["action"] == "check-directory":
-        detail = row["directory"]
-    elif row["action"] in ("elect", "resign"):
-        detail = (row["coordinator"], row["coordinatorEpoch"])
-    return row["step"], row["action"], f"{row['topic']}-{row['partition']}", detail
-
-
-@pytest.fixture(scope="module")
-def apply_delta(spark) -> DeltaFrames:
-    log, a, b = apply_scenario()
-    return memory_delta(spark, log.records, a, b)
-
-
-@pytest.fixture(scope="module")
-def all_actions(apply_delta: DeltaFrames) -> list[dict[str, Any]]:
-    """Every broker's plan (2 replica fetchers), ordered by broker and step."""
-    plan = apply_plan(apply_delta, num_replica_fetchers=2)
-    return [r.asDict(recursive=True) for r in plan.orderBy("broker", "step").collect()]
-
-
-def test_apply_plan_of_broker_1_step_by_step(all_actions: list[dict[str, Any]]) -> None:
-    rows = [r for r in all_actions if r["broker"] == 1]
-    assert [summary(r) for r in rows] == [
-        (1, "remove-fetcher", "bar-0", None),
-        (2, "remove-fetcher", "foo-3", None),
-        (3, "remove-partition", "bar-0", None),
-        (4, "remove-partition", "foo-3", None),
-        (5, "delete-log", "bar-0", True),  # topic deleted and broker 1 led bar-0: remote log too
-        (6, "delete-log", "foo-3", False),
-        (7, "remove-fetcher", "__consumer_offsets-1", None),
-        (8, "remove-fetcher", "foo-0", None),
-        (9, "remove-fetcher", "foo-1", None),
-        (10, "make-leader", "__consumer_offsets-1", (False, True, False, 1)),
-        (11, "make-leader", "foo-0", (False, False, False, 0)),  # ISR only: leader epoch kept
-        (12, "make-leader", "foo-1", (False, True, False, 1)),
-        (13, "make-follower", "__consumer_offsets-0", (False, True, False, 1)),
-        (14, "make-follower", "baz-0", (True, True, True, 0)),  # new: isNew, creates the log
-        (15, "make-follower", "foo-2", (False, True, False, 1)),
-        (16, "remove-fetcher", "__consumer_offsets-0", None),
-        (17, "remove-fetcher", "baz-0", None),
-        (18, "remove-fetcher", "foo-2", None),
-        (19, "no-fetcher", "baz-0", None),  # leader 4 is not registered
-        # grouped by (leader, fetcher id): foo-2 → fetcher 0 of broker 2, __consumer_offsets-0 → 1
-        (20, "add-fetcher", "foo-2", (2, "b2", 9092, 0)),
-        (21, "add-fetcher", "__consumer_offsets-0", (2, "b2", 9092, 1)),
-        (22, "check-directory", "baz-0", D1),  # metadata.version 3.9-IV0 ≥ 3.7-IV2
-        (23, "elect", "__consumer_offsets-1", ("group", 1)),
-        (24, "resign", "__consumer_offsets-0", ("group", 1)),
-        (25, "partitions-deleted", "bar-0", None),
-    ]
-    text = plan_lines(rows, None)
-    assert text[0] == "Deleting 2 partition(s)." and "Transitioning 3 partition(s) to local leaders." in text
-    assert any("ReplicaFetcherThread-1-2" in line for line in text)
-
-
-def test_apply_plan_every_broker_at_once(all_actions: list[dict[str, Any]]) -> None:
-    counts = Counter((r["broker"], r["action"]) for r in all_actions)
-    assert counts[(2, "make-leader")] == 3  # foo-2, foo-3 (reassigned to [2,4]), __consumer_offsets-0
-    assert counts[(2, "delete-log")] == 1 and (2, "remove-partition") in counts  # bar-0 (led by 1: no remote)
-    assert counts[(3, "make-follower")] == 3 and (3, "delete-log") not in counts
-    # every registered broker's group coordinator hears about bar-0
-    assert {r["broker"] for r in all_actions if r["action"] == "partitions-deleted"} == {1, 2, 3}
-    for broker in {r["broker"] for r in all_actions}:
-        steps = [r["step"] for r in all_actions if r["broker"] == broker]
-        assert steps == list(range(1, len(steps) + 1))
-
-
-def shutdown_scenario() -> tuple[LogBuilder, int, int]:
-    """Broker 1 follows s-0..s-2 (leader 2): s-0 loses its leader, s-1's ISR drops... 1 is not in
-    it, s-2 is re-registered with an older partition epoch (stale)."""
-    s = make_uuid(0x50)
-    log = LogBuilder()
-    log.batch(*[register_broker(b, 10 + b, fenced=False) for b in (1, 2)])
-    log.batch(topic("s", s), partition(s, 0, [1, 2], leader=2), partition(s, 1, [1, 2], leader=2),
-              partition(s, 2, [1, 2], leader=2, partition_epoch=5))
-    a = log.next_offset - 1
-    log.batch(partition_change(s, 0, leader=-1, isr=[2]), partition_change(s, 1, isr=[2]),
-              partition(s, 2, [1, 2], leader=2, leader_epoch=9, partition_epoch=3))
-    return log, a, log.next_offset - 1
-
-
-def test_apply_plan_controlled_shutdown_and_stale_partition_epoch(spark) -> None:
-    log, a, b = shutdown_scenario()
-    delta = memory_delta(spark, log.records, a, b)
-    rows = plan_rows(apply_plan(delta, brokers=[1], in_controlled_shutdown=[1]), 1)
-    assert [summary(r)[:3] for r in rows] == [
-        (1, "make-follower", "s-0"), (2, "make-follower", "s-1"), (3, "make-follower", "s-2"),
-        (4, "stop-fetching", "s-0"), (5, "stop-fetching", "s-1")]
-    assert rows[2]["reason"] == "skipped: partition epoch 3 is older than the current 5"
-    assert rows[2]["newLeaderEpoch"] is False
-    # not shutting down: s-0's new leader epoch restarts fetching, but there is no leader
-    rows = plan_rows(apply_plan(delta, brokers=[1]), 1)
-    assert [summary(r)[1:3] for r in rows][3:] == [("remove-fetcher", "s-0"), ("no-fetcher", "s-0")]
-
-
-def test_apply_plan_topic_id_mismatch_aborts_apply_delta(spark) -> None:
-    """t-0 is hosted under id T and not deleted, but the delta declares t again with id T2: Kafka
-    throws IllegalStateException out of applyDelta; u-0's follower steps never happen."""
-    t, t2, u, x = make_uuid(0x71), make_uuid(0x72), make_uuid(0x73), make_uuid(0x74)
-    log = LogBuilder()
-    log.batch(*[register_broker(b, 10 + b, fenced=False) for b in (1, 2)])
-    log.batch(topic("a", x), partition(x, 0, [1, 2]), topic("t", t), partition(t, 0, [1, 2]),
-              topic("u", u), partition(u, 0, [1, 2]))
-    a = log.next_offset - 1
-    log.batch(partition_change(x, 0, isr=[1]), topic("t", t2), partition(t2, 0, [2, 1]),
-              partition_change(u, 0, leader=2))
-    delta = memory_delta(spark, log.records, a, log.next_offset - 1, lenient=True)
-    rows = plan_rows(apply_plan(delta, brokers=[1]), 1)
-    assert [summary(r)[:3] for r in rows] == [(1, "remove-fetcher", "a-0"), (2, "make-leader", "a-0"),
-                                              (3, "abort", "t-0")]
-    assert rows[2]["reason"].startswith(f"IllegalStateException: Topic t-0 exists, but its ID is {t}, not {t2}")
+@pytest.mark.parametrize("name", list(PLAN_SCENARIOS))
+def test_hand_made_apply_plans_and_requests_on_spark_equal_in_process(spark, name: str) -> None:
+    """The scenarios of tests/test_replica_plan.py (concrete expectations there): the Spark plan and
+    requests of every broker are the in-process ones, byte for byte as JSON."""
+    make, lenient = PLAN_SCENARIOS[name]
+    log, a, b = make()
+    delta = memory_delta(spark, log.records, a, b, lenient=lenient)
+    images = delta_between(log.records, a, b, lenient=lenient)
+    for options in PLAN_OPTIONS:
+        frame = apply_plan(delta, **options)
+        expected = apply_plan_rows(*images, **options)
+        assert json.dumps(spark_rows(frame)) == json.dumps(expected), options
+        for broker in {r["broker"] for r in expected}:
+            assert plan_rows(frame, broker) == [r for r in expected if r["broker"] == broker]
+    for broker in (None, 1, 4):
+        assert json.dumps(leader_and_isr_json(delta, controller_epoch=3, broker=broker)) == json.dumps(
+            leader_and_isr_doc(*images, controller_epoch=3, broker=broker)), broker
 
 
 def test_misplaced_transaction_markers_are_skipped_like_the_reference(spark) -> None:
@@ -321,25 +207,6 @@ def test_misplaced_transaction_markers_are_skipped_like_the_reference(spark) -> 
         expected = local_changes_json(log.records, a, b, lenient=True)
         assert_same(delta.changes_json(), expected, f"({a}, {b}]")
         assert bool(expected["brokers"]) == (b == last)
-
-
-def test_leader_and_isr_requests_replay_cleanly(apply_delta: DeltaFrames) -> None:
-    delta = apply_delta
-    doc = leader_and_isr_json(delta, controller_epoch=3, broker=1)
-    stop_request, lisr_request = doc["requests"]
-    assert stop_request["type"] == "StopReplica" and lisr_request["type"] == "LeaderAndIsr"
-    assert [(t["topicName"], [(p["partitionIndex"], p["leaderEpoch"]) for p in t["partitionStates"]])
-            for t in stop_request["topicStates"]] == [("bar", [(0, -2)]), ("foo", [(3, 1)])]
-    states = {(s["topicName"], s["partitionIndex"]): s for s in lisr_request["partitionStates"]}
-    assert sorted(states) == [("__consumer_offsets", 0), ("__consumer_offsets", 1), ("baz", 0), ("foo", 0),
-                              ("foo", 1), ("foo", 2)]
-    assert states[("baz", 0)]["isNew"] and not states[("foo", 0)]["isNew"]
-    assert (states[("foo", 0)]["partitionEpoch"], states[("foo", 0)]["controllerEpoch"]) == (1, 3)
-    assert [b["brokerId"] for b in lisr_request["liveLeaders"]] == [1, 2]
-    result = replay_requests(doc)
-    assert all(p["errorCode"] == NONE for r in result["responses"] for p in r["partitionErrors"])
-    everyone = leader_and_isr_json(delta, controller_epoch=3)
-    assert [d["brokerId"] for d in everyone["brokers"]] == [1, 2, 3]
 
 
 runner = CliRunner()

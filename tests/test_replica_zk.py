@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from replica.apply_plan import fetcher_id, java_string_hash
+from replica.plan import fetcher_id, java_string_hash
 from replica.zk import (
     FENCED_LEADER_EPOCH,
     INCONSISTENT_TOPIC_ID,
