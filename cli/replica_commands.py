@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -61,6 +62,17 @@ def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
     return SparkSource(lake(lake_location))
 
 
+def _spark_engine(store: TemporalSource, save: Path | None) -> bool:
+    """Whether a delta is computed on Spark: the lake is read on Spark, or a Delta table is to be saved;
+    otherwise the reference engine computes it in process (and pyspark is not imported to find out)."""
+    if save is not None:
+        return True
+    if "image.spark.source" not in sys.modules:  # nothing was read on Spark
+        return False
+    from image.spark.source import SparkSource
+    return isinstance(store, SparkSource)
+
+
 def _delta(store: TemporalSource, lake_location: str | None, a: int, b: int) -> DeltaFrames:
     from replica.inputs import delta_frames
     return delta_frames(_on_spark(store, lake_location), a, b)
@@ -80,11 +92,10 @@ def changes(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: 
                                                       "(spark engine).")] = None,
             limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
-    from image.spark.source import SparkSource
     store = source(lake_location, log)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     if engine is ChangesEngine.auto:
-        engine = ChangesEngine.spark if isinstance(store, SparkSource) or save is not None else ChangesEngine.reference
+        engine = ChangesEngine.spark if _spark_engine(store, save) else ChangesEngine.reference
     if engine is ChangesEngine.reference:
         if save is not None:
             raise ValueError("--save needs the spark engine")
@@ -116,16 +127,22 @@ def apply_command(broker: Annotated[int, typer.Option(help="The broker applying 
                   = None,
                   limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
-    from replica.apply_plan import apply_plan, plan_rows
     store = source(lake_location, log)
-    delta = _delta(store, lake_location, *_window(store, from_offset, to_offset, from_time, to_time))
-    actions = apply_plan(delta, brokers=[broker], num_replica_fetchers=num_replica_fetchers,
-                         in_controlled_shutdown=[broker] if controlled_shutdown else [],
-                         inter_broker_listener=listener, share_coordinator=share_coordinator)
-    if save is not None:
-        actions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(save))
-    a, b = delta.offsets
-    doc = {"broker": broker, "fromOffset": a, "toOffset": b, "actions": plan_rows(actions, broker)}
+    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    options = {"num_replica_fetchers": num_replica_fetchers, "inter_broker_listener": listener,
+               "in_controlled_shutdown": [broker] if controlled_shutdown else [],
+               "share_coordinator": share_coordinator}
+    if _spark_engine(store, save):
+        from replica.apply_plan import apply_plan, plan_rows
+        actions = apply_plan(_delta(store, lake_location, a, b), brokers=[broker], **options)
+        if save is not None:
+            actions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(save))
+        rows = plan_rows(actions, broker)
+    else:
+        from replica.inputs import reference_delta
+        from replica.plan import apply_plan_rows
+        rows = apply_plan_rows(*reference_delta(store, a, b), brokers=[broker], **options)
+    doc = {"broker": broker, "fromOffset": a, "toOffset": b, "actions": rows}
     if as_json:
         print_json(doc)
         return
@@ -144,11 +161,17 @@ def leader_and_isr(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_o
                    limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
-    from replica.zk import leader_and_isr_json
     store = source(lake_location, log)
-    delta = _delta(store, lake_location, *_window(store, from_offset, to_offset, from_time, to_time))
-    doc = leader_and_isr_json(delta, controller_epoch=controller_epoch, controller_id=controller_id, broker=broker,
-                              inter_broker_listener=listener)
+    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    options = {"controller_epoch": controller_epoch, "controller_id": controller_id, "broker": broker,
+               "inter_broker_listener": listener}
+    if _spark_engine(store, None):
+        from replica.zk import leader_and_isr_json
+        doc = leader_and_isr_json(_delta(store, lake_location, a, b), **options)
+    else:
+        from replica.inputs import reference_delta
+        from replica.zk import leader_and_isr_doc
+        doc = leader_and_isr_doc(*reference_delta(store, a, b), **options)
     if as_json:
         print_json(doc)
         return
