@@ -286,7 +286,8 @@ def explain(exc: BaseException, lake: str | None = None, table: str | None = Non
         head = f"lake {lake}: table {table or ftable}" + (f" at version {version}" if version is not None else "")
         missing = re.search(r"FileNotFound|FILE_NOT_EXIST|does not exist|No such file", text)
         if name == "_delta_log" and missing:
-            return f"{head} is missing (no Delta table at {lake}/{ftable}); restore it from a backup, or {_REBUILD}{check}"
+            return (f"{head} is missing (no Delta table at {lake}/{ftable}); restore it from a backup, "
+                    f"or {_REBUILD}{check}")
         if name.startswith("_delta_log"):
             state = "is missing" if missing else "is damaged"
             return (f"{head}: its Delta log file {name} {state}; restore the table's _delta_log from a backup, "
@@ -302,10 +303,11 @@ def explain(exc: BaseException, lake: str | None = None, table: str | None = Non
                     f"or {_REBUILD}{check}")
     where = f"lake {lake}: " if lake else ""
     if m := _VERSIONS_RE.search(text):
-        return (f"{where}{'table ' + table if table else 'a table'}: version {m.group(1)} is not in the table's Delta log any more (it holds versions "
-                f"{m.group(2)}–{m.group(3)}): log clean-up or deleted log files; {_REBUILD}{check}")
-    if re.search(r"DELTA_VERSIONS_NOT_CONTIGUOUS|not contiguous|DELTA_STATE_RECOVER_ERROR|DELTA_TRUNCATED_TRANSACTION_LOG|"
-                 r"DELTA_MISSING_PART_FILES|DeltaFileNotFoundException|DELTA_FILE_NOT_FOUND", text):
+        return (f"{where}{'table ' + table if table else 'a table'}: version {m.group(1)} is not in the table's "
+                f"Delta log any more (it holds versions {m.group(2)}–{m.group(3)}): log clean-up or deleted log "
+                f"files; {_REBUILD}{check}")
+    if re.search(r"DELTA_VERSIONS_NOT_CONTIGUOUS|not contiguous|DELTA_STATE_RECOVER_ERROR|DELTA_MISSING_PART_FILES|"
+                 r"DELTA_TRUNCATED_TRANSACTION_LOG|DeltaFileNotFoundException|DELTA_FILE_NOT_FOUND", text):
         found = re.search(r"Versions \(([\d, ]+)\)", text)
         listed = f" (it holds versions {found.group(1)})" if found else ""
         return (f"{where}{what}: its Delta log is missing commit files{listed}; restore the table's _delta_log "
@@ -315,7 +317,8 @@ def explain(exc: BaseException, lake: str | None = None, table: str | None = Non
         log = re.search(r"(\d{20}\.json)", text)
         return (f"{where}{what}: a Delta log file{' ' + log.group(1) if log else ''} is corrupt; restore the "
                 f"table's _delta_log from a backup, or {_REBUILD}{check}")
-    if re.search(r"DELTA_MISSING_DELTA_TABLE|DELTA_TABLE_NOT_FOUND|is not a Delta table|DELTA_PATH_DOES_NOT_EXIST", text):
+    if re.search(r"DELTA_MISSING_DELTA_TABLE|DELTA_TABLE_NOT_FOUND|is not a Delta table|DELTA_PATH_DOES_NOT_EXIST",
+                 text):
         return f"{where}{what} is missing (no Delta table at its path); restore it from a backup, or {_REBUILD}{check}"
     return None
 
@@ -341,8 +344,9 @@ class Lease(BaseModel):
     expires_at: dt.datetime
     released: bool = False
 
-    def free(self, committed_seq: int, now: dt.datetime) -> bool:
-        return self.released or now >= self.expires_at or committed_seq > self.base_seq
+    def free(self, committed_seq: int, now: dt.datetime | None = None) -> bool:
+        """Whether another writer may take it, the newest committed seq being ``committed_seq``."""
+        return self.released or (now or _now()) >= self.expires_at or committed_seq > self.base_seq
 
 
 def _holder() -> str:
@@ -362,12 +366,7 @@ class _LeaseKeeper:
         self._thread: threading.Thread | None = None
 
     def current(self) -> Lease | None:
-        """The lease as the newest commit of ``_lease`` records it; None if no one ever took it."""
-        version = self.lake.current_version(LEASE)
-        if version is None:
-            return None
-        info = commit_infos(self.lake.spark, self.lake.path(LEASE), version, version)
-        return Lease.model_validate_json(info[0].user_metadata) if info and info[0].user_metadata else None
+        return self.lake.lease()
 
     def acquire(self, wait: float) -> int:
         """Hold the lease (again), waiting at most ``wait`` seconds for another holder (:class:`LakeBusy`
@@ -438,6 +437,12 @@ class _LeaseKeeper:
                     self.held, self.lost = None, why
                     return
                 self.held = renewed
+
+    def holds(self) -> bool:
+        """Whether this run still holds the lease (as the newest ``_lease`` commit says)."""
+        current = self.current()
+        return (current is not None and current.owner == self.owner and not current.released
+                and _now() < current.expires_at)
 
     def check(self) -> None:
         """:class:`LakeConflict` if the heartbeat lost the lease."""
@@ -569,7 +574,9 @@ class LakeTransaction:
         latest = self.lake.current_versions(touched)
         for name in touched:
             start, end = self._start.get(name, -1), latest[name]
-            if end is None or end == start:
+            if end is None:
+                raise LakeConflict(f"table {name} was deleted by another writer during this transaction")
+            if end == start:
                 continue  # no commit (an empty append, a DELETE that matched nothing)
             foreign = [c for c in commit_infos(self.lake.spark, self.lake.path(name), start + 1, end)
                        if c.user_metadata != self.tag and c.operation not in NEUTRAL_OPERATIONS]
@@ -709,6 +716,14 @@ class Lake:
             self._raise_damage(exc)
             raise
 
+    def lease(self) -> Lease | None:
+        """The lake's lease as the newest commit of ``_lease`` records it; None if no writer ever took it."""
+        version = self.current_version(LEASE)
+        if version is None:
+            return None
+        info = commit_infos(self.spark, self.path(LEASE), version, version)
+        return Lease.model_validate_json(info[0].user_metadata) if info and info[0].user_metadata else None
+
     def current_version(self, name: str) -> int | None:
         """Latest Delta version of table ``name``; None if there is none."""
         return self.current_versions([name])[name]
@@ -760,7 +775,9 @@ class Lake:
                 except LakeConflict as exc:
                     failure = str(exc)
                 except Exception as exc:
-                    if not is_conflict(exc):
+                    # a writer that lost the lease (it stalled past its expiry) may fail in any way when the
+                    # next holder undoes its writes: that is a conflict too
+                    if not is_conflict(exc) and lease.holds():
                         raise
                     failure = " ".join(str(exc).split())[:300]
             raise LakeConflict(f"lake {self.uri}: gave up after {attempts} attempts, each overtaken by another "
