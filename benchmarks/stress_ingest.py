@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=float, default=3e4, help="size of the generated log (default 3e4)")
     ap.add_argument("--segment-bytes", type=int, default=128 << 10, help="segment size (default 128 KiB)")
     ap.add_argument("--kill", type=float, default=0.0, help="probability of killing a process at a random step")
-    ap.add_argument("--lease", type=float, default=30.0, help="lease duration, seconds (default 30)")
+    ap.add_argument("--lease", type=float, default=45.0, help="lease duration, seconds (default 45)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR, help="cache of logs and lakes")
     ap.add_argument("--out", help="write the results as JSON here")

@@ -51,13 +51,14 @@ def optimize(lake_location: LakeOpt,
              = None,
              wait: WaitOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Compact the lake's tables (Delta OPTIMIZE) as one commit; readers of earlier versions are unaffected."""
-    before = lake(lake_location).state()
-    state = lake(lake_location).optimize(tables or None, wait=wait)
+    target = lake(lake_location)
+    before = target.state()
+    state = target.optimize(tables or None, wait=wait)
     changed = {n: (before.versions.get(n), v) for n, v in state.versions.items() if before.versions.get(n) != v}
     if as_json:
-        print_json({"lake": lake(lake_location).uri, "seq": state.seq, "compacted": sorted(changed)})
+        print_json({"lake": target.uri, "seq": state.seq, "compacted": sorted(changed)})
         return
-    out.print(kv_table(f"optimized {lake(lake_location).uri} (ingest {state.seq})",
+    out.print(kv_table(f"optimized {target.uri} (ingest {state.seq})",
                        [(n, f"version {a} → {b}") for n, (a, b) in sorted(changed.items())] or
                        [("tables", "nothing to compact")]))
 

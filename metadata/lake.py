@@ -325,12 +325,13 @@ def explain(exc: BaseException, lake: str | None = None, table: str | None = Non
 
 # ---------------------------------------------------------------- the lease
 
-_POLL_SECONDS = 1.0
+_POLL_SECONDS = 2.0
 
 
 def lease_seconds() -> float:
     """How long a lease lasts without renewal (``KRAFT_REPLAY_LEASE_SECONDS``, default 120): how long a
-    crashed writer blocks the next one. Its holder renews it every third of that."""
+    crashed writer blocks the next one. Its holder renews it when two thirds of it are left (earlier when
+    renewals are slow)."""
     return float(os.environ.get("KRAFT_REPLAY_LEASE_SECONDS", "120"))
 
 
@@ -417,19 +418,27 @@ class _LeaseKeeper:
         self._thread.start()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.duration / 3):
+        """Renew the lease when two thirds of it are left — earlier if renewals are slow (a loaded machine):
+        when three renewals' time is left."""
+        took = 0.0
+        while True:
             with self._lock:
                 held = self.held
             if held is None:
                 return
+            left = (held.expires_at - _now()).total_seconds() - max(self.duration * 2 / 3, 3 * took)
+            if self._stop.wait(max(0.0, left)):
+                return
             renewed = held.model_copy(update={"epoch": held.epoch + 1,
                                               "expires_at": _now() + dt.timedelta(seconds=self.duration)})
+            started = time.monotonic()
             try:
                 ok = self._cas(renewed)
             except Exception as exc:  # noqa: BLE001 — the transaction learns it at its next step
                 ok, why = False, f"renewing the lease failed: {' '.join(str(exc).split())[:200]}"
             else:
                 why = "another writer took the lease over (this run's renewals came too late)"
+            took = time.monotonic() - started
             with self._lock:
                 if self.held is None:  # finished or released meanwhile
                     return
@@ -504,9 +513,9 @@ class LakeTransaction:
     DELETE, OPTIMIZE, …). Writes may run from several threads.
     """
 
-    def __init__(self, lake: Lake, run_id: str, lease: _LeaseKeeper, tables: Sequence[str]) -> None:
+    def __init__(self, lake: Lake, run_id: str, lease: _LeaseKeeper, tables: Sequence[str], attempt: int = 1) -> None:
         self.lake, self.run_id, self._lease = lake, run_id, lease
-        self.tag = f"kraft-replay {run_id}"
+        self.tag = f"kraft-replay {run_id} {attempt}"  # the user metadata of this attempt's Delta commits
         self._tables = tables
         self.base: LakeState = lake.committed()
         self._start: dict[str, int] = {}  # per table: its latest version before this attempt's first write
@@ -759,12 +768,12 @@ class Lake:
         lease = _LeaseKeeper(self, run_id, on_wait)
         failure = ""
         try:
-            for _ in range(attempts):
+            for attempt in range(1, attempts + 1):
                 base_seq = lease.acquire(wait)
                 fault_point("lease")
                 try:
-                    with _tagged(self.spark, f"kraft-replay {run_id}"):
-                        txn = LakeTransaction(self, run_id, lease, tables)
+                    txn = LakeTransaction(self, run_id, lease, tables, attempt)
+                    with _tagged(self.spark, txn.tag):
                         if txn.base.seq != base_seq:  # committed between the look and the lease
                             raise LakeConflict(f"ingest {txn.base.seq} was committed meanwhile")
                         txn._recover()

@@ -67,6 +67,8 @@ def test_a_pristine_lake_passes_every_check(pristine, spark):
     assert all(c.ok and not c.problems for c in report.checks)
     res = CliRunner().invoke(app, ["check", "--lake", str(pristine), "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["ok"] is True
+    table = CliRunner().invoke(app, ["check", "--lake", str(pristine)])
+    assert table.exit_code == 0 and table.stdout.count(" ok ") == len(CHECKS)
 
 
 def test_a_missing_data_file_is_named_with_what_to_do(copy, spark):
