@@ -26,9 +26,9 @@ Stages (``--stages``):
   returns a count), and ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging).
 * ``ingest``: :func:`metadata.ingest.ingest` into a fresh lake, then the same input again (a
   re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
-  (``plan``, ``stage``, ``_groups``, ``Lake.prepare``, ``_write``, ``Lake.write`` per table,
-  ``Lake.current_versions`` (in ``prepare``, and once after the appends inside ``_write``),
-  ``Lake.commit``, ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate how
+  (``plan``, ``stage``, ``_groups``, taking the lake's lease, ``LakeTransaction._recover``, ``_write``,
+  ``Lake.write`` per table, ``Lake.current_versions`` (in recovery, and in the commit's proof),
+  ``LakeTransaction.commit`` (proof + ``_ingests`` row), ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate how
   much of each append is Delta's commit protocol rather than Spark writing data.
 
 Memory: driver = this process's peak RSS per stage (kernel VmHWM, reset per stage); for Spark the
@@ -250,7 +250,7 @@ def _write_label(lake, name, *args, **kwargs) -> str:
 
 def instrument() -> Phases:
     import metadata.ingest as ing
-    from metadata.lake import Lake
+    from metadata.lake import Lake, LakeTransaction, _LeaseKeeper
     ph = Phases()
     ph.wrap(ing, "plan", "plan")
     ph.wrap(ing, "stage", "decode + stage (Spark tasks, pyarrow Parquet)")
@@ -259,16 +259,16 @@ def instrument() -> Phases:
     ph.wrap(ing, "_write", "_write")
     ph.wrap(Lake, "write", _write_label)
     ph.wrap(ing, "remove", "remove staging")
-    ph.wrap(Lake, "prepare", "prepare (lake state, recovery)")
-    ph.wrap(Lake, "commit", "commit (_ingests row)")
+    ph.wrap(_LeaseKeeper, "acquire", "lease")
+    ph.wrap(LakeTransaction, "_recover", "recovery")
+    ph.wrap(LakeTransaction, "commit", "commit (proof, _ingests row)")
     ph.wrap(Lake, "current_versions", "Delta version listing")
     return ph
 
 
 PHASE_COLUMNS = ["plan", "decode + stage (Spark tasks, pyarrow Parquet)", "summarise overlapping inputs (Spark aggregate)",
-                 "overlap check",
-                 "prepare (lake state, recovery)", "write: anti-join, count, snapshot ids", "append records",
-                 "append typed", "append snapshots", "commit (_ingests row)", "remove staging", "other"]
+                 "overlap check", "lease", "recovery", "write: anti-join, count, snapshot ids", "append records",
+                 "append typed", "append snapshots", "commit (proof, _ingests row)", "remove staging", "other"]
 
 
 def phase_breakdown(summary: dict, total: float) -> dict[str, float]:
@@ -438,8 +438,8 @@ def main(argv: list[str] | None = None) -> int:
                          "of an append is Spark writing the data.")
         print_table("Ingest phases (wall seconds; typed-table appends run 4 at a time, then records alone)", rows,
                     ["log", "run", ("wall_s", "total"), *[(f"ph:{k}", k) for k in PHASE_COLUMNS]],
-                    note="`other`: Lake/session setup, the report. `Delta version listing` (inside prepare, and "
-                         "once in `write` after the appends) and the summed (not wall) typed-append time are in the "
+                    note="`other`: Lake/session setup, reading the committed state, the report. `Delta version "
+                         "listing` (in recovery and in the commit's proof) and the summed (not wall) typed-append time are in the "
                          "JSON output.")
 
     return common.finish(results, a.out)

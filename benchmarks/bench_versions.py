@@ -126,7 +126,7 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
     import tempfile
 
     from image.spark.build import build_versions, write_versions
-    from metadata.lake import Lake
+    from metadata.lake import Commit, Lake, LakeTransaction
     spark = common.spark_session()[0]
     lake = Lake(lake_dir, spark)
     state = lake.state()
@@ -137,8 +137,14 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
         with _Py4jCalls() as calls, common.timer() as t_pass:
             report, _ = build_versions(lake, state, shards=shards, staging=staging)
         jobs, stages = _stages(spark, group)
+        written: list[str] = []
+
+        def body(txn: LakeTransaction) -> Commit:
+            written[:] = write_versions(txn, state, staging)
+            return Commit(inputs=[], records_added=0, snapshots_added=0, high_water_mark=state.high_water_mark)
+
         with common.timer() as t_write:
-            written = write_versions(lake, state, staging)
+            lake.transact(body)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"pass_s": t_pass["s"], "write_s": t_write["s"], "total_s": t_pass["s"] + t_write["s"],

@@ -53,6 +53,10 @@ def handles_errors(fn: F) -> F:
 
 
 def _one_line(exc: Exception) -> str:
+    if type(exc).__module__.startswith(("py4j", "pyspark", "delta")):  # a damaged lake: which table or file, what to do
+        from metadata.lake import explain
+        if (line := explain(exc)) is not None:
+            return line
     text = str(exc).strip() or type(exc).__name__
     if "Py4JJavaError" in type(exc).__name__ or "AnalysisException" in type(exc).__name__:
         text = text.splitlines()[0]

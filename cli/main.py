@@ -33,6 +33,8 @@ from cli.app import (
 )
 from cli.render import DEFAULT_LIMIT
 
+from cli.lake_commands import WaitOpt, follow_ingest, waiting  # also registers check, optimize
+
 
 @app.command()
 @handles_errors
@@ -40,12 +42,18 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
            lake_location: LakeOpt,
            allow_gaps: Annotated[bool, typer.Option(help="Skip corrupt batches (reported) instead of stopping.")] = False,
            skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
-           as_json: JsonOpt = False) -> None:
+           follow: Annotated[bool, typer.Option(help="Keep ingesting (a live log dir) until SIGINT/SIGTERM.")] = False,
+           interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
+           wait: WaitOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
     from image.ingest import ingest as run
     from metadata.readers import ReadOptions
-    report = run([str(p) for p in paths], lake_location, spark=spark(),
-                 options=ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown), progress=not as_json)
+    options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
+    if follow:
+        follow_ingest([str(p) for p in paths], lake_location, interval, as_json, options=options, wait=wait)
+        return
+    report = run([str(p) for p in paths], lake_location, spark=spark(), options=options, progress=not as_json,
+                 wait=wait, on_wait=waiting)
     for w in report.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     for s in report.skipped:

@@ -6,29 +6,32 @@
    issues. The driver collects only those, never the records.
 3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
    ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. Append only the staged records whose offset the committed ``records`` lacks (no comparison at
-   all when every staged offset is beyond the committed high-water mark) to the typed tables, four
-   at a time, then to ``records``; and to ``snapshots`` only snapshots (end offset, epoch) not yet
-   stored. One Delta commit per table (offset-filtered appends: re-runs add nothing); then commit
-   the new table versions in ``_ingests`` (see :mod:`metadata.lake`).
+4. As one lake transaction (:meth:`metadata.lake.Lake.transact`: under the lake's lease, on top of
+   the committed state, retried if another writer overtakes it): append only the staged records
+   whose offset the committed ``records`` lacks (no comparison at all when every staged offset is
+   beyond the committed high-water mark) to the typed tables, four at a time, then to ``records``;
+   and to ``snapshots`` only snapshots (end offset, epoch) not yet stored. One Delta commit per
+   table (offset-filtered appends: re-runs add nothing); then commit the new table versions in
+   ``_ingests``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import Window
 
-from metadata.lake import Lake, LakeState
+from metadata.lake import Commit, Lake, LakeState, LakeTransaction, Lease
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import default_parallelism, get_spark
@@ -44,22 +47,22 @@ class IngestError(RuntimeError):
 
 
 class LakeChange(BaseModel):
-    """What an ingest changed, for what is derived from the records (the temporal image) before the
-    ingest's commit: the committed state before it, the state it is about to commit (table versions
-    written so far), the lowest offset it added and the snapshots it added."""
+    """What an ingest is changing, for what is derived from the records (the temporal image) inside the
+    same lake transaction: the transaction (its committed base, and where derived tables are written),
+    the state with the records written so far, the lowest offset added, the snapshots added, and a
+    staging directory of this attempt."""
 
     model_config = {"arbitrary_types_allowed": True}
 
-    lake: Lake
-    before: LakeState
+    txn: LakeTransaction
     after: LakeState
     first_added: int | None
     snapshots_added: list[tuple[int, int]]
     staging: str
 
 
-Derive = Callable[[LakeChange], list[str]]
-"""Writes tables derived from the ingest's records; returns their names (committed with the ingest)."""
+Derive = Callable[[LakeChange], None]
+"""Writes tables derived from the ingest's records through ``change.txn`` (committed with the ingest)."""
 
 
 class IngestReport(BaseModel):
@@ -82,6 +85,7 @@ class IngestReport(BaseModel):
     warnings: list[str]
     skipped: list[str]
     seconds: float
+    seq: int | None = None  # the _ingests seq committed; None when nothing was (commit_empty=False)
 
 
 def split_size(total_bytes: int, parallelism: int) -> int:
@@ -147,19 +151,27 @@ def _check_conflicts(log: DataFrame) -> None:
 
 
 def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
-           spark: SparkSession | None = None, split_bytes: int | None = None,
-           progress: bool = True, derive: Derive | None = None) -> IngestReport:
+           spark: SparkSession | None = None, split_bytes: int | None = None, progress: bool = True,
+           wait: float = 600.0, commit_empty: bool = True, on_wait: Callable[[Lease], None] | None = None,
+           derive: Derive | None = None) -> IngestReport:
     """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent.
-    ``derive`` writes what is derived from the records (the temporal image) in the same commit."""
+
+    The inputs are decoded and staged first; then, as one lake transaction (:meth:`Lake.transact`, which
+    waits at most ``wait`` seconds for another writer's lease), what the committed state lacks is
+    appended, ``derive`` writes what is derived from the records (the temporal image) in the same
+    transaction, and all is committed. ``commit_empty=False``: when the inputs hold nothing new, nothing is
+    committed (``seq`` None in the report).
+    """
     options = options or ReadOptions()
     started = time.monotonic()
     spark = spark or get_spark()
     lake = Lake(lake_location, spark)
-    state = lake.prepare()  # the committed state, after undoing an interrupted ingest (readers see no change)
-    tasks, skipped = plan(paths, split_bytes, default_parallelism(spark), _stored_span(lake, state))
+    committed = lake.committed()  # what the lake holds already (the lease is taken only to write)
+    tasks, skipped = plan(paths, split_bytes, default_parallelism(spark), _stored_span(lake, committed))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
     try:
+        _make_dir(staging)
         with spark_progress(spark, "decoding", enabled=progress):
             staged, summary = stage(spark, tasks, options, staging)
         issues = [r for r in summary if r["issue_severity"] is not None]
@@ -178,35 +190,92 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
             _, by_type, stats = _summarise(_groups(log))
         snapshot_ids = sorted({(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in summary
                                if r["issue_severity"] is None and r["snapshot_end_offset"] is not None})
-        before = state.model_copy(deep=True)
-        with spark_progress(spark, "writing Delta tables", enabled=progress):
-            added, snap_added, snapshots, first_added, new_ids = _write(lake, state, log, staged, stats, by_type,
+        written: dict = {"added": 0, "snap_added": 0, "snapshots": [], "hwm": committed.high_water_mark}
+        seq: int | None = None
+
+        def body(txn: LakeTransaction) -> Commit:
+            added, snap_added, snapshots, first_added, new_ids = _write(txn, log, staged, stats, by_type,
                                                                         snapshot_ids)
-        if derive is not None:
-            with spark_progress(spark, "building the temporal image", enabled=progress):
-                derived = derive(LakeChange(lake=lake, before=before, after=state, first_added=first_added,
-                                            snapshots_added=new_ids, staging=staging))
-            if missing := [n for n, v in lake.current_versions(derived).items() if v is None]:
-                raise RuntimeError(f"tables {', '.join(missing)} were written but have no Delta version")
-            state.versions.update(lake.current_versions(derived))
+            if derive is not None:
+                derive(LakeChange(txn=txn, after=txn.state(), first_added=first_added, snapshots_added=new_ids,
+                                  staging=os.path.join(staging, f"derived-{txn.attempt}")))
+            written.update(added=added, snap_added=snap_added, snapshots=snapshots,
+                           hwm=max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1))
+            return Commit(inputs=[os.path.abspath(p) for p in paths], records_added=added,
+                          snapshots_added=len(snapshots), high_water_mark=written["hwm"])
+
+        if commit_empty or _holds_news(lake, committed, log, staged, stats, snapshot_ids):
+            with spark_progress(spark, "writing Delta tables", enabled=progress):
+                seq = lake.transact(body, run_id=run_id, wait=wait, on_wait=on_wait).seq
         gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
                 for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
-        hwm = max(before.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
-        lake.commit(LakeState(seq=state.seq + 1, run_id=run_id, committed_at=_now(),
-                              inputs=[os.path.abspath(p) for p in paths], records_added=added,
-                              snapshots_added=len(snapshots), high_water_mark=hwm, versions=state.versions))
     finally:
         remove(staging)
     return IngestReport(
         lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks + skipped}),
-        bytes_read=_bytes(tasks), bytes_skipped=_bytes(skipped), records_decoded=stats["n"], records_added=added,
-        snapshot_records_added=snap_added, snapshots=snapshots, by_type=dict(sorted(by_type.items())),
-        control_records=int(stats["control"] or 0), first_offset=stats["lo"], last_offset=stats["hi"],
-        high_water_mark=hwm, warnings=[i["issue"] for i in issues if i["issue_severity"] == "warning"] + gaps,
-        skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started)
+        bytes_read=_bytes(tasks), bytes_skipped=_bytes(skipped), records_decoded=stats["n"],
+        records_added=written["added"], snapshot_records_added=written["snap_added"], snapshots=written["snapshots"],
+        by_type=dict(sorted(by_type.items())), control_records=int(stats["control"] or 0), first_offset=stats["lo"],
+        last_offset=stats["hi"], high_water_mark=written["hwm"],
+        warnings=[i["issue"] for i in issues if i["issue_severity"] == "warning"] + gaps,
+        skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started,
+        seq=seq)
 
 
-def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
+def follow(paths: Sequence[str], lake_location: str, *, interval: float, stop: threading.Event,
+           on_round: Callable[[int, IngestReport | None, Exception | None], None], **options: Any) -> int:
+    """Ingest ``paths`` (a live log directory) every ``interval`` seconds until ``stop`` is set; the number
+    of rounds. Each round is :func:`ingest` committing only what is new (``commit_empty=False``); a round
+    that fails (bad input, another writer's lease held past ``wait``) is reported to ``on_round`` and the
+    next one tries again. A round interrupted midway leaves nothing visible (see :mod:`metadata.lake`)."""
+    rounds = 0
+    while not stop.is_set():
+        rounds += 1
+        try:
+            report = ingest(paths, lake_location, commit_empty=False, **options)
+        except Exception as exc:  # noqa: BLE001 — a live log's next round may succeed
+            on_round(rounds, None, exc)
+        else:
+            on_round(rounds, report, None)
+        stop.wait(interval)
+    return rounds
+
+
+def _make_dir(path: str) -> None:
+    """Create ``path``; a concurrent ingest may remove an empty parent (its ``_staging``) meanwhile."""
+    for _ in range(5):
+        try:
+            os.makedirs(path, exist_ok=True)
+            return
+        except FileNotFoundError:
+            continue
+    os.makedirs(path, exist_ok=True)
+
+
+def _new_rows(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict,
+              snapshot_ids: list[tuple[int, int]]) -> tuple[DataFrame, int, int | None, list[tuple[int, int]]]:
+    """(the log records ``state`` lacks, their count, their lowest offset, the snapshot ids it lacks): no
+    comparison at all when every staged offset is beyond the committed high-water mark."""
+    fresh, added, first = log, stats["n"], stats["lo"]
+    if stats["n"] and stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
+        stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
+        fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
+        added, first = fresh.agg(F.count(F.lit(1)), F.min("offset")).first()
+    stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
+                  .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()} if snapshot_ids else set()
+    return fresh, added, first if added else None, [i for i in snapshot_ids if i not in stored_ids]
+
+
+def _holds_news(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict,
+                snapshot_ids: list[tuple[int, int]]) -> bool:
+    """Whether the staged inputs hold records or snapshots the committed ``state`` lacks (a committed state
+    only grows: nothing new for it is nothing new for any later one)."""
+    fresh, added, _, new_ids = _new_rows(lake, state, log, staged, stats, snapshot_ids)
+    fresh.unpersist()
+    return bool(added or new_ids)
+
+
+def _write(txn: LakeTransaction, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
            snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str], int | None, list[tuple[int, int]]]:
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written.
 
@@ -214,37 +283,18 @@ def _write(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stat
     little data) are appended four at a time, then ``records`` alone: it keeps every core busy, and
     the small appends beside it only slow each other down (measured on 2 cores).
     """
-    committed = set(state.versions)  # the tables that exist (before the writes add to state)
-    added = 0
-    first_added: int | None = None
+    fresh, added, first_added, new_ids = _new_rows(txn.lake, txn.base, log, staged, stats, snapshot_ids)
     small: list[tuple[str, Callable[[], DataFrame]]] = []  # typed tables and snapshots
-    fresh = log
-    if stats["n"]:
-        if stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
-            stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
-            fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
-            added, first_added = fresh.agg(F.count(F.lit(1)), F.min("offset")).first()
-        else:  # all beyond the committed log: the staged rows as they are
-            added, first_added = stats["n"], stats["lo"]
-        if added:
-            small += [(n, partial(typed_rows, n, fresh)) for n, t in TYPED_TABLES.items()
-                      if any(r in by_type for r in t.record_types)]
-    stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
-                  .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()}
-    new_ids = [i for i in snapshot_ids if i not in stored_ids]
+    if added:
+        small += [(n, partial(typed_rows, n, fresh)) for n, t in TYPED_TABLES.items()
+                  if any(r in by_type for r in t.record_types)]
     snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows))
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda a: lake.write(a[0], a[1](), create=a[0] not in committed), small))
-    written = [name for name, _ in small]
+        list(pool.map(lambda a: txn.write(a[0], a[1]()), small))
     if added:
-        lake.write("records", fresh, create="records" not in committed)
-        written.append("records")
-    versions = lake.current_versions(written)
-    if missing := [name for name, version in versions.items() if version is None]:
-        raise RuntimeError(f"tables {', '.join(missing)} were written but have no Delta version at {lake.uri}")
-    state.versions.update(versions)
+        txn.write("records", fresh)
     snap_added = 0
     if snapshot_rows is not None:
         snap_added = snapshot_rows.count()
@@ -293,9 +343,5 @@ def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int]
 
 def _bytes(tasks: list[Task]) -> int:
     return sum((f.size if end is None else end) - start for f, start, end in tasks)
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 

@@ -1,27 +1,44 @@
-"""The Delta lake: table locations, the commit log readers trust, and recovery.
+"""The Delta lake: table locations, the commit log readers trust, lake transactions, and damage.
 
-Atomicity scheme. Every table is a standard Delta table under ``<lake>/<name>``, created by its
-first write. An ingest writes each table with one Delta commit, then appends one row to
-``<lake>/_ingests`` naming the Delta version of every table it produced and the log high-water
-mark. Readers read every table *at the version the newest ``_ingests`` row names* (Delta time travel), so the commits of an
-ingest become visible together, and a run that dies half-way is invisible. The next ingest
-first restores any table whose latest version is beyond the recorded one (``RESTORE``) and
-deletes tables no commit names (under Spark Connect, which has no file system, their next first
-write replaces them), then writes again: repeating or resuming never duplicates rows.
+Every table is a standard Delta table under ``<lake>/<name>``. A *lake transaction* (:meth:`Lake.transact`)
+writes any number of tables (appends, ``createOrReplace``, MERGE/UPDATE/DELETE, OPTIMIZE) and makes them
+visible together with one row in ``<lake>/_ingests`` naming the Delta version of every table and the log
+high-water mark. Readers read every table *at the version the newest ``_ingests`` row names* (Delta time
+travel), so a transaction's writes become visible together, and one that dies half-way is invisible.
+
+Concurrency (docs/lake-protocol.md): writers take the lake's lease (``<lake>/_lease``, a Delta table whose
+commits are compare-and-set operations on an epoch, renewed by a heartbeat, expiring if its holder dies);
+under the lease a transaction undoes what an interrupted one left behind (``RESTORE`` to the committed
+version; tables no commit names are deleted or replaced), writes, checks from the Delta logs that no other
+writer committed to its tables meanwhile, and commits its ``_ingests`` row as a compare-and-set on the
+sequence number (Delta's idempotent-write transaction id): two transactions can never both commit seq N.
+A transaction that meets a conflict starts again from the new committed state; one that cannot get the
+lease in time fails with one line and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Sequence
+import json
+import os
+import random
+import re
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
+from typing import TypeVar
 from urllib.parse import unquote
 
+from pydantic import BaseModel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata import version_tables
@@ -29,6 +46,7 @@ from metadata.lake_state import INGESTS, LakeError, LakeState, lake_uri
 from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
+LEASE = "_lease"
 
 INGESTS_SCHEMA = T.StructType([
     T.StructField("seq", T.LongType(), False), T.StructField("run_id", T.StringType()),
@@ -37,6 +55,14 @@ INGESTS_SCHEMA = T.StructType([
     T.StructField("high_water_mark", T.LongType()),
     T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
 ])
+_LEASE_SCHEMA = T.StructType([T.StructField("epoch", T.LongType())])  # the lease table never holds a row
+
+# Delta transaction ids ("txnAppId") of the two compare-and-set commits: the lease epoch, the _ingests seq
+_LEASE_APP = "kraft-replay-lease"
+_INGESTS_APP = "kraft-replay-ingests"
+# commits that leave a table's rows as they were (compaction, vacuum)
+NEUTRAL_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def stats_columns(name: str) -> str:
@@ -52,6 +78,28 @@ def table_schemas() -> dict[str, T.StructType]:
     return {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA,
             **{name: t.schema() for name, t in TYPED_TABLES.items()},
             **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()}}
+
+
+class Commit(BaseModel):
+    """What a lake transaction reports in its ``_ingests`` row (seq, run id, time and versions are added)."""
+
+    inputs: list[str]
+    records_added: int
+    snapshots_added: int
+    high_water_mark: int
+
+
+class LakeDamaged(LakeError):
+    """A table, file or version the committed state needs is missing or unreadable (one line: which, and
+    what to do)."""
+
+
+class LakeBusy(LakeError):
+    """Another writer holds the lake's lease for longer than this one would wait; nothing was changed."""
+
+
+class LakeConflict(RuntimeError):
+    """Another writer committed to a table or to ``_ingests`` during a transaction (it is retried)."""
 
 
 def _quoted(path: str) -> str:
@@ -108,6 +156,50 @@ def _listed_version(spark: SparkSession, path: str) -> int | None:
     return max(versions) if versions else None
 
 
+class CommitInfo(BaseModel):
+    """What a Delta commit says about itself (its ``commitInfo`` action)."""
+
+    version: int
+    operation: str | None
+    user_metadata: str | None
+
+
+def commit_infos(spark: SparkSession, path: str, first: int, last: int) -> list[CommitInfo]:
+    """The commits ``first`` … ``last`` of the Delta table at ``path``, oldest first.
+
+    A classic session reads the commit files through Hadoop's FileSystem (no Spark job); Spark Connect
+    asks ``DESCRIBE HISTORY`` (newest first, so with a limit reaching back to ``first``).
+    """
+    if first > last:
+        return []
+    if not is_connect(spark):
+        return [_read_commit_info(spark, path, v) for v in range(first, last + 1)]
+    limit = last - first + 1
+    while True:
+        rows = spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT {limit}") \
+            .select("version", "operation", "userMetadata").collect()
+        if not rows or min(r[0] for r in rows) <= first or len(rows) < limit:
+            break
+        limit *= 4
+    return sorted((CommitInfo(version=r[0], operation=r[1], user_metadata=r[2]) for r in rows
+                   if first <= r[0] <= last), key=lambda c: c.version)
+
+
+def _read_commit_info(spark: SparkSession, path: str, version: int) -> CommitInfo:
+    file, fs = _hadoop(spark, f"{path}/_delta_log/{version:020d}.json")
+    stream = fs.open(file)
+    try:
+        text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    for line in text.splitlines():
+        action = json.loads(line) if line.strip() else {}
+        if "commitInfo" in action:
+            info = action["commitInfo"]
+            return CommitInfo(version=version, operation=info.get("operation"), user_metadata=info.get("userMetadata"))
+    return CommitInfo(version=version, operation=None, user_metadata=None)
+
+
 def delete_table(spark: SparkSession, path: str) -> None:
     """Delete the table directory at ``path`` with its files. Spark Connect offers no file system: there
     the table stays, and the write that creates it again replaces it (``createOrReplace``); its old
@@ -121,6 +213,426 @@ def _hadoop(spark: SparkSession, path: str):
     """(Hadoop Path, its FileSystem) of a classic session."""
     hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
     return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Delta's optimistic-concurrency failure (a concurrent commit won)."""
+    text = f"{type(exc).__name__} {exc} {getattr(exc, 'java_exception', '')}"
+    return bool(re.search(r"DELTA_CONCURRENT_|DELTA_PROTOCOL_CHANGED|DELTA_METADATA_CHANGED|Concurrent\w*Exception|"
+                          r"ProtocolChangedException|MetadataChangedException", text))
+
+
+# ---------------------------------------------------------------- damage: one line naming what and what to do
+
+_FILE_RE = re.compile(r"((?:file:|hdfs:|s3a?:|gs:|abfss?:|wasbs?:)?/[^\s,;'\"\]\[)]+?"
+                      r"(?:\.parquet|_delta_log/\d{20}\.json|_delta_log))(?=[\s.,;:'\")\]]|$)")
+_VERSIONS_RE = re.compile(r"version\s+(\d+)\b.*?[Aa]vailable versions:?\s*\[(\d+),\s*(\d+)\]", re.DOTALL)
+_REBUILD = "re-ingest the sources into a new lake"
+
+
+def _located(path: str) -> tuple[str, str, str]:
+    """(lake, table, file name) of a path ``<lake>/<table>/<file>`` or ``<lake>/<table>/_delta_log[/<file>]``."""
+    path = unquote(path).removeprefix("file://").removeprefix("file:")
+    table_dir, _, log_file = path.partition("/_delta_log")
+    if log_file or path.endswith("/_delta_log"):
+        name = f"_delta_log{log_file}"
+    else:
+        table_dir, name = path.rsplit("/", 1)
+    lake, table = table_dir.rsplit("/", 1)
+    return lake, table, name
+
+
+def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
+    """The version of the newest ``VACUUM`` of the table at ``table_path``, if any (None if unknown)."""
+    if spark is None:
+        return None
+    with contextlib.suppress(Exception):
+        rows = spark.sql(f"DESCRIBE HISTORY delta.{_quoted(table_path)}").where("operation = 'VACUUM END'") \
+            .agg(F.max("version")).collect()
+        return rows[0][0]
+    return None
+
+
+def explain(exc: BaseException, lake: str | None = None, table: str | None = None,
+            version: int | None = None, spark: SparkSession | None = None) -> str | None:
+    """One line for a Spark/Delta failure that comes from a damaged lake (a data file missing or not
+    readable, a Delta log entry missing or corrupt, a table missing, a version no longer available):
+    which table, file or version, and what to do. None for any other failure.
+
+    ``lake``/``table``/``version``: what was being read, when the caller knows (the path in the message
+    names the table otherwise); ``spark`` (default: the active session) looks up whether a VACUUM ran.
+    """
+    if isinstance(exc, LakeError):
+        return None
+    text = f"{exc} {getattr(exc, 'java_exception', '') or ''}"
+    what = (f"table {table}" + (f" at version {version}" if version is not None else "")) if table else "a table"
+    check = f" (`kraft-replay check --lake {lake}` lists every problem)" if lake else ""
+    if (m := _FILE_RE.search(text)) and (found := _located(m.group(1))):
+        flake, ftable, name = found
+        lake, check = lake or flake, check or f" (`kraft-replay check --lake {lake or flake}` lists every problem)"
+        head = f"lake {lake}: table {table or ftable}" + (f" at version {version}" if version is not None else "")
+        missing = re.search(r"FileNotFound|FILE_NOT_EXIST|does not exist|No such file", text)
+        if name == "_delta_log" and missing:
+            return (f"{head} is missing (no Delta table at {lake}/{ftable}); restore it from a backup, "
+                    f"or {_REBUILD}{check}")
+        if name.startswith("_delta_log"):
+            state = "is missing" if missing else "is damaged"
+            return (f"{head}: its Delta log file {name} {state}; restore the table's _delta_log from a backup, "
+                    f"or {_REBUILD}{check}")
+        if missing:
+            vacuum = _vacuumed(spark or SparkSession.getActiveSession(), f"{lake}/{ftable}")
+            why = (f"a VACUUM (table version {vacuum}) removed it though the committed state still reads it"
+                   if vacuum is not None else "deleted outside Delta")
+            return (f"{head}: data file {name} is missing ({why}); restore it from a backup, or {_REBUILD}{check}")
+        if re.search(r"FAILED_READ_FILE|not a Parquet file|magic number|CANNOT_READ_FILE_FOOTER|EOFException|"
+                     r"Checksum|footer|corrupt", text, re.IGNORECASE):
+            return (f"{head}: data file {name} is damaged (not a readable Parquet file); restore it from a backup, "
+                    f"or {_REBUILD}{check}")
+    where = f"lake {lake}: " if lake else ""
+    if m := _VERSIONS_RE.search(text):
+        return (f"{where}{'table ' + table if table else 'a table'}: version {m.group(1)} is not in the table's "
+                f"Delta log any more (it holds versions {m.group(2)}–{m.group(3)}): log clean-up or deleted log "
+                f"files; {_REBUILD}{check}")
+    if re.search(r"DELTA_VERSIONS_NOT_CONTIGUOUS|not contiguous|DELTA_STATE_RECOVER_ERROR|DELTA_MISSING_PART_FILES|"
+                 r"DELTA_TRUNCATED_TRANSACTION_LOG|DeltaFileNotFoundException|DELTA_FILE_NOT_FOUND", text):
+        found = re.search(r"Versions \(([\d, ]+)\)", text)
+        listed = f" (it holds versions {found.group(1)})" if found else ""
+        return (f"{where}{what}: its Delta log is missing commit files{listed}; restore the table's _delta_log "
+                f"from a backup, or {_REBUILD}{check}")
+    if re.search(r"JsonParse|Unrecognized token|Unexpected end-of-input|MismatchedInputException|"
+                 r"DELTA_INVALID_COMMIT|Failed to parse", text):
+        log = re.search(r"(\d{20}\.json)", text)
+        return (f"{where}{what}: a Delta log file{' ' + log.group(1) if log else ''} is corrupt; restore the "
+                f"table's _delta_log from a backup, or {_REBUILD}{check}")
+    if re.search(r"DELTA_MISSING_DELTA_TABLE|DELTA_TABLE_NOT_FOUND|is not a Delta table|DELTA_PATH_DOES_NOT_EXIST",
+                 text):
+        return f"{where}{what} is missing (no Delta table at its path); restore it from a backup, or {_REBUILD}{check}"
+    return None
+
+
+# ---------------------------------------------------------------- the lease
+
+_POLL_SECONDS = 2.0
+
+
+def lease_seconds() -> float:
+    """How long a lease lasts without renewal (``KRAFT_REPLAY_LEASE_SECONDS``, default 120): how long a
+    crashed writer blocks the next one. Its holder renews it when two thirds of it are left (earlier when
+    renewals are slow)."""
+    return float(os.environ.get("KRAFT_REPLAY_LEASE_SECONDS", "120"))
+
+
+class Lease(BaseModel):
+    """One state of the lake's lease: the ``userMetadata`` of one commit of ``<lake>/_lease``."""
+
+    epoch: int  # the commit's Delta transaction version: each lease operation raises it by one
+    owner: str  # the run id of the holder
+    holder: str  # host and process id
+    base_seq: int  # the committed _ingests seq when taken: committing any later seq ends the lease
+    expires_at: dt.datetime
+    released: bool = False
+
+    def free(self, committed_seq: int, now: dt.datetime | None = None) -> bool:
+        """Whether another writer may take it, the newest committed seq being ``committed_seq``."""
+        return self.released or (now or _now()) >= self.expires_at or committed_seq > self.base_seq
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+class _LeaseKeeper:
+    """Takes, renews (a heartbeat thread) and gives back one run's lease on a lake."""
+
+    def __init__(self, lake: Lake, owner: str, on_wait: Callable[[Lease], None] | None) -> None:
+        self.lake, self.owner, self.on_wait = lake, owner, on_wait
+        self.duration = lease_seconds()
+        self.held: Lease | None = None
+        self.lost: str | None = None  # why the heartbeat lost the lease
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def current(self) -> Lease | None:
+        return self.lake.lease()
+
+    def acquire(self, wait: float) -> int:
+        """Hold the lease (again), waiting at most ``wait`` seconds for another holder (:class:`LakeBusy`
+        if it does not end in time); the committed seq it was taken on top of."""
+        deadline = time.monotonic() + wait
+        told = False
+        self.stop_heartbeat()
+        while True:
+            current = self.current()
+            committed, now = self.lake.committed_seq(), _now()
+            if current is None or current.owner == self.owner or current.free(committed, now):
+                epoch = current.epoch + 1 if current else 1
+                lease = Lease(epoch=epoch, owner=self.owner, holder=_holder(), base_seq=committed,
+                              expires_at=now + dt.timedelta(seconds=self.duration))
+                if self._cas(lease):
+                    with self._lock:
+                        self.held, self.lost = lease, None
+                    self._start_heartbeat()
+                    return committed
+                continue  # another writer took it first: look again
+            if time.monotonic() >= deadline:
+                raise LakeBusy(f"lake {self.lake.uri} is being written by {current.holder} (run {current.owner}, "
+                               f"lease until {current.expires_at:%Y-%m-%d %H:%M:%S} UTC); nothing was changed — "
+                               "try again later, or wait longer (--wait)")
+            if not told and self.on_wait is not None:
+                self.on_wait(current)
+                told = True
+            time.sleep(min(_POLL_SECONDS * random.uniform(0.7, 1.3), max(0.0, deadline - time.monotonic())))
+
+    def _cas(self, lease: Lease) -> bool:
+        """Commit ``lease`` if the lease's epoch is still ``lease.epoch - 1``: an empty append whose Delta
+        transaction version is the epoch (Delta skips it when that version is recorded already, and fails
+        it when a concurrent commit records it). True if the newest lease is now ``lease``."""
+        try:
+            self.lake.spark.createDataFrame([], _LEASE_SCHEMA).write.format("delta").mode("append") \
+                .option("txnAppId", _LEASE_APP).option("txnVersion", lease.epoch) \
+                .option("userMetadata", lease.model_dump_json()).save(self.lake.path(LEASE))
+        except Exception as exc:
+            if is_conflict(exc):
+                return False
+            raise
+        now = self.current()
+        return now is not None and now.epoch == lease.epoch and now.owner == self.owner
+
+    def _start_heartbeat(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name="kraft-replay-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        """Renew the lease when two thirds of it are left — earlier if renewals are slow (a loaded machine):
+        when three renewals' time is left."""
+        took = 0.0
+        while True:
+            with self._lock:
+                held = self.held
+            if held is None:
+                return
+            left = (held.expires_at - _now()).total_seconds() - max(self.duration * 2 / 3, 3 * took)
+            if self._stop.wait(max(0.0, left)):
+                return
+            renewed = held.model_copy(update={"epoch": held.epoch + 1,
+                                              "expires_at": _now() + dt.timedelta(seconds=self.duration)})
+            started = time.monotonic()
+            try:
+                ok = self._cas(renewed)
+            except Exception as exc:  # noqa: BLE001 — the transaction learns it at its next step
+                ok, why = False, f"renewing the lease failed: {' '.join(str(exc).split())[:200]}"
+            else:
+                why = "another writer took the lease over (this run's renewals came too late)"
+            took = time.monotonic() - started
+            with self._lock:
+                if self.held is None:  # finished or released meanwhile
+                    return
+                if not ok:
+                    self.held, self.lost = None, why
+                    return
+                self.held = renewed
+
+    def holds(self) -> bool:
+        """Whether this run still holds the lease (as the newest ``_lease`` commit says)."""
+        current = self.current()
+        return (current is not None and current.owner == self.owner and not current.released
+                and _now() < current.expires_at)
+
+    def check(self) -> None:
+        """:class:`LakeConflict` if the heartbeat lost the lease."""
+        with self._lock:
+            if self.lost:
+                raise LakeConflict(self.lost)
+
+    def stop_heartbeat(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._thread = None
+
+    def finish(self) -> None:
+        """The transaction committed: its lease ended with the commit (:meth:`Lease.free`)."""
+        self.stop_heartbeat()
+        with self._lock:
+            self.held = None
+
+    def release(self) -> None:
+        """Give the lease back (after a failure; a committed transaction's lease ends with its commit)."""
+        self.stop_heartbeat()
+        with self._lock:
+            held, self.held = self.held, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                current = self.current()
+                if current is not None and current.owner == self.owner and not current.released:
+                    self._cas(current.model_copy(update={"epoch": current.epoch + 1, "released": True,
+                                                         "expires_at": _now()}))
+
+
+# ---------------------------------------------------------------- test hook
+
+def fault_point(step: str) -> None:
+    """Test hook (``KRAFT_REPLAY_FAULT=<action>@<step>``, unset in normal runs): at ``step`` of a lake
+    transaction — ``lease`` (lease taken), ``recovered``, ``write`` (after its first table write),
+    ``written`` (all writes done, before the checks and the commit), ``committed`` — the process kills
+    itself (``kill``: SIGKILL, no clean-up) or sleeps (``sleep<N>``: N seconds)."""
+    action, _, at = os.environ.get("KRAFT_REPLAY_FAULT", "").partition("@")
+    if at != step:
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action.startswith("sleep"):
+        time.sleep(float(action[5:]))
+
+
+# ---------------------------------------------------------------- transactions
+
+R = TypeVar("R")
+
+
+class LakeTransaction:
+    """The table writes of one attempt of a lake transaction, made visible by its ``_ingests`` commit.
+
+    Read the committed state with :attr:`base` / :meth:`table`; write with :meth:`write` (append, or create
+    a table no commit names) or :meth:`apply` (any Delta operation on a table's path: MERGE, UPDATE,
+    DELETE, OPTIMIZE, …). Writes may run from several threads.
+    """
+
+    def __init__(self, lake: Lake, run_id: str, lease: _LeaseKeeper, tables: Sequence[str], attempt: int = 1) -> None:
+        self.lake, self.run_id, self._lease, self.attempt = lake, run_id, lease, attempt
+        self.tag = f"kraft-replay {run_id} {attempt}"  # the user metadata of this attempt's Delta commits
+        self._tables = tables
+        self.base: LakeState = lake.committed()
+        self._start: dict[str, int] = {}  # per table: its latest version before this attempt's first write
+        self._touched: set[str] = set()
+        self._written = False
+
+    def _recover(self) -> None:
+        """Undo what an interrupted transaction left behind: a table written past its committed version is
+        restored to it (unless the later commits only compacted it); a table no commit names is deleted
+        (under Spark Connect it stays, and its first write replaces it)."""
+        lake, base = self.lake, self.base
+        names = list(dict.fromkeys([*table_schemas(), *base.versions, *self._tables]))
+        latest = lake.current_versions(names)
+        for name in names:
+            committed, current = base.versions.get(name), latest[name]
+            if committed is None:
+                if current is not None and not is_connect(lake.spark):
+                    delete_table(lake.spark, lake.path(name))
+                    current = None
+            elif current is None:
+                raise LakeDamaged(f"lake {lake.uri}: table {name} (version {committed} committed by ingest "
+                                  f"{base.seq}) is missing; restore the table directory from a backup, or "
+                                  "re-ingest the sources into a new lake")
+            elif current < committed:
+                raise LakeDamaged(f"lake {lake.uri}: table {name}: its Delta log ends at version {current} but "
+                                  f"ingest {base.seq} committed version {committed}; restore the table's "
+                                  "_delta_log from a backup, or re-ingest the sources into a new lake")
+            elif current > committed and not all(
+                    c.operation in NEUTRAL_OPERATIONS
+                    for c in commit_infos(lake.spark, lake.path(name), committed + 1, current)):
+                lake.spark.sql(f"RESTORE TABLE delta.{_quoted(lake.path(name))} TO VERSION AS OF {committed}").collect()
+                self._touched.add(name)
+            if current is not None:
+                self._start[name] = current
+
+    def table(self, name: str) -> DataFrame:
+        """Table ``name`` as committed (before this transaction's writes)."""
+        return self.lake.table(name, self.base)
+
+    def state(self) -> LakeState:
+        """The committed state with this attempt's writes so far: what a later step of the transaction
+        reads (``lake.table(name, txn.state())``)."""
+        latest = self.lake.current_versions(sorted(self._touched))
+        return self.base.model_copy(update={"versions": {**self.base.versions,
+                                                         **{n: v for n, v in latest.items() if v is not None}}})
+
+    def write(self, name: str, rows: DataFrame, *, create: bool | None = None) -> None:
+        """Append ``rows`` to table ``name`` in one Delta commit; or (``create``, by default when no commit
+        names the table) write it as a new table, replacing whatever an interrupted write left there."""
+        self._lease.check()
+        self.lake.write(name, rows, create=name not in self.base.versions if create is None else create)
+        self._wrote(name)
+
+    def apply(self, name: str, operation: Callable[[str], R]) -> R:
+        """Run ``operation`` (any Delta operation) on the path of table ``name`` as part of this transaction."""
+        self._lease.check()
+        result = operation(self.lake.path(name))
+        self._wrote(name)
+        return result
+
+    def _wrote(self, name: str) -> None:
+        self._touched.add(name)
+        if not self._written:
+            self._written = True
+            fault_point("write")
+
+    def _versions(self) -> dict[str, int]:
+        """The committed versions with this attempt's writes: every commit to a written table since it began
+        must be this run's (or a compaction); otherwise :class:`LakeConflict`."""
+        versions = dict(self.base.versions)
+        touched = sorted(self._touched)
+        latest = self.lake.current_versions(touched)
+        for name in touched:
+            start, end = self._start.get(name, -1), latest[name]
+            if end is None:
+                raise LakeConflict(f"table {name} was deleted by another writer during this transaction")
+            if end == start:
+                continue  # no commit (an empty append, a DELETE that matched nothing)
+            foreign = [c for c in commit_infos(self.lake.spark, self.lake.path(name), start + 1, end)
+                       if c.user_metadata != self.tag and c.operation not in NEUTRAL_OPERATIONS]
+            if foreign:
+                raise LakeConflict(f"table {name} version {foreign[0].version} ({foreign[0].operation}) was "
+                                   "committed by another writer during this transaction")
+            versions[name] = end
+        return versions
+
+    def commit(self, commit: Commit) -> LakeState:
+        """Make the writes visible: the ``_ingests`` row of seq ``base.seq + 1``, a compare-and-set on the
+        seq (Delta's transaction version of ``_ingests``): it commits only if no one committed that seq."""
+        fault_point("written")
+        self._lease.check()
+        state = LakeState(seq=self.base.seq + 1, run_id=self.run_id, committed_at=_now(), versions=self._versions(),
+                          **commit.model_dump())
+        self._lease.stop_heartbeat()
+        self._lease.check()
+        marker = json.dumps({"seq": state.seq, "run_id": self.run_id})
+        before = self.lake.current_version(INGESTS)
+        try:
+            self.lake.spark.createDataFrame([state.model_dump()], INGESTS_SCHEMA).write.format("delta") \
+                .mode("append").option("txnAppId", _INGESTS_APP).option("txnVersion", state.seq) \
+                .option("userMetadata", marker).save(self.lake.path(INGESTS))
+        except Exception as exc:
+            if is_conflict(exc):
+                raise LakeConflict(f"another writer committed ingest {state.seq} first") from None
+            raise
+        after = self.lake.current_version(INGESTS)
+        first = 0 if before is None else before + 1
+        if after is None or not any(c.user_metadata == marker for c in
+                                    commit_infos(self.lake.spark, self.lake.path(INGESTS), first, after)):
+            raise LakeConflict(f"another writer committed ingest {state.seq} first")
+        fault_point("committed")
+        return state
+
+
+@contextlib.contextmanager
+def _tagged(spark: SparkSession, tag: str) -> Iterator[None]:
+    """Delta commits made meanwhile carry ``tag`` as their user metadata (how a transaction knows its own)."""
+    previous = spark.conf.get(_USER_METADATA, None)
+    spark.conf.set(_USER_METADATA, tag)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_USER_METADATA)
+        else:
+            spark.conf.set(_USER_METADATA, previous)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
 class Lake:
@@ -146,12 +658,34 @@ class Lake:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
         return self._newest()
 
+    def committed(self) -> LakeState:
+        """The committed state, or the empty state of a lake no ingest has committed to yet."""
+        if not self.exists():
+            return LakeState(seq=0, run_id="init", committed_at=_now(), inputs=[], records_added=0,
+                             snapshots_added=0, high_water_mark=-1, versions={})
+        return self._newest()
+
+    def committed_seq(self) -> int:
+        """The newest committed seq, from the newest ``_ingests`` commit's metadata when it has it (no
+        Spark job); 0 for a lake no ingest has committed to."""
+        version = self.current_version(INGESTS)
+        if version is None:
+            return 0
+        info = commit_infos(self.spark, self.path(INGESTS), version, version)
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            return int(json.loads(info[0].user_metadata)["seq"])
+        return self._newest().seq
+
     def _newest(self) -> LakeState:
         """The newest row of ``_ingests`` (which exists)."""
-        row = (self.spark.read.format("delta").load(self.path(INGESTS)).orderBy("seq", ascending=False)
-               .limit(1).collect())
+        try:
+            row = (self.spark.read.format("delta").load(self.path(INGESTS)).orderBy("seq", ascending=False)
+                   .limit(1).collect())
+        except Exception as exc:
+            self._raise_damage(exc, INGESTS)
+            raise
         if not row:
-            raise LakeError(f"lake at {self.uri} has no committed ingest")
+            raise LakeError(f"no kraft-replay lake at {self.uri}: _ingests holds no committed ingest")
         return LakeState(**row[0].asDict(recursive=True))
 
     def table(self, name: str, state: LakeState | None = None) -> DataFrame:
@@ -159,12 +693,39 @@ class Lake:
         ingest has written yet reads as empty."""
         state = state or self.state()
         schemas = table_schemas()
-        if name not in schemas:
-            raise LakeError(f"a kraft-replay lake has no table {name!r}")
         if name not in state.versions:
+            if name not in schemas:
+                raise LakeError(f"a kraft-replay lake has no table {name!r}")
             return self.spark.createDataFrame([], schemas[name])
-        return (self.spark.read.format("delta").option("versionAsOf", state.versions[name])
-                .load(self.path(name)))
+        try:
+            return (self.spark.read.format("delta").option("versionAsOf", state.versions[name])
+                    .load(self.path(name)))
+        except Exception as exc:
+            self._raise_damage(exc, name, state.versions[name])
+            raise
+
+    def _raise_damage(self, exc: BaseException, table: str | None = None, version: int | None = None) -> None:
+        """Raise :class:`LakeDamaged` (one line) if ``exc`` comes from a damaged lake; else return."""
+        line = explain(exc, self.uri, table, version, self.spark)
+        if line is not None:
+            raise LakeDamaged(line) from exc
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Failures of the Spark jobs inside that come from a damaged lake become :class:`LakeDamaged`."""
+        try:
+            yield
+        except Exception as exc:
+            self._raise_damage(exc)
+            raise
+
+    def lease(self) -> Lease | None:
+        """The lake's lease as the newest commit of ``_lease`` records it; None if no writer ever took it."""
+        version = self.current_version(LEASE)
+        if version is None:
+            return None
+        info = commit_infos(self.spark, self.path(LEASE), version, version)
+        return Lease.model_validate_json(info[0].user_metadata) if info and info[0].user_metadata else None
 
     def current_version(self, name: str) -> int | None:
         """Latest Delta version of table ``name``; None if there is none."""
@@ -174,35 +735,12 @@ class Lake:
         """Latest Delta version of each of the tables ``names`` (:func:`delta_versions`)."""
         return delta_versions(self.spark, self.uri, names)
 
-    def prepare(self) -> LakeState:
-        """The committed state to build on, after undoing what an interrupted ingest left behind:
-        tables it appended to are restored to their committed version (``RESTORE``), tables it created
-        are deleted (:func:`delete_table`). Tables are created by their first write
-        (``createOrReplace``), so a new lake starts with none."""
-        versions = self.current_versions([INGESTS, *table_schemas()])  # one lookup for the lake and its tables
-        if versions.pop(INGESTS) is None:
-            state = LakeState(seq=0, run_id="init", committed_at=dt.datetime.now(dt.timezone.utc), inputs=[],
-                              records_added=0, snapshots_added=0, high_water_mark=-1, versions={})
-        else:
-            state = self._newest()
-        restored = []
-        for name, current in versions.items():
-            if current is None:
-                state.versions.pop(name, None)
-            elif name not in state.versions:
-                delete_table(self.spark, self.path(name))
-            elif current > state.versions[name]:
-                self.spark.sql(f"RESTORE TABLE delta.{_quoted(self.path(name))} TO VERSION AS OF "
-                               f"{state.versions[name]}").collect()
-                restored.append(name)
-        state.versions.update(self.current_versions(restored))  # a RESTORE is a new version
-        return state
-
     def write(self, name: str, rows: DataFrame, *, create: bool) -> None:
-        """Write ``rows`` (cast to the table's schema) to table ``name`` in one Delta commit: appended, or
-        when no commit names the table yet (``create``) as a new table, with its statistics columns,
-        replacing whatever an interrupted ingest left there."""
-        frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in table_schemas()[name].fields])
+        """Write ``rows`` (cast to the table's schema, for the lake's own tables) to table ``name`` in one
+        Delta commit: appended, or (``create``) as a new table, with its statistics columns, replacing
+        whatever an interrupted write left there. Use it inside a :class:`LakeTransaction`."""
+        schema = table_schemas().get(name)
+        frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]) if schema else rows
         if create:
             writer = frame.writeTo(f"delta.{_quoted(self.path(name))}").using("delta") \
                 .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name))
@@ -212,7 +750,54 @@ class Lake:
         else:
             frame.write.format("delta").mode("append").save(self.path(name))
 
-    def commit(self, state: LakeState) -> None:
-        """Publish ``state``: the one write that makes an ingest visible."""
-        row = state.model_dump()
-        self.spark.createDataFrame([row], INGESTS_SCHEMA).write.format("delta").mode("append").save(self.path(INGESTS))
+    def transact(self, body: Callable[[LakeTransaction], Commit], *, run_id: str | None = None,
+                 wait: float = 600.0, tables: Sequence[str] = (), attempts: int = 4,
+                 on_wait: Callable[[Lease], None] | None = None) -> LakeState:
+        """Run ``body`` as one lake transaction and commit what it returns; the committed state.
+
+        Under the lake's lease (waiting at most ``wait`` seconds for another writer: :class:`LakeBusy`),
+        the body writes on top of the committed state (``txn.base``); if another writer committed to a
+        table it wrote, or the seq, the attempt's writes stay invisible and ``body`` runs again on the new
+        state, up to ``attempts`` times (then :class:`LakeConflict`). ``tables``: tables beyond the lake's
+        own that the body may create (so that recovery knows them).
+        """
+        run_id = run_id or uuid.uuid4().hex
+        lease = _LeaseKeeper(self, run_id, on_wait)
+        failure = ""
+        try:
+            for attempt in range(1, attempts + 1):
+                base_seq = lease.acquire(wait)
+                fault_point("lease")
+                try:
+                    txn = LakeTransaction(self, run_id, lease, tables, attempt)
+                    with _tagged(self.spark, txn.tag):
+                        if txn.base.seq != base_seq:  # committed between the look and the lease
+                            raise LakeConflict(f"ingest {txn.base.seq} was committed meanwhile")
+                        txn._recover()
+                        fault_point("recovered")
+                        state = txn.commit(body(txn))
+                    lease.finish()
+                    return state
+                except LakeConflict as exc:
+                    failure = str(exc)
+                except Exception as exc:
+                    # a writer that lost the lease (it stalled past its expiry) may fail in any way when the
+                    # next holder undoes its writes: that is a conflict too
+                    if not is_conflict(exc) and lease.holds():
+                        raise
+                    failure = " ".join(str(exc).split())[:300]
+            raise LakeConflict(f"lake {self.uri}: gave up after {attempts} attempts, each overtaken by another "
+                               f"writer (last: {failure}); nothing was committed — run it again")
+        finally:
+            lease.release()
+
+    def optimize(self, names: Sequence[str] | None = None, *, wait: float = 600.0) -> LakeState:
+        """Compact the committed tables ``names`` (default: all) with Delta's ``OPTIMIZE``, as a lake
+        transaction: readers of the former versions still read them (until a ``VACUUM``)."""
+        def body(txn: LakeTransaction) -> Commit:
+            for name in names or sorted(txn.base.versions):
+                if name in txn.base.versions:
+                    txn.apply(name, lambda path: self.spark.sql(f"OPTIMIZE delta.{_quoted(path)}").collect())
+            return Commit(inputs=[], records_added=0, snapshots_added=0,
+                          high_water_mark=txn.base.high_water_mark)
+        return self.transact(body, wait=wait)

@@ -16,6 +16,11 @@ from metadata.log_summary import (DumpRecord, LogInfo, RecordAggregates, Snapsho
 
 def log_info(lake: Lake) -> LogInfo:
     """Counts, offsets, times and snapshots of the committed state."""
+    with lake.reading():
+        return _log_info(lake)
+
+
+def _log_info(lake: Lake) -> LogInfo:
     state = lake.state()
     records = lake.table("records", state)
     snaps = (lake.table("snapshots", state)
@@ -49,10 +54,11 @@ def dump(lake: Lake, from_offset: int | None = None, to_offset: int | None = Non
         rows = rows.where(F.col("type").isin(*types) | F.col("control_type").isin(*types))
     elif not include_control:
         rows = rows.where(~F.col("is_control"))
-    for r in rows.select("offset", "timestamp", F.coalesce("type", "control_type").alias("t"), "version",
-                         "payload").orderBy("offset").toLocalIterator():
-        yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["t"] or "UNKNOWN",
-                         version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
+    with lake.reading():
+        for r in rows.select("offset", "timestamp", F.coalesce("type", "control_type").alias("t"), "version",
+                             "payload").orderBy("offset").toLocalIterator():
+            yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["t"] or "UNKNOWN",
+                             version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
 
 
 class SnapshotId(BaseModel):
@@ -72,24 +78,27 @@ def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | Non
         rows = rows.where(F.col("offset") >= from_offset)
     if to_offset is not None:
         rows = rows.where(F.col("offset") <= to_offset)
-    for r in rows.orderBy("offset").toLocalIterator():
-        yield LogRecord.from_row(r)
+    with lake.reading():
+        for r in rows.orderBy("offset").toLocalIterator():
+            yield LogRecord.from_row(r)
 
 
 def snapshot_ids(lake: Lake, state: LakeState | None = None) -> list[SnapshotId]:
     """Snapshots in the lake (``bootstrap.checkpoint`` included, kind ``bootstrap``), by end offset."""
-    rows = (lake.table("snapshots", state).groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
-            .agg(F.max("last_contained_timestamp").alias("ts")).orderBy("snapshot_end_offset", "snapshot_epoch")
-            .collect())
+    with lake.reading():
+        rows = (lake.table("snapshots", state).groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+                .agg(F.max("last_contained_timestamp").alias("ts")).orderBy("snapshot_end_offset", "snapshot_epoch")
+                .collect())
     return [SnapshotId(end_offset=r[0], epoch=r[1], kind=r[2], last_contained_timestamp=r[3]) for r in rows]
 
 
 def snapshot_records(lake: Lake, end_offset: int, epoch: int, state: LakeState | None = None) -> list[LogRecord]:
     """The records of one stored snapshot in file order (``offset`` = position inside the snapshot)."""
-    rows = (lake.table("snapshots", state).where((F.col("snapshot_end_offset") == end_offset)
-                                                 & (F.col("snapshot_epoch") == epoch))
-            .withColumn("batch_base_offset", F.col("position"))
-            .withColumn("batch_last_offset", F.col("position"))
-            .withColumn("is_transactional", F.lit(False)).withColumn("producer_id", F.lit(-1).cast("long"))
-            .withColumn("producer_epoch", F.lit(-1)).orderBy("position").collect())
+    with lake.reading():
+        rows = (lake.table("snapshots", state).where((F.col("snapshot_end_offset") == end_offset)
+                                                     & (F.col("snapshot_epoch") == epoch))
+                .withColumn("batch_base_offset", F.col("position"))
+                .withColumn("batch_last_offset", F.col("position"))
+                .withColumn("is_transactional", F.lit(False)).withColumn("producer_id", F.lit(-1).cast("long"))
+                .withColumn("producer_epoch", F.lit(-1)).orderBy("position").collect())
     return [LogRecord.from_row(r, "position") for r in rows]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 from cli.main import app
 from image.ingest import ingest
-from metadata.lake import Lake
+from metadata.lake import Lake, LakeTransaction
 from metadata.spark import get_spark, is_connect
 
 log_dir, lake, torn, mid, late = sys.argv[1:6]
@@ -54,24 +54,24 @@ out["replay"] = cli("replay", "--lake", lake, "--at-offset", late)  # the tempor
 segments = sorted(Path(log_dir).glob("*.log"))
 ingest([str(segments[0])], torn, progress=False)
 committed = Lake(torn).state()
-def crash(self, state):
+def crash(self, commit):
     raise RuntimeError("killed before the commit")
-Lake.commit, commit = crash, Lake.commit
+LakeTransaction.commit, commit = crash, LakeTransaction.commit
 try:
     ingest([str(s) for s in segments[:2]], torn, progress=False)
 except RuntimeError:
     pass
-Lake.commit = commit
+LakeTransaction.commit = commit
 out["torn_unchanged"] = Lake(torn).state() == committed
 out["rerun_added"] = ingest([str(s) for s in segments[:2]], torn, progress=False).records_added
 
 # a first ingest that dies before its commit: no file system to delete its tables, the rerun replaces them
-Lake.commit = crash
+LakeTransaction.commit = crash
 try:
     ingest([str(segments[0])], torn + "-first", progress=False)
 except RuntimeError:
     pass
-Lake.commit = commit
+LakeTransaction.commit = commit
 out["first_rerun_added"] = ingest([str(segments[0])], torn + "-first", progress=False).records_added
 print(json.dumps(out))
 '''

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from cli.render import iso_time
 from metadata.ingest import IngestError, ingest
-from metadata.lake import Lake
+from metadata.lake import Lake, LakeTransaction
 from metadata.query import dump, log_info
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
@@ -134,9 +134,9 @@ def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark,
     lake = Lake(location, spark)
     before = lake.state()
 
-    def crash(self, state):
+    def crash(self, commit):
         raise RuntimeError("killed before the commit")
-    monkeypatch.setattr(Lake, "commit", crash)
+    monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
         ingest([str(segments[1])], location, spark=spark, progress=False)
     monkeypatch.undo()
@@ -154,9 +154,9 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
     deletes them and creates them again (no rows twice)."""
     location = str(tmp_path / "lake")
 
-    def crash(self, state):
+    def crash(self, commit):
         raise RuntimeError("killed before the commit")
-    monkeypatch.setattr(Lake, "commit", crash)
+    monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
         ingest([str(SAMPLE)], location, spark=spark, progress=False)
     monkeypatch.undo()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from image.sharding import (EVERY_SHARD, ShardPlan, partition_keys, route_key_sq
                             row_route_key)
 from image.versions import Rejection, Span, VersionRecorder
 from metadata.ingest import LakeChange
-from metadata.lake import Lake, LakeState, sql_table
+from metadata.lake import Lake, LakeState, LakeTransaction, sql_table
 from metadata.spark import glob_escaped
 from metadata.log import LogRecord
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
@@ -409,11 +410,12 @@ def _key_match(part: str) -> str:
     return " AND ".join([*conds, "t.from_offset = c.from_offset", "t.to_offset IS NULL"])
 
 
-def rewind(lake: Lake, state: LakeState, restart: int) -> list[str]:
+def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
     """Undo what the temporal image holds from offset ``restart`` on, before replaying from there:
     versions that begin there are deleted, versions that end there are current again, and the
-    provenance and rejections from there on are deleted. Returns the tables changed."""
-    spark = lake.spark
+    provenance and rejections from there on are deleted, as writes of the ingest's transaction ``txn``
+    (``state``: what it reads). Returns the tables changed."""
+    lake, spark = txn.lake, txn.lake.spark
     checks = []
     for part, table in PART_TABLES.items():
         if table in state.versions:
@@ -431,24 +433,27 @@ def rewind(lake: Lake, state: LakeState, restart: int) -> list[str]:
     for c in checks[1:]:
         union = union.unionByName(c)
     touched = sorted({r["t"] for r in union.collect()})
-    for table in touched:
+
+    def statements(table: str) -> list[str]:
         path = sql_table(lake.path(table))
         if table == PROVENANCE:
-            spark.sql(f"DELETE FROM {path} WHERE from_offset >= {restart}").collect()
-        elif table == REJECTIONS:
-            spark.sql(f"DELETE FROM {path} WHERE (snapshot_end_offset IS NULL AND offset >= {restart}) "
-                      f"OR snapshot_end_offset - 1 >= {restart}").collect()
-        else:
-            spark.sql(f"DELETE FROM {path} WHERE from_offset >= {restart}").collect()
-            spark.sql(f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}").collect()
+            return [f"DELETE FROM {path} WHERE from_offset >= {restart}"]
+        if table == REJECTIONS:
+            return [f"DELETE FROM {path} WHERE (snapshot_end_offset IS NULL AND offset >= {restart}) "
+                    f"OR snapshot_end_offset - 1 >= {restart}"]
+        return [f"DELETE FROM {path} WHERE from_offset >= {restart}",
+                f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}"]
+
+    for table in touched:
+        txn.apply(table, lambda _, table=table: [spark.sql(q).collect() for q in statements(table)])
     return touched
 
 
-def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
-    """Write what a build staged: closings first (one MERGE per table), then new versions, rejections and
-    provenance (one append each; a table's first write creates it). Returns the tables written; the
-    caller records their versions in the commit that makes them visible."""
-    spark = lake.spark
+def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list[str]:
+    """Write what a build staged, as writes of the lake transaction ``txn`` (``state``: the versions it
+    read): closings first (one MERGE per table), then new versions, rejections and provenance (one
+    append each; a table's first write creates it). Returns the tables written."""
+    lake, spark = txn.lake, txn.lake.spark
     written = []
     closings = os.path.join(staging, "closings")
     for part, table in PART_TABLES.items():
@@ -457,8 +462,9 @@ def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
             view = f"closings_{table}"
             spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(glob_escaped(directory)) \
                 .createOrReplaceTempView(view)
-            spark.sql(f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
-                      "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset").collect()
+            merge = (f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
+                     "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset")
+            txn.apply(table, lambda _, merge=merge: spark.sql(merge).collect())
             spark.catalog.dropTempView(view)
             written.append(table)
     staged = [("versions", PART_TABLES[p], _VERSION_SCHEMAS[p]) for p in PART_KEYS]
@@ -469,7 +475,7 @@ def write_versions(lake: Lake, state: LakeState, staging: str) -> list[str]:
             frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
             if kind == "versions":
                 frame = point_read_layout(frame, _staged_rows(directory))
-            lake.write(table, frame, create=table not in state.versions)
+            txn.write(table, frame, create=table not in state.versions)
             written.append(table)
     return written
 
@@ -515,27 +521,27 @@ def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
     return restart
 
 
-def maintain_versions(change: LakeChange) -> list[str]:
+def maintain_versions(change: LakeChange) -> None:
     """The ingest's :data:`~metadata.ingest.Derive` step: bring the temporal image up to the records
-    just written. A lake without versions gets them built from the whole log; otherwise only the new
-    tail is replayed, from the versions current at its restart point (earlier if the ingest added
-    records or a snapshot before the end, or a transaction was open there)."""
-    lake, before, after = change.lake, change.before, change.after
-    has_versions = any(t in before.versions for t in PART_TABLES.values())
+    just written, inside the ingest's transaction. A lake without versions gets them built from the
+    whole log; otherwise only the new tail is replayed, from the versions current at its restart point
+    (earlier if the ingest added records or a snapshot before the end, or a transaction was open there)."""
+    txn, after = change.txn, change.after
+    lake, before = txn.lake, txn.base
     staging = os.path.join(change.staging, "versions")
-    if not has_versions:
-        if "records" not in after.versions and "snapshots" not in after.versions:
-            return []
-        build_versions(lake, after, staging=staging)
-        return write_versions(lake, after, staging)
+    shutil.rmtree(staging, ignore_errors=True)
+    if not any(t in before.versions for t in PART_TABLES.values()):
+        if "records" in after.versions or "snapshots" in after.versions:
+            build_versions(lake, after, staging=staging)
+            write_versions(txn, after, staging)
+        return
     starts = [s[0] - 1 for s in change.snapshots_added if s[1] >= 0]
     if change.first_added is not None:
         starts.append(change.first_added)
     if not starts:
-        return []
+        return
     restart = restart_point(lake, after, min(starts))
-    touched = rewind(lake, after, restart) if restart <= before.high_water_mark else []
-    if touched:  # later steps read the tables as rewound
-        after.versions.update(lake.current_versions(touched))
+    if restart <= before.high_water_mark and rewind(txn, after, restart):
+        after = txn.state()  # later steps read the tables as rewound
     build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
-    return sorted({*touched, *write_versions(lake, after, staging)})
+    write_versions(txn, after, staging)

@@ -1,0 +1,151 @@
+"""Stress test of the lake's commit protocol: N ingests of random slices of one log at once, for several rounds
+(some processes killed at a random step of their transaction), then the lake compared row for row with one
+sequential ingest of everything that was committed, and ``kraft-replay check``-ed.
+
+Run from the repository root::
+
+    python benchmarks/stress_ingest.py --processes 4 --rounds 3
+    python benchmarks/stress_ingest.py --processes 3 --rounds 2 --kill 0.3 --records 20000 --out stress.json
+
+Each ingest is ``kraft-replay ingest <slice> --lake <lake> --json`` in its own process (its own Spark
+session, ``local[1]``): a slice is a random run of consecutive segments of a generated log (small segments,
+a snapshot half-way), plus the snapshot with probability 0.3. With ``--kill P`` each process is, with
+probability P, killed (``KRAFT_REPLAY_FAULT=kill@<step>``) at a random step of its transaction; the lease then
+expires after ``--lease`` seconds. A process counts as committed if it exited 0, or was killed after its
+commit. Runtime on the 2-core dev machine: about a minute per round of 4 (each process starts a JVM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common
+from common import print_table, progress
+
+from tests.processes import KRAFT_REPLAY, environment
+
+STEPS = ("lease", "recovered", "write", "written", "committed")
+
+
+def slices(segments: list[Path], snapshot: Path | None, n: int, rng: random.Random) -> list[list[Path]]:
+    """``n`` random runs of consecutive segments, each with the snapshot added with probability 0.3."""
+    out = []
+    for _ in range(n):
+        i = rng.randrange(len(segments))
+        j = rng.randrange(i + 1, min(len(segments), i + 1 + max(2, len(segments) // 2)) + 1)
+        out.append(segments[i:j] + ([snapshot] if snapshot is not None and rng.random() < 0.3 else []))
+    return out
+
+
+def run_round(paths: list[list[Path]], lake: str, faults: list[str | None], lease: float) -> list[dict]:
+    """Start one ingest per slice at once; wait for all; what each did."""
+    procs = []
+    for slice_, fault in zip(paths, faults, strict=True):
+        env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(lease), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
+        procs.append((time.monotonic(), subprocess.Popen(
+            [*KRAFT_REPLAY, "ingest", *map(str, slice_), "--lake", lake, "--json"], env=env, cwd=common.ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    results = []
+    for (t0, proc), slice_, fault in zip(procs, paths, faults, strict=True):
+        stdout, stderr = proc.communicate(timeout=1800)
+        report = json.loads(stdout) if proc.returncode == 0 else None
+        results.append({"slice": [p.name for p in slice_], "fault": fault, "exit": proc.returncode,
+                        "committed": proc.returncode == 0 or fault == "kill@committed",
+                        "seconds": round(time.monotonic() - t0, 1), "waited": "waiting for" in stderr,
+                        "added": report["records_added"] if report else None, "seq": report["seq"] if report else None,
+                        "error": None if proc.returncode in (0, -9) else stderr.strip().splitlines()[-1:]})
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--processes", type=int, default=4, help="concurrent ingests per round (default 4)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument("--records", type=float, default=3e4, help="size of the generated log (default 3e4)")
+    ap.add_argument("--segment-bytes", type=int, default=128 << 10, help="segment size (default 128 KiB)")
+    ap.add_argument("--kill", type=float, default=0.0, help="probability of killing a process at a random step")
+    ap.add_argument("--lease", type=float, default=45.0, help="lease duration, seconds (default 45)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR, help="cache of logs and lakes")
+    ap.add_argument("--out", help="write the results as JSON here")
+    a = ap.parse_args(argv)
+    rng = random.Random(a.seed)
+
+    info = common.machine_info()
+    common.print_machine(info)
+    log = common.generated_log(int(a.records), a.data_dir, segment_bytes=a.segment_bytes)
+    segments = sorted(Path(log.dir).glob("*.log"))
+    snapshot = next((p for p in sorted(Path(log.dir).glob("*.checkpoint")) if not p.name.startswith("0" * 20)), None)
+    lake = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}")
+    shutil.rmtree(lake, ignore_errors=True)
+    progress(f"{log.name}: {log.records:,} records in {len(segments)} segments; lake {lake}")
+
+    rows: list[dict] = []
+    committed: list[Path] = []
+    t_all = time.monotonic()
+    for n in range(1, a.rounds + 1):
+        paths = slices(segments, snapshot, a.processes, rng)
+        faults = [f"kill@{rng.choice(STEPS)}" if rng.random() < a.kill else None for _ in paths]
+        progress(f"round {n}: {a.processes} ingests at once" + (f", faults {[f for f in faults if f]}" if any(faults)
+                                                                 else ""))
+        t0 = time.monotonic()
+        results = run_round(paths, lake, faults, a.lease)
+        wall = time.monotonic() - t0
+        for r, slice_ in zip(results, paths, strict=True):
+            rows.append({"round": n, **r, "round_s": round(wall, 1)})
+            if r["committed"]:
+                committed += slice_
+        failed = [r for r in results if r["error"]]
+        if failed:
+            progress(f"round {n}: failures {failed}")
+
+    from metadata.check import check_lake, lake_differences
+    from metadata.ingest import ingest
+    from metadata.lake import Lake
+    spark, _ = common.spark_session()
+    reference = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}-reference")
+    shutil.rmtree(reference, ignore_errors=True)
+    union = sorted(set(committed))
+    progress(f"reference: one sequential ingest of the {len(union)} files committed")
+    if union:
+        ingest([str(p) for p in union], reference, spark=spark, progress=False)
+    stressed = Lake(lake, spark)
+    differences = lake_differences(stressed, Lake(reference, spark)) if union else []
+    report = check_lake(stressed) if stressed.exists() else None
+    added = sum(r["added"] or 0 for r in rows)
+    expected = Lake(reference, spark).table("records").count() if union else 0
+    # a process killed after its commit reports nothing: then the added counts cannot add up
+    survivors_only = all(r["fault"] != "kill@committed" for r in rows)
+    results = {
+        "machine": info, "log": log.row(), "processes": a.processes, "rounds": a.rounds, "kill": a.kill,
+        "seed": a.seed, "ingests": rows, "seconds": round(time.monotonic() - t_all, 1),
+        "differences": differences, "check_ok": report.ok if report else None,
+        "check_problems": [p for c in report.checks for p in c.problems] if report else [],
+        "records_added": added, "records_expected": expected,
+        "seqs": stressed.state().seq if stressed.exists() else 0,
+        "errors": [r for r in rows if r["error"]],
+    }
+    print_table("Ingests", rows, ["round", "slice", "fault", "exit", "seconds", "waited", "added", "seq", "round_s"])
+    ok = not differences and (report is None or report.ok) and not results["errors"] and \
+        (added == expected or not survivors_only)
+    print(f"\n{len(rows)} ingests in {a.rounds} rounds of {a.processes}, {results['seconds']} s; committed "
+          f"{results['seqs']} ingests; records added {added:,} (one sequential ingest of the union: {expected:,}); "
+          f"differences {differences or 'none'}; check {'ok' if report is None or report.ok else report}: "
+          f"{'PASS' if ok else 'FAIL'}")
+    results["ok"] = ok
+    common.finish(results, a.out)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""Running the command line in its own process (its own Spark session), as an operator would."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ``kraft-replay`` from this tree (``python -m cli.main`` would run before the image commands are registered)
+KRAFT_REPLAY = [sys.executable, "-c", "from cli.main import app; app()"]
+
+
+def environment(**settings: str) -> dict[str, str]:
+    """The environment of a ``kraft-replay`` process: this tree first on the path, one core, ``settings`` added
+    (``KRAFT_REPLAY_FAULT`` only if given)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KRAFT_REPLAY_MASTER": "local[1]", "KRAFT_REPLAY_DRIVER_MEMORY": "1g"}
+    env.pop("KRAFT_REPLAY_FAULT", None)
+    return {**env, **settings}
