@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"round {n}: failures {failed}")
 
     from metadata.check import check_lake, lake_differences
-    from metadata.ingest import ingest
+    from image.ingest import ingest
     from metadata.lake import Lake
     spark, _ = common.spark_session()
     reference = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}-reference")

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.app import JsonOpt, LakeOpt, app, err, handles_errors, kv_table, lake, out, print_json, spark
+from cli.app import JsonOpt, LakeOpt, app, err, handles_errors, lake, out, print_json, spark
+from cli.render import kv_table
 
 if TYPE_CHECKING:
     from metadata.ingest import IngestReport
@@ -26,7 +27,9 @@ WaitOpt = Annotated[float, typer.Option(
 @handles_errors
 def check(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
     """Verify a lake: every committed table readable (every file), the ingest chain linear, offsets
-    contiguous, typed tables consistent with records, snapshots whole. Exit code 1 if anything is wrong."""
+    contiguous, typed tables consistent with records, snapshots whole, the temporal image's version chains
+    sound and equal to a replay at the log's start, middle and end. Exit code 1 if anything is wrong."""
+    import image.lake_check  # noqa: F401 — registers the temporal image's check
     from metadata.check import check_lake
     report = check_lake(lake(lake_location))
     if as_json:
@@ -53,7 +56,8 @@ def optimize(lake_location: LakeOpt,
     """Compact the lake's tables (Delta OPTIMIZE) as one commit; readers of earlier versions are unaffected."""
     target = lake(lake_location)
     before = target.state()
-    state = target.optimize(tables or None, wait=wait)
+    from image.spark.build import COMPACTORS
+    state = target.optimize(tables or None, wait=wait, compactors=COMPACTORS)
     changed = {n: (before.versions.get(n), v) for n, v in state.versions.items() if before.versions.get(n) != v}
     if as_json:
         print_json({"lake": target.uri, "seq": state.seq, "compacted": sorted(changed)})
@@ -86,6 +90,7 @@ def _round_line(n: int, report: IngestReport | None, error: Exception | None) ->
 def follow_ingest(paths: list[str], location: str, interval: float, as_json: bool, **options: Any) -> None:
     """``ingest --follow``: a round every ``interval`` seconds, one line each, until SIGINT/SIGTERM; the first
     signal lets the current round finish, a second abandons it (nothing of it becomes visible)."""
+    from image.spark.build import COMPACTORS, maintain_versions
     from metadata.ingest import follow
     stop = threading.Event()
 
@@ -107,7 +112,8 @@ def follow_ingest(paths: list[str], location: str, interval: float, as_json: boo
     handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         rounds = follow(paths, location, interval=interval, stop=stop, on_round=on_round, spark=spark(),
-                        progress=False, on_wait=waiting, **options)
+                        progress=False, on_wait=waiting, derive=maintain_versions,
+                        compactors=COMPACTORS, **options)
     except KeyboardInterrupt:
         err.print("abandoned the round in progress; the lake shows the last committed ingest", highlight=False)
         raise typer.Exit(130) from None

@@ -64,11 +64,11 @@ def lake_check(name: str) -> Callable[[Callable[[CheckContext], Findings]], Call
     return register
 
 
-def _listed(items: list[str], what: str) -> list[str]:
+def listed(items: list[str], what: str) -> list[str]:
     return items[:_SHOWN] + ([f"… and {len(items) - _SHOWN} more {what}"] if len(items) > _SHOWN else [])
 
 
-def _readable(ctx: CheckContext, name: str, found: Findings) -> bool:
+def readable(ctx: CheckContext, name: str, found: Findings) -> bool:
     """Whether table ``name`` is committed and was read completely (a note says so when it was not)."""
     if name in ctx.state.versions and name not in ctx.readable:
         found.notes.append(f"skipped: {name} is not readable")
@@ -116,7 +116,7 @@ def check_ingests(ctx: CheckContext) -> Findings:
         .groupBy("seq").count().orderBy("seq").collect()
     seqs = [r["seq"] for r in rows]
     twice = [f"seq {r['seq']} was committed {r['count']} times" for r in rows if r["count"] > 1]
-    found.problems += _listed(twice, "seqs committed more than once")
+    found.problems += listed(twice, "seqs committed more than once")
     missing = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
     if missing:
         found.problems.append(f"seqs missing from the chain: {', '.join(map(str, missing[:_SHOWN]))}"
@@ -128,7 +128,7 @@ def check_ingests(ctx: CheckContext) -> Findings:
 def check_offsets(ctx: CheckContext) -> Findings:
     """``records`` holds every offset once from its first to the high-water mark; gaps are listed."""
     found = Findings()
-    if not _readable(ctx, "records", found):
+    if not readable(ctx, "records", found):
         return found
     records = ctx.table("records")
     s = records.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
@@ -160,7 +160,7 @@ def check_typed(ctx: CheckContext) -> Findings:
     """Each typed table holds exactly the offsets of its record types in ``records``."""
     found = Findings()
     typed = [n for n in TYPED_TABLES if n in ctx.state.versions]
-    if not _readable(ctx, "records", found):
+    if not readable(ctx, "records", found):
         return found
     unreadable = [n for n in typed if n not in ctx.readable]
     if unreadable:
@@ -187,7 +187,7 @@ def check_typed(ctx: CheckContext) -> Findings:
 def check_snapshots(ctx: CheckContext) -> Findings:
     """Each stored snapshot has positions 0 … n-1 once, a header first and a footer last."""
     found = Findings()
-    if not _readable(ctx, "snapshots", found):
+    if not readable(ctx, "snapshots", found):
         return found
     rows = (ctx.table("snapshots").groupBy("snapshot_end_offset", "snapshot_epoch")
             .agg(F.count("*").alias("n"), F.countDistinct("position").alias("distinct"), F.min("position").alias("lo"),
@@ -204,7 +204,7 @@ def check_snapshots(ctx: CheckContext) -> Findings:
             bad.append(f"{name}: no SNAPSHOT_HEADER at position 0")
         if r["footer"] != r["hi"]:
             bad.append(f"{name}: no SNAPSHOT_FOOTER at its last position")
-    found.problems += _listed(bad, "snapshot problems")
+    found.problems += listed(bad, "snapshot problems")
     return found
 
 

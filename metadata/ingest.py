@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import Window
 
-from metadata.lake import Commit, Lake, LakeState, LakeTransaction, Lease
+from metadata.lake import COMPACT_AT_FILES, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import default_parallelism, get_spark
@@ -153,13 +153,14 @@ def _check_conflicts(log: DataFrame) -> None:
 def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
            spark: SparkSession | None = None, split_bytes: int | None = None, progress: bool = True,
            wait: float = 600.0, commit_empty: bool = True, on_wait: Callable[[Lease], None] | None = None,
-           derive: Derive | None = None) -> IngestReport:
+           derive: Derive | None = None, compactors: Mapping[str, Compactor] | None = None) -> IngestReport:
     """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent.
 
     The inputs are decoded and staged first; then, as one lake transaction (:meth:`Lake.transact`, which
     waits at most ``wait`` seconds for another writer's lease), what the committed state lacks is
     appended, ``derive`` writes what is derived from the records (the temporal image) in the same
-    transaction, and all is committed. ``commit_empty=False``: when the inputs hold nothing new, nothing is
+    transaction, a table the transaction wrote that now has more than :data:`~metadata.lake.COMPACT_AT_FILES`
+    data files is compacted (``compactors``: per table, else Delta ``OPTIMIZE``), and all is committed. ``commit_empty=False``: when the inputs hold nothing new, nothing is
     committed (``seq`` None in the report).
     """
     options = options or ReadOptions()
@@ -199,6 +200,7 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
             if derive is not None:
                 derive(LakeChange(txn=txn, after=txn.state(), first_added=first_added, snapshots_added=new_ids,
                                   staging=os.path.join(staging, f"derived-{txn.attempt}")))
+            txn.compact(txn.written, compactors, at_files=COMPACT_AT_FILES)
             written.update(added=added, snap_added=snap_added, snapshots=snapshots,
                            hwm=max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1))
             return Commit(inputs=[os.path.abspath(p) for p in paths], records_added=added,

@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TypeVar
 from urllib.parse import unquote
@@ -61,6 +61,12 @@ _LEASE_SCHEMA = T.StructType([T.StructField("epoch", T.LongType())])  # the leas
 _LEASE_APP = "kraft-replay-lease"
 _INGESTS_APP = "kraft-replay-ingests"
 # commits that leave a table's rows as they were (compaction, vacuum)
+COMPACT_AT_FILES = int(os.environ.get("KRAFT_REPLAY_COMPACT_FILES", "64"))
+"""An ingest compacts a table it wrote when the table has more data files than this (many small appends)."""
+
+Compactor = Callable[["LakeTransaction", str], None]
+"""Compacts one table inside a lake transaction (default: :func:`optimize_table`)."""
+
 NEUTRAL_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -563,6 +569,25 @@ class LakeTransaction:
         self._wrote(name)
         return result
 
+    def compact(self, names: Sequence[str], compactors: Mapping[str, Compactor] | None = None, *,
+                at_files: int | None = None) -> list[str]:
+        """Compact the tables ``names`` (each with its compactor, else Delta ``OPTIMIZE``); with ``at_files``
+        only those holding more data files than that. Returns the tables compacted."""
+        done = []
+        for name in names:
+            if at_files is not None:
+                detail = self.lake.spark.sql(f"DESCRIBE DETAIL {sql_table(self.lake.path(name))}").first()
+                if detail is None or detail["numFiles"] <= at_files:
+                    continue
+            (compactors or {}).get(name, optimize_table)(self, name)
+            done.append(name)
+        return done
+
+    @property
+    def written(self) -> list[str]:
+        """The tables this attempt wrote so far."""
+        return sorted(self._touched)
+
     def _wrote(self, name: str) -> None:
         self._touched.add(name)
         if not self._written:
@@ -615,6 +640,11 @@ class LakeTransaction:
             raise LakeConflict(f"another writer committed ingest {state.seq} first")
         fault_point("committed")
         return state
+
+
+def optimize_table(txn: LakeTransaction, name: str) -> None:
+    """Delta ``OPTIMIZE`` of table ``name`` (bin-packing small files) as a write of ``txn``."""
+    txn.apply(name, lambda path: txn.lake.spark.sql(f"OPTIMIZE {sql_table(path)}").collect())
 
 
 @contextlib.contextmanager
@@ -791,13 +821,13 @@ class Lake:
         finally:
             lease.release()
 
-    def optimize(self, names: Sequence[str] | None = None, *, wait: float = 600.0) -> LakeState:
-        """Compact the committed tables ``names`` (default: all) with Delta's ``OPTIMIZE``, as a lake
-        transaction: readers of the former versions still read them (until a ``VACUUM``)."""
+    def optimize(self, names: Sequence[str] | None = None, *, wait: float = 600.0,
+                 compactors: Mapping[str, Compactor] | None = None) -> LakeState:
+        """Compact the committed tables ``names`` (default: all) with their compactors (default: Delta's
+        ``OPTIMIZE``), as a lake transaction: readers of the former versions still read them (until a
+        ``VACUUM``)."""
         def body(txn: LakeTransaction) -> Commit:
-            for name in names or sorted(txn.base.versions):
-                if name in txn.base.versions:
-                    txn.apply(name, lambda path: self.spark.sql(f"OPTIMIZE delta.{_quoted(path)}").collect())
+            txn.compact([n for n in names or sorted(txn.base.versions) if n in txn.base.versions], compactors)
             return Commit(inputs=[], records_added=0, snapshots_added=0,
                           high_water_mark=txn.base.high_water_mark)
         return self.transact(body, wait=wait)

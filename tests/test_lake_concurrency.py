@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from metadata.check import check_lake, lake_differences
-from metadata.ingest import ingest
+from image.ingest import ingest
 from metadata.lake import (INGESTS, Commit, Lake, LakeBusy, LakeConflict, LakeTransaction, Lease, _LeaseKeeper, _now,
                            _tagged, commit_infos, table_schemas)
 from tests.processes import KRAFT_REPLAY, ROOT, environment

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from metadata.check import CHECKS, check_lake
-from metadata.ingest import ingest
+from image.ingest import ingest
 from metadata.lake import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
 from metadata.query import log_info
 from tests.processes import KRAFT_REPLAY, ROOT, environment

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from metadata.check import check_lake, lake_differences
-from metadata.ingest import ingest
+from image.ingest import ingest
 from metadata.lake import Lake
 from metadata.query import log_records
 from metadata.readers import read_log

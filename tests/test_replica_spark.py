@@ -22,7 +22,6 @@ import cli.replica_commands  # noqa: F401 — attaches the replica commands to t
 from cli.app import app
 from image.frames import ImageFrames
 from image.replay import delta_between
-from image.temporal import MemorySource
 from image.testing import (
     LogBuilder,
     abort,
@@ -44,7 +43,6 @@ from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from metadata.tables import RECORDS_SCHEMA, typed_rows
-from metadata.version_tables import PROVENANCE
 from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
 from replica.local_changes import local_changes_json
 from replica.plan import apply_plan_rows
@@ -92,8 +90,8 @@ def windows(records: list[LogRecord], seed: int, count: int, transactions: bool 
     pairs = [(m, n) for m, n in itertools.pairwise(markers) if m[1].startswith("BEGIN")]
     committed = [p for p in pairs if p[1][1].startswith("END")]
     aborted = [p for p in pairs if p[1][1].startswith("ABORT")]
-    for (begin, _), (close, _) in ([committed[len(committed) // 2]] + aborted[:1]) * transactions:
-        out += [(begin + 1, close + 2), (begin - 1, close - 1)]
+    for (opened, _), (close, _) in ([committed[len(committed) // 2]] + aborted[:1]) * transactions:
+        out += [(opened + 1, close + 2), (opened - 1, close - 1)]
     return out + [(-1, last)]
 
 

@@ -50,7 +50,7 @@ from image.sharding import (EVERY_SHARD, ShardPlan, partition_keys, route_key_sq
                             row_route_key)
 from image.versions import Rejection, Span, VersionRecorder
 from metadata.ingest import LakeChange
-from metadata.lake import Lake, LakeState, LakeTransaction, sql_table
+from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
 from metadata.spark import glob_escaped
 from metadata.log import LogRecord
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
@@ -478,6 +478,20 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
             txn.write(table, frame, create=table not in state.versions)
             written.append(table)
     return written
+
+
+def compact_versions(txn: LakeTransaction, table: str) -> None:
+    """Rewrite a versions table in the point-read layout (:func:`point_read_layout`) as a write of ``txn``
+    that changes no row (``dataChange=false``): many incremental ingests' small files become few, still
+    laid out for reads at one offset (Delta's ``OPTIMIZE`` would bin-pack them in any order)."""
+    frame = txn.lake.table(table, txn.state())
+    rows = frame.count()
+    txn.apply(table, lambda path: point_read_layout(frame, rows).write.format("delta").mode("overwrite")
+              .option("dataChange", "false").save(path))
+
+
+COMPACTORS: dict[str, Compactor] = {table: compact_versions for table in PART_TABLES.values()}
+"""How ingest and ``kraft-replay optimize`` compact the temporal image's versions tables."""
 
 
 FILE_ROWS = 1 << 18
