@@ -25,6 +25,8 @@ LakeOpt = Annotated[str, typer.Option("--lake", help="Lake location (directory o
 ReadLakeOpt = Annotated[str | None, typer.Option("--lake", help="Lake to read (a directory, or any URI Spark reads).")]
 LogOpt = Annotated[Path | None, typer.Option("--log", help="Instead of a lake: a metadata log directory, segment or "
                                                             "snapshot (or kafka-dump-log text), read in process.")]
+WaitOpt = Annotated[float, typer.Option(
+    "--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 LimitOpt = Annotated[int, typer.Option("--limit", min=0, help="Rows shown per list (the heading counts them all; "
                                                                "--json is always complete).")]

@@ -13,14 +13,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.app import JsonOpt, LakeOpt, app, err, handles_errors, lake, out, print_json, spark
+from cli.app import JsonOpt, LakeOpt, WaitOpt, app, err, handles_errors, lake, out, print_json, spark
 from cli.render import kv_table
 
 if TYPE_CHECKING:
     from metadata.ingest import IngestReport
 
-WaitOpt = Annotated[float, typer.Option(
-    "--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")]
 
 
 @app.command()

@@ -22,6 +22,7 @@ from cli.app import (
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
+    WaitOpt,
     app,
     err,
     handles_errors,
@@ -33,7 +34,6 @@ from cli.app import (
 )
 from cli.render import DEFAULT_LIMIT
 
-from cli.lake_commands import WaitOpt, follow_ingest, waiting  # also registers check, optimize
 
 
 @app.command()
@@ -46,6 +46,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
            interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
            wait: WaitOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
+    from cli.lake_commands import follow_ingest, waiting
     from image.ingest import ingest as run
     from metadata.readers import ReadOptions
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
@@ -125,6 +126,7 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
 import cli.image_commands  # noqa: E402 — registers replay, show, diff (listed after the above)
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
+import cli.lake_commands  # noqa: E402 — registers check, optimize
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 

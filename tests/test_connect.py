@@ -31,6 +31,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 from cli.main import app
 from image.ingest import ingest
+from metadata.ingest import ingest as ingest_records
 from metadata.lake import Lake, LakeTransaction
 from metadata.spark import get_spark, is_connect
 
@@ -50,22 +51,23 @@ out["changes"] = cli("changes", "--lake", lake, "--from-offset", mid)
 out["changes_reference"] = cli("changes", "--lake", lake, "--from-offset", mid, "--engine", "reference")
 out["replay"] = cli("replay", "--lake", lake, "--at-offset", late)  # the temporal image, read on Spark
 
-# an ingest that dies before its commit, on a lake holding the first segment, then the rerun
+# an ingest that dies before its commit, on a lake holding the first segment, then the rerun (records only)
 segments = sorted(Path(log_dir).glob("*.log"))
-ingest([str(segments[0])], torn, progress=False)
+ingest_records([str(segments[0])], torn, progress=False)
 committed = Lake(torn).state()
 def crash(self, commit):
     raise RuntimeError("killed before the commit")
 LakeTransaction.commit, commit = crash, LakeTransaction.commit
 try:
-    ingest([str(s) for s in segments[:2]], torn, progress=False)
+    ingest_records([str(s) for s in segments[:2]], torn, progress=False)
 except RuntimeError:
     pass
 LakeTransaction.commit = commit
 out["torn_unchanged"] = Lake(torn).state() == committed
-out["rerun_added"] = ingest([str(s) for s in segments[:2]], torn, progress=False).records_added
+out["rerun_added"] = ingest_records([str(s) for s in segments[:2]], torn, progress=False).records_added
 
-# a first ingest that dies before its commit: no file system to delete its tables, the rerun replaces them
+# a first ingest (with the temporal image) that dies before its commit: no file system to delete its tables,
+# the rerun replaces them
 LakeTransaction.commit = crash
 try:
     ingest([str(segments[0])], torn + "-first", progress=False)

@@ -1,11 +1,13 @@
 """kraft-replay as users start it: the console script of a (non-editable) install into a virtual
 environment, run by its path with a PATH that does not hold that environment — as pipx and service
-units do — and ``python -m cli.main`` in a source checkout. Each lists every command and does the main
-job (``demo``) while the ``python3`` on PATH cannot run Spark's Python workers: the workers must run the
-interpreter kraft-replay runs in (``metadata.spark``)."""
+units do — and ``python -m cli.main`` in a source checkout. Both list every command; the console script
+does the main job (``demo``), ``python -m cli.main`` ingests and reads on a Spark Connect server — while the
+``python3`` on PATH cannot run Spark's Python workers: the workers must run the interpreter kraft-replay
+runs in (``metadata.spark``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,9 +19,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from metadata.readers import read_log
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["ingest", "log-info", "dump", "generate", "replay", "show", "diff", "changes", "apply",
-            "leader-and-isr", "zk-replay", "timeline", "report", "demo", "history"]
+            "leader-and-isr", "zk-replay", "timeline", "report", "check", "optimize", "demo", "history"]
 """Every command, in the order ``--help`` lists them."""
 DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"]
 """The commands ``demo`` runs, in order; it prints a rule ``kraft-replay <command> …`` before each."""
@@ -115,11 +119,19 @@ def test_console_script_of_a_venv_install_run_by_its_path(installed: Path, tmp_p
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
 def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server(installed: Path, tmp_path: Path) -> None:
-    """``python -m cli.main demo`` with the environment's interpreter (not activated), from the checkout,
-    on the local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM
-    starts the Python workers."""
+    """``python -m cli.main`` with the environment's interpreter (not activated), from the checkout, on the
+    local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM starts the
+    Python workers of the ingest's temporal-image build, and the lake read on Spark gives the image a
+    replay of the log in process gives."""
     env = {**_without_venv_on_path(tmp_path), "SPARK_REMOTE": "local[2]"}
-    lake = tmp_path / "lake"
-    run = subprocess.run([str(installed / "bin" / "python"), "-m", "cli.main", "demo", "--lake", str(lake)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1700)
-    _did_the_main_job(run, lake)
+    lake, sample = tmp_path / "lake", ROOT / "data" / "sample"
+    python = [str(installed / "bin" / "python"), "-m", "cli.main"]
+    runs = [subprocess.run([*python, *args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=1700)
+            for args in (["ingest", str(sample), "--lake", str(lake)], ["replay", "--lake", str(lake)],
+                         ["replay", "--log", str(sample)])]
+    for run in runs:
+        assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
+    ingested, on_spark, in_process = (json.loads(r.stdout) for r in runs)
+    assert ingested["records_added"] == len(read_log(sample / "__cluster_metadata-0"))
+    assert on_spark == in_process and on_spark["topics"]
