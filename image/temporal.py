@@ -192,8 +192,8 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
     """:meth:`TemporalSource.dump` over a records table (``offset``, ``timestamp``, ``is_control``, ``type``,
     ``control_type``, ``version``, ``payload``)."""
     if types:
-        chosen = pc.is_in(records["type"], pa.array(list(types))) | pc.is_in(records["control_type"],
-                                                                              pa.array(list(types)))
+        wanted = pa.array(list(types))
+        chosen = pc.or_kleene(pc.is_in(records["type"], wanted), pc.is_in(records["control_type"], wanted))
         records = records.filter(pc.fill_null(chosen, False))
     elif not include_control:
         records = records.filter(pc.invert(records["is_control"]))

@@ -120,7 +120,8 @@ def test_summary_on_spark_equals_the_summary_of_the_image_json(spark, log):
         assert source.image_frames(offset).summary() == image_summary(log.image(offset)), offset
 
 
-READS = [("log-info",), ("dump", "--from-offset", 10, "--to-offset", 60, "--control"), ("replay", "--at-offset", 40),
+READS = [("log-info",), ("dump", "--from-offset", 10, "--to-offset", 60, "--control"),
+         ("dump", "--type", "TOPIC_RECORD", "--type", "LEADER_CHANGE"), ("replay", "--at-offset", 40),
          ("show", "partitions", "--at-offset", 50), ("diff", "--from-offset", 20), ("changes", "--from-offset", 20),
          ("changes", "--from-offset", 20, "--broker", 1), ("apply", "--broker", 1, "--from-offset", 20),
          ("leader-and-isr", "--from-offset", 20), ("history", "partition", "--topic", "shipments-0001", "--partition", 0),
