@@ -4,12 +4,11 @@ Run from the repository root::
 
     python benchmarks/bench_kafka.py                                  # fixtures + 1e5, 1e6 generated/idle
     python benchmarks/bench_kafka.py --sizes 1e5 --engines kafka,reference --out results.json
-    python benchmarks/bench_kafka.py --kinds fixtures --fixtures 4.1.1/rolling --engines spark
+    python benchmarks/bench_kafka.py --kinds fixtures --fixtures 4.1.1/rolling --engines temporal
 
 Runtime on the 2-core dev machine (idle): ``--engines kafka,shell,reference`` at the default sizes
-≈ 10 min; the Spark engine is the long pole (measured 2–5 min for 1e4–1e5 records under load, so
-budget well over 10 min per 1e6 log, plus ≈ 1–2 min to ingest each lake not yet built by
-``bench_ingest.py``).
+≈ 10 min; the lake engines need each log ingested once (with its temporal image; minutes per 10^6
+records), then read in seconds.
 
 Each log is replayed to its end by:
 
@@ -23,17 +22,18 @@ Each log is replayed to its end by:
 * ``reference``: decode the files in this process (``discover`` / ``iter_file_rows`` /
   ``to_log_record`` into a list) and ``image.replay.replay_to`` — decode and replay timed apart.
   Memory: this process's peak RSS (records list + image).
-* ``spark``: ``image.engine.replay_image(lake, engine="spark")`` on a lake ingested from the log
-  (cached under ``--data-dir/lakes``; ingest time reported, not counted), image collected with
-  ``to_json()``. Skipped with the reason if the Spark engine is missing or fails.
-* ``reference-lake``: ``replay_image(lake, engine="reference")``: records streamed from the lake
-  (``metadata.query.log_records``), same replay, result as frames.
+* ``temporal``: the image at the log's end read from the temporal image of a lake ingested from the
+  log (cached under ``--data-dir/lakes``; ingest time, which builds the versions, reported, not
+  counted): ``image.temporal.image_at`` on the in-process reader (``image.lake_source.ArrowSource``,
+  no JVM), result as the image JSON.
+* ``reference-lake``: ``image.sources.reference_image``: the stored records (from the best stored
+  snapshot on) read from the same lake in process and replayed by the reference engine.
 
 Modes (``--modes``): ``log`` = replay the whole log from offset 0 (oracle ``--source log``);
 ``auto`` = what Kafka's loader does at start-up: the newest snapshot, then the log after it
-(oracle ``--source auto``; for logs without a snapshot both modes are the same replay). The Spark
-and lake engines always start from the best stored snapshot, so they appear under ``auto`` (under
-``log`` for a log without snapshot).
+(oracle ``--source auto``; for logs without a snapshot both modes are the same replay). The lake
+engines answer for the log's end (``reference-lake`` from the best stored snapshot), so they appear
+under ``auto`` (under ``log`` for a log without snapshot).
 ``records`` are what each engine went through: Kafka counts metadata records (snapshot + log,
 control records not counted); ours count every record read (control records included).
 """
@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 from common import ROOT, BenchLog, MemorySampler, per_s, print_table, progress
 
-ENGINES = ("kafka", "shell", "reference", "spark", "reference-lake")
+ENGINES = ("kafka", "shell", "reference", "temporal", "reference-lake")
 MODES = ("log", "auto")
 
 
@@ -196,7 +196,7 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
     """The log's lake (shared with bench_ingest.py): reused when its marker matches, else ingested."""
     import shutil
 
-    from metadata.ingest import ingest
+    from image.ingest import ingest
     lake = _lake_dir(data_dir, log)
     marker = lake / "bench-lake.json"
     keys = ("name", "dir", "records", "bytes", "params")
@@ -212,33 +212,31 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
     return str(lake), t["s"]
 
 
-def lake_engine(spark, jvm_pid, log: BenchLog, lake_path: str, engine: str, ingest_s: float | None,
+def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | None,
                 log_mode: bool = True) -> dict:
-    from image.engine import replay_image
-    from metadata.lake import Lake
-    name = "spark" if engine == "spark" else "reference"
+    """The image at the log's end from the lake, in this process: the temporal image, or a replay of the
+    stored records (``reference-lake``)."""
+    from image.lake_source import ArrowSource
+    from image.sources import reference_image
+    from image.temporal import image_at
+    from metadata.lake_files import LakeFiles
     mode = "auto" if log.snapshots or not log_mode else "log"  # no snapshot: the full log, like --source log
-    row = {"log": log.name, "mode": mode, "engine": "Spark engine (lake)" if name == "spark" else "reference (lake)",
-           "ingest_s": ingest_s}
+    row = {"log": log.name, "mode": mode, "engine": "temporal image (lake)" if engine == "temporal"
+           else "reference (lake)", "ingest_s": ingest_s}
     progress(f"{row['engine']} {log.name}")
-    lake = Lake(lake_path, spark)
-    try:
-        with MemorySampler(jvm_pid, common.jvm_heap_fn(spark)) as mem:
-            with common.timer() as t1:
-                frames = replay_image(lake, None, engine=name)
-            with common.timer() as t2:
-                image = frames.to_json()
-    except Exception as exc:  # noqa: BLE001 — an unfinished engine is reported, not fatal
-        row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''}"
-        return row
-    total = t1["s"] + t2["s"]
+    with MemorySampler(None, None) as mem, common.timer() as t:
+        source = ArrowSource(LakeFiles(lake_path))
+        end = source.bounds()[1]
+        if engine == "temporal":
+            doc, errors = image_at(source, end)
+        else:
+            image = reference_image(source, end)
+            doc, errors = image.to_json(), image.errors
     m = mem.result()
     n = startup_records(log)
-    row.update(records=n, replay_s=t1["s"], materialize_s=t2["s"], total_s=total, rec_per_s=per_s(n, total), last_offset=image["offset"], check=_check(image["offset"], log),
-               peak_rss_mb=m["jvm_peak_rss_mb"], driver_rss_mb=m["driver_peak_rss_mb"],
-               jvm_heap_mb=m["jvm_peak_heap_used_mb"], workers_pss_mb=m["py_workers_peak_pss_mb"],
-               errors=len(getattr(frames, "errors", ())), load=common.load_average()[0],
-               note="replay_image + to_json; peak RSS = JVM")
+    row.update(records=n, total_s=t["s"], rec_per_s=per_s(n, t["s"]), last_offset=doc["offset"],
+               check=_check(doc["offset"], log), driver_rss_mb=m["driver_peak_rss_mb"], errors=len(errors),
+               load=common.load_average()[0], note="lake read in process (no JVM) + image JSON")
     return row
 
 
@@ -264,16 +262,6 @@ def startup_records(log: BenchLog) -> int:
                 n += max(0, min(h[12], h[0] + h[6] + 1 - start))
             pos += 12 + h[1]
     return n
-
-
-def spark_engine_available() -> str | None:
-    """None if ``image.engine`` with the Spark engine can be imported, else why not."""
-    try:
-        import image.engine
-        import image.spark_engine  # noqa: F401
-    except Exception as exc:  # noqa: BLE001
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 # ---------------------------------------------------------------- main
@@ -339,33 +327,25 @@ def main(argv: list[str] | None = None) -> int:
             rows.extend(reference_files(lg, [m for m in modes if m == "log" or lg.snapshots or "log" not in modes]))
     results["shell_baseline_s"] = shell_baseline
 
-    lake_engines = [e for e in engines if e in ("spark", "reference-lake")]
+    lake_engines = [e for e in engines if e in ("temporal", "reference-lake")]
     if lake_engines:
-        why = spark_engine_available() if "spark" in lake_engines else None
-        if why:
-            print(f"\nSpark engine skipped: {why}")
-            results["spark_engine_skipped"] = why
-            lake_engines = [e for e in lake_engines if e != "spark"]
-    if lake_engines:
-        progress("starting Spark")
-        spark, jvm_pid = common.spark_session()
-        if not a.no_spark_warmup:  # first query plans/codegen and Python workers: not part of a replay
-            fx = min(common.fixture_logs(), key=lambda f: f.records)
-            path, _ = ensure_lake(spark, fx, a.data_dir)
-            for e in lake_engines:
-                progress(f"warm-up {e} on {fx.name}")
-                lake_engine(spark, jvm_pid, fx, path, e, None)
+        progress("starting Spark (to ingest the lakes)")
+        spark, _ = common.spark_session()
+        fx = min(common.fixture_logs(), key=lambda f: f.records)
+        path, _ = ensure_lake(spark, fx, a.data_dir)
+        for e in lake_engines:  # warm imports: not part of a read
+            lake_engine(fx, path, e, None)
         for lg in logs:
             path, ingest_s = ensure_lake(spark, lg, a.data_dir)
             for e in lake_engines:
-                rows.append(lake_engine(spark, jvm_pid, lg, path, e, ingest_s, "log" in modes))
+                rows.append(lake_engine(lg, path, e, ingest_s, "log" in modes))
 
     for mode in modes:
         sel = [r for r in rows if r["mode"] == mode]
         title = ("Full log replay from offset 0 (oracle `--source log`)" if mode == "log" else
                  "Start-up replay: newest snapshot + log tail (oracle `--source auto`; logs with a snapshot"
                  + (")" if "log" in modes else "; others: full log)"))
-        print_table(title, sel, COLUMNS + [("ingest_s", "lake ingest s"), ("materialize_s", "to_json s"), "note",
+        print_table(title, sel, COLUMNS + [("ingest_s", "lake ingest s"), "note",
                                            "error"])
     return common.finish(results, a.out)
 
