@@ -41,8 +41,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from metadata import version_tables
-from metadata.lake_state import INGESTS, LakeError, LakeState, lake_uri
+from metadata import lake_damage, version_tables
+from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
 from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
@@ -93,11 +93,6 @@ class Commit(BaseModel):
     records_added: int
     snapshots_added: int
     high_water_mark: int
-
-
-class LakeDamaged(LakeError):
-    """A table, file or version the committed state needs is missing or unreadable (one line: which, and
-    what to do)."""
 
 
 class LakeBusy(LakeError):
@@ -230,24 +225,6 @@ def is_conflict(exc: BaseException) -> bool:
 
 # ---------------------------------------------------------------- damage: one line naming what and what to do
 
-_FILE_RE = re.compile(r"((?:file:|hdfs:|s3a?:|gs:|abfss?:|wasbs?:)?/[^\s,;'\"\]\[)]+?"
-                      r"(?:\.parquet|_delta_log/\d{20}\.json|_delta_log))(?=[\s.,;:'\")\]]|$)")
-_VERSIONS_RE = re.compile(r"version\s+(\d+)\b.*?[Aa]vailable versions:?\s*\[(\d+),\s*(\d+)\]", re.DOTALL)
-_REBUILD = "re-ingest the sources into a new lake"
-
-
-def _located(path: str) -> tuple[str, str, str]:
-    """(lake, table, file name) of a path ``<lake>/<table>/<file>`` or ``<lake>/<table>/_delta_log[/<file>]``."""
-    path = unquote(path).removeprefix("file://").removeprefix("file:")
-    table_dir, _, log_file = path.partition("/_delta_log")
-    if log_file or path.endswith("/_delta_log"):
-        name = f"_delta_log{log_file}"
-    else:
-        table_dir, name = path.rsplit("/", 1)
-    lake, table = table_dir.rsplit("/", 1)
-    return lake, table, name
-
-
 def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
     """The version of the newest ``VACUUM`` of the table at ``table_path``, if any (None if unknown)."""
     if spark is None:
@@ -261,59 +238,10 @@ def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
 
 def explain(exc: BaseException, lake: str | None = None, table: str | None = None,
             version: int | None = None, spark: SparkSession | None = None) -> str | None:
-    """One line for a Spark/Delta failure that comes from a damaged lake (a data file missing or not
-    readable, a Delta log entry missing or corrupt, a table missing, a version no longer available):
-    which table, file or version, and what to do. None for any other failure.
-
-    ``lake``/``table``/``version``: what was being read, when the caller knows (the path in the message
-    names the table otherwise); ``spark`` (default: the active session) looks up whether a VACUUM ran.
-    """
-    if isinstance(exc, LakeError):
-        return None
-    text = f"{exc} {getattr(exc, 'java_exception', '') or ''}"
-    what = (f"table {table}" + (f" at version {version}" if version is not None else "")) if table else "a table"
-    check = f" (`kraft-replay check --lake {lake}` lists every problem)" if lake else ""
-    if (m := _FILE_RE.search(text)) and (found := _located(m.group(1))):
-        flake, ftable, name = found
-        lake, check = lake or flake, check or f" (`kraft-replay check --lake {lake or flake}` lists every problem)"
-        head = f"lake {lake}: table {table or ftable}" + (f" at version {version}" if version is not None else "")
-        missing = re.search(r"FileNotFound|FILE_NOT_EXIST|does not exist|No such file", text)
-        if name == "_delta_log" and missing:
-            return (f"{head} is missing (no Delta table at {lake}/{ftable}); restore it from a backup, "
-                    f"or {_REBUILD}{check}")
-        if name.startswith("_delta_log"):
-            state = "is missing" if missing else "is damaged"
-            return (f"{head}: its Delta log file {name} {state}; restore the table's _delta_log from a backup, "
-                    f"or {_REBUILD}{check}")
-        if missing:
-            vacuum = _vacuumed(spark or SparkSession.getActiveSession(), f"{lake}/{ftable}")
-            why = (f"a VACUUM (table version {vacuum}) removed it though the committed state still reads it"
-                   if vacuum is not None else "deleted outside Delta")
-            return (f"{head}: data file {name} is missing ({why}); restore it from a backup, or {_REBUILD}{check}")
-        if re.search(r"FAILED_READ_FILE|not a Parquet file|magic number|CANNOT_READ_FILE_FOOTER|EOFException|"
-                     r"Checksum|footer|corrupt", text, re.IGNORECASE):
-            return (f"{head}: data file {name} is damaged (not a readable Parquet file); restore it from a backup, "
-                    f"or {_REBUILD}{check}")
-    where = f"lake {lake}: " if lake else ""
-    if m := _VERSIONS_RE.search(text):
-        return (f"{where}{'table ' + table if table else 'a table'}: version {m.group(1)} is not in the table's "
-                f"Delta log any more (it holds versions {m.group(2)}–{m.group(3)}): log clean-up or deleted log "
-                f"files; {_REBUILD}{check}")
-    if re.search(r"DELTA_VERSIONS_NOT_CONTIGUOUS|not contiguous|DELTA_STATE_RECOVER_ERROR|DELTA_MISSING_PART_FILES|"
-                 r"DELTA_TRUNCATED_TRANSACTION_LOG|DeltaFileNotFoundException|DELTA_FILE_NOT_FOUND", text):
-        found = re.search(r"Versions \(([\d, ]+)\)", text)
-        listed = f" (it holds versions {found.group(1)})" if found else ""
-        return (f"{where}{what}: its Delta log is missing commit files{listed}; restore the table's _delta_log "
-                f"from a backup, or {_REBUILD}{check}")
-    if re.search(r"JsonParse|Unrecognized token|Unexpected end-of-input|MismatchedInputException|"
-                 r"DELTA_INVALID_COMMIT|Failed to parse", text):
-        log = re.search(r"(\d{20}\.json)", text)
-        return (f"{where}{what}: a Delta log file{' ' + log.group(1) if log else ''} is corrupt; restore the "
-                f"table's _delta_log from a backup, or {_REBUILD}{check}")
-    if re.search(r"DELTA_MISSING_DELTA_TABLE|DELTA_TABLE_NOT_FOUND|is not a Delta table|DELTA_PATH_DOES_NOT_EXIST",
-                 text):
-        return f"{where}{what} is missing (no Delta table at its path); restore it from a backup, or {_REBUILD}{check}"
-    return None
+    """:func:`metadata.lake_damage.explain` for a Spark/Delta failure; ``spark`` (default: the active
+    session) looks up whether a VACUUM ran."""
+    session = spark or SparkSession.getActiveSession()
+    return lake_damage.explain(exc, lake, table, version, lambda path: _vacuumed(session, path))
 
 
 # ---------------------------------------------------------------- the lease

@@ -14,7 +14,9 @@ take rather than Spark.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,7 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from metadata.lake_state import INGESTS, LakeError, LakeState, lake_uri
+from metadata import lake_damage
+from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
+
+_COMMIT_RE = re.compile(r"\d{20}\.json")
+_CHECKPOINT_RE = re.compile(r"\d{20}\.checkpoint(\.\d+\.\d+)?\.parquet|\d{20}\.checkpoint\.[\w-]+\.(parquet|json)")
 
 
 @dataclass(frozen=True)
@@ -66,19 +72,95 @@ class LakeFiles:
         return f"{self.uri}/{name}"
 
     def _table(self, name: str, version: int | None = None):
+        """The Delta table ``name`` at ``version`` (None: the latest; no table: None). A committed version
+        whose Delta log is incomplete or unreadable raises :class:`LakeDamaged`: delta-rs would otherwise
+        build a version from the commits that are left and silently miss files."""
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
+        if version is not None:
+            self._check_log(name, version)
         try:
             return DeltaTable(self.path(name), version=version)
         except TableNotFoundError:
+            if version is None:
+                return None
+            raise LakeDamaged(lake_damage.missing_table(self._head(name), lake_damage.hint(self.uri))) from None
+        except Exception as exc:  # delta-rs's own errors: a commit it cannot parse
+            raise LakeDamaged(lake_damage.corrupt_log(self._head(name, version), self._unparsable(name, version),
+                                                      lake_damage.hint(self.uri))) from exc
+
+    def _head(self, name: str, version: int | None = None) -> str:
+        return f"lake {self.uri}: table {name}" + (f" at version {version}" if version is not None else "")
+
+    def _log_dir(self, name: str) -> str:
+        return os.path.join(_plain(self.path(name)), "_delta_log")
+
+    def _check_log(self, name: str, version: int) -> None:
+        """Every commit file a reader of ``version`` needs is there: from the newest checkpoint at or below
+        it (or version 0) through ``version``."""
+        check = lake_damage.hint(self.uri)
+        try:
+            entries = os.listdir(self._log_dir(name))
+        except FileNotFoundError:
+            raise LakeDamaged(lake_damage.missing_table(self._head(name, version), check)) from None
+        commits = {int(f[:20]) for f in entries if _COMMIT_RE.fullmatch(f)}
+        checkpoints = [int(f[:20]) for f in entries if _CHECKPOINT_RE.fullmatch(f)]
+        if not commits and not checkpoints:
+            raise LakeDamaged(lake_damage.missing_table(self._head(name, version), check))
+        if version > max(commits | set(checkpoints)):
+            known = sorted(commits | set(checkpoints))
+            raise LakeDamaged(lake_damage.version_gone(self._head(name), version, known[0], known[-1], check))
+        base = max((c for c in checkpoints if c <= version), default=-1)
+        gone = [v for v in range(base + 1, version + 1) if v not in commits]
+        if gone:
+            raise LakeDamaged(lake_damage.log_file(self._head(name, version), f"_delta_log/{gone[0]:020d}.json",
+                                                   True, check))
+
+    def _unparsable(self, name: str, version: int | None) -> str | None:
+        """The first commit file of the table's log (up to ``version``) that is not JSON lines, if any."""
+        directory = self._log_dir(name)
+        for f in sorted(os.listdir(directory)):
+            if _COMMIT_RE.fullmatch(f) and (version is None or int(f[:20]) <= version):
+                try:
+                    with open(os.path.join(directory, f), encoding="utf-8") as lines:
+                        for line in lines:
+                            if line.strip():
+                                json.loads(line)
+                except (ValueError, UnicodeDecodeError):
+                    return f
+        return None
+
+    def _read_files(self, name: str, uris: list[str], where: pc.Expression | None,
+                    columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:
+        """:func:`_read`, a missing or unreadable data file reported as :class:`LakeDamaged`."""
+        try:
+            return _read(uris, where, columns, schema)
+        except (OSError, pa.ArrowException) as exc:
+            version = self.state().versions.get(name)
+            missing = next((u for u in uris if not os.path.exists(_plain(u))), None)
+            check = lake_damage.hint(self.uri)
+            if missing is not None:
+                raise LakeDamaged(lake_damage.missing_file(self._head(name), os.path.basename(_plain(missing)),
+                                                           self._vacuumed(name), check)) from exc
+            line = lake_damage.explain(exc, self.uri, name, version)
+            if line is None:
+                raise
+            raise LakeDamaged(line) from exc
+
+    def _vacuumed(self, name: str) -> int | None:
+        """The version of the table's newest VACUUM, if its history says."""
+        try:
+            history = self._table(name).history()
+        except Exception:  # noqa: BLE001 — only a better message is at stake
             return None
+        return max((h["version"] for h in history if h.get("operation") == "VACUUM END"), default=None)
 
     @cached_property
     def _state(self) -> LakeState:
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        rows = _read(list(ingests.file_uris()), None).to_pylist()
+        rows = self._read_files(INGESTS, list(ingests.file_uris()), None, None, None).to_pylist()
         if not rows:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
         newest = max(rows, key=lambda r: r["seq"])
@@ -130,18 +212,18 @@ class LakeFiles:
         schema = _schema(name)
         if not chosen:
             if schema is None and files:
-                schema = ds.dataset([_plain(files[0].uri)], format="parquet").schema
+                schema = self._read_files(name, [files[0].uri], None, None, None).schema
             if schema is None:
                 return _empty(columns or [])
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
         plain = [f.uri for f in chosen if _plain(f.uri) not in masks]
-        parts = [_read(plain, where, columns, schema)] if plain else []
+        parts = [self._read_files(name, plain, where, columns, schema)] if plain else []
         for f in chosen:
             mask = masks.get(_plain(f.uri))
             if mask is None:
                 continue
-            table = _read([f.uri], None, None, schema)
+            table = self._read_files(name, [f.uri], None, None, schema)
             keep = pa.array(mask + [True] * (table.num_rows - len(mask)))
             table = table.filter(keep)
             if where is not None:

@@ -28,6 +28,11 @@ class LakeError(RuntimeError):
     """The lake is missing or not a kraft-replay lake."""
 
 
+class LakeDamaged(LakeError):
+    """A table, file or version the committed state needs is missing or unreadable (one line: which, and
+    what to do)."""
+
+
 def lake_uri(location: str) -> str:
     """A lake location as a URI (a local path made absolute)."""
     if "://" in location or location.startswith("file:"):
