@@ -35,7 +35,7 @@ from image.testing import (
 )
 from image.testing import uuid as make_uuid
 from metadata.columns import payload_json
-from metadata.generator import generate
+from generator import generate
 from image.ingest import ingest
 from image.versions import VersionLog, record_versions
 from metadata.version_tables import PROVENANCE

@@ -35,14 +35,14 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from metadata.generator.controller import (
+from generator.controller import (
     PARTITION_CHANGE_VERSION,
     build_partition_change,
     reassignment_revert,
     reassignment_target,
 )
-from metadata.generator.rng import DetRandom
-from metadata.generator.state import (
+from generator.rng import DetRandom
+from generator.state import (
     BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
@@ -52,7 +52,7 @@ from metadata.generator.state import (
     Topic,
     random_uuid,
 )
-from metadata.generator.writer import LogWriter
+from generator.writer import LogWriter
 
 BASE_TIME_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 METADATA_VERSION = 21  # 3.9-IV0
