@@ -16,7 +16,7 @@ import pytest
 from crc32c import crc32c
 
 from generator import LOG_DIR_NAME, GenerateReport, generate
-from generator.checker import ControllerRuleChecker
+from tests.controller_rules import ControllerRuleChecker
 
 STANDARD = {"seed": 7, "brokers": 5, "topics": 20, "partitions": 6, "churn": 2000, "snapshot_at": 3000, "segment_bytes": 256 * 1024}
 

@@ -21,7 +21,7 @@ from cli import render
 from image.temporal import parse_time
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     broker_change,
     feature_level,
