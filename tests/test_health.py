@@ -139,7 +139,7 @@ def test_spaced_points_over_a_sub_window(log):
 
 
 def parse(time: str) -> int:
-    from image.temporal import parse_time  # the CLI's own parser of --from-time / --to-time
+    from image.times import parse_time  # the CLI's own parser of --from-time / --to-time
     return parse_time(time)
 
 
