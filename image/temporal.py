@@ -24,7 +24,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
-from image.times import parse_time
+from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end

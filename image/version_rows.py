@@ -24,6 +24,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from image.temporal import MemorySource, TemporalSource
+from image.times import iso_time
 from metadata.version_tables import version_schema
 
 PARTS = ("topics", "partitions", "brokers", "configs")
