@@ -1,6 +1,6 @@
 """Benchmark: the apply plan and the ZooKeeper-era requests in process (``replica.plan``, ``replica.zk``).
 
-Synthetic log built with ``image.testing.LogBuilder`` (no lake): ``--brokers`` unfenced brokers,
+Synthetic log built with ``tests.logbuilder.LogBuilder`` (no lake): ``--brokers`` unfenced brokers,
 ``--topics`` topics with ``--partitions`` partitions in total, replication factor ``--rf``. The delta is
 the rolling restart of ``bench_changes.py``: one PartitionChangeRecord per partition moving its leader to
 the next replica, so every partition is touched. The images at both ends and the ONE delta come from
@@ -20,9 +20,9 @@ import time
 from typing import Any
 
 from image.replay import delta_between
-from image.testing import LogBuilder, feature_level, partition, partition_change, register_broker, topic, uuid
 from replica.plan import apply_plan_rows
 from replica.zk import leader_and_isr_doc
+from tests.logbuilder import LogBuilder, feature_level, partition, partition_change, register_broker, topic, uuid
 
 
 def rolling_restart(brokers: int, topics: int, partitions: int, rf: int) -> tuple[LogBuilder, int, int]:

@@ -53,7 +53,7 @@ def txn_log(n: int, data_dir: str) -> common.BenchLog:
 
 def _shaped_log(kind: str, n: int, data_dir: str, *, brokers: int, topics: int, partitions: int,
                 per_churn: float) -> common.BenchLog:
-    from metadata.generator import generate
+    from generator import generate
     churn = max(1, round(n / per_churn))
     params = {"format": 1, "kind": kind, "n": n, "brokers": brokers, "topics": topics, "partitions": partitions,
               "churn": churn}

@@ -6,7 +6,7 @@ from the repository root: ``python benchmarks/bench_ingest.py ...``).
 Benchmark logs are cached under ``--data-dir`` (default ``$KRAFT_REPLAY_BENCH_DIR`` or
 ``/tmp/kraft-replay-bench``), one directory per log, reused while its parameters are unchanged:
 
-* ``gen-<n>``: :func:`metadata.generator.generate` of a mid-size cluster (6 brokers, 24 topics of
+* ``gen-<n>``: :func:`generator.generate` of a mid-size cluster (6 brokers, 24 topics of
   8 partitions, RF 3) with enough churn for about ``n`` records (the generator decides the exact
   count), a snapshot about half-way, one segment (Kafka's default ``metadata.log.segment.bytes``,
   1 GiB, unless ``segment_bytes`` is given).
@@ -506,7 +506,7 @@ def _records_per_churn(brokers: int, topics: int, partitions: int) -> float:
 def generated_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 7,
                   segment_bytes: int = KAFKA_SEGMENT_BYTES) -> BenchLog:
     """A generated mid-size cluster log of about ``n`` records with a snapshot half-way (cached)."""
-    from metadata.generator import generate
+    from generator import generate
     brokers, topics, partitions = 6, 24, 8
     churn = max(1, round(n / _records_per_churn(brokers, topics, partitions)))
     params = {"format": _LOG_FORMAT, "n": n, "seed": seed, "brokers": brokers, "topics": topics,
@@ -532,7 +532,7 @@ def idle_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11,
     ``n`` records in all, written with :func:`metadata.codec.batch.encode_batch` (cached)."""
     from metadata.codec.batch import encode_batch
     from metadata.codec.records import encode_metadata_value
-    from metadata.generator import generate
+    from generator import generate
     from metadata.readers import ReadOptions, discover, iter_file_rows
     params = {"format": _LOG_FORMAT, "n": n, "seed": seed, "brokers": 3, "topics": 5, "partitions": 3, "churn": 40,
               "segment_bytes": segment_bytes, "noop_interval_ms": NOOP_INTERVAL_MS}

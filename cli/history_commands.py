@@ -42,7 +42,7 @@ def duration_ms(text: str) -> int:
 
 
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
-    from image.temporal import parse_time
+    from image.times import parse_time
     from image.version_rows import Window
     return Window(from_offset=from_offset, to_offset=to_offset,
                   from_time=parse_time(from_time) if from_time is not None else None,

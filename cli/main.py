@@ -110,7 +110,7 @@ def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to w
              segment_bytes: Annotated[int, typer.Option(help="Roll segments at about this size.")] = 1 << 20,
              as_json: JsonOpt = False) -> None:
     """Write a deterministic, real-format metadata log of a simulated cluster."""
-    from metadata.generator import generate as run
+    from generator import generate as run
     report = run(seed, brokers, topics, partitions, churn, out_dir, replication_factor=rf, snapshot_at=snapshot_at,
                  noop_interval_ms=noop_interval_ms, compression=compression, segment_bytes=segment_bytes)
     if as_json:

@@ -12,7 +12,6 @@ longer than ``limit`` elided with a count.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from image import times
 from image.diff_keys import CHANGES, DIFF_KEYS
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ DEFAULT_LIMIT = 10
 """Rows shown per list unless ``--limit N`` or ``--all`` says otherwise."""
 
 T = TypeVar("T")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -44,7 +43,7 @@ def iso_time(ms: int | None) -> str:
     (null, or Kafka's -1)."""
     if ms is None or ms < 0:
         return "none"
-    return (_EPOCH + dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return times.iso_time(ms)
 
 
 def is_time(name: str) -> bool:

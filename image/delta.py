@@ -23,6 +23,14 @@ from metadata.log import LogRecord
 class _PartDelta(Protocol):
     def finish_snapshot(self) -> None: ...
 
+    def build(self, in_place: bool) -> Any: ...
+
+
+_PARTS = ("features", "cluster", "topics", "configs", "client_quotas", "producer_ids", "acls", "scram",
+          "delegation_token")
+"""The nine parts in ``MetadataImage`` order: a part's delta is ``<part>_delta``, made by ``get_or_create_<part>_delta``;
+its image is the image's attribute of that name (``delegation_tokens`` for ``delegation_token``)."""
+
 
 class MetadataDelta:
     """Pending changes against ``image``; each part's delta is created on first use.
@@ -32,18 +40,21 @@ class MetadataDelta:
     disables the name-collision check against base-image topics (which the snapshot replaces).
     """
 
+    features_delta: FeaturesDelta | None
+    cluster_delta: ClusterDelta | None
+    topics_delta: TopicsDelta | None
+    configs_delta: ConfigurationsDelta | None
+    client_quotas_delta: ClientQuotasDelta | None
+    producer_ids_delta: ProducerIdsDelta | None
+    acls_delta: AclsDelta | None
+    scram_delta: ScramDelta | None
+    delegation_token_delta: DelegationTokenDelta | None
+
     def __init__(self, image: MetadataImage, *, snapshot: bool = False) -> None:
         self.image = image
         self.snapshot = snapshot
-        self.features_delta: FeaturesDelta | None = None
-        self.cluster_delta: ClusterDelta | None = None
-        self.topics_delta: TopicsDelta | None = None
-        self.configs_delta: ConfigurationsDelta | None = None
-        self.client_quotas_delta: ClientQuotasDelta | None = None
-        self.producer_ids_delta: ProducerIdsDelta | None = None
-        self.acls_delta: AclsDelta | None = None
-        self.scram_delta: ScramDelta | None = None
-        self.delegation_token_delta: DelegationTokenDelta | None = None
+        for part in _PARTS:
+            setattr(self, f"{part}_delta", None)
 
     def get_or_create_features_delta(self) -> FeaturesDelta:
         if self.features_delta is None:
@@ -98,20 +109,7 @@ class MetadataDelta:
     @property
     def is_empty(self) -> bool:
         """No record touched any part yet."""
-        return all(delta is None for delta in self._deltas())
-
-    def _deltas(self) -> tuple[_PartDelta | None, ...]:
-        return (
-            self.features_delta,
-            self.cluster_delta,
-            self.topics_delta,
-            self.configs_delta,
-            self.client_quotas_delta,
-            self.producer_ids_delta,
-            self.acls_delta,
-            self.scram_delta,
-            self.delegation_token_delta,
-        )
+        return all(getattr(self, f"{part}_delta") is None for part in _PARTS)
 
     def replay(self, record: LogRecord, location: str | None = None) -> None:
         """Replay one metadata record (Kafka ``MetadataDelta.replay``).
@@ -160,38 +158,23 @@ class MetadataDelta:
         """The next image (parts may be live copy-on-write maps). With ``in_place`` the live maps
         of a live base image are updated directly; only the batch loader, which owns that image
         and discards this delta afterwards, uses it."""
-        image = self.image
-        return MetadataImage(
-            provenance,
-            image.features if self.features_delta is None else self.features_delta.build(in_place),
-            image.cluster if self.cluster_delta is None else self.cluster_delta.build(in_place),
-            image.topics if self.topics_delta is None else self.topics_delta.build(in_place),
-            image.configs if self.configs_delta is None else self.configs_delta.build(in_place),
-            image.client_quotas if self.client_quotas_delta is None else self.client_quotas_delta.build(in_place),
-            image.producer_ids if self.producer_ids_delta is None else self.producer_ids_delta.build(in_place),
-            image.acls if self.acls_delta is None else self.acls_delta.build(in_place),
-            image.scram if self.scram_delta is None else self.scram_delta.build(in_place),
-            image.delegation_tokens
-            if self.delegation_token_delta is None
-            else self.delegation_token_delta.build(in_place),
-        )
+        parts = {}
+        for part in _PARTS:
+            delta: _PartDelta | None = getattr(self, f"{part}_delta")
+            name = _IMAGE_PART.get(part, part)
+            parts[name] = getattr(self.image, name) if delta is None else delta.build(in_place)
+        return MetadataImage(provenance, **parts)
 
     def apply(self, provenance: MetadataProvenance) -> MetadataImage:
         """The next immutable image; the base image is left untouched."""
         return self.build(provenance, in_place=False).frozen()
 
 
-_ALL_PARTS: tuple[Callable[[MetadataDelta], _PartDelta], ...] = (
-    MetadataDelta.get_or_create_features_delta,
-    MetadataDelta.get_or_create_cluster_delta,
-    MetadataDelta.get_or_create_topics_delta,
-    MetadataDelta.get_or_create_configs_delta,
-    MetadataDelta.get_or_create_client_quotas_delta,
-    MetadataDelta.get_or_create_producer_ids_delta,
-    MetadataDelta.get_or_create_acls_delta,
-    MetadataDelta.get_or_create_scram_delta,
-    MetadataDelta.get_or_create_delegation_token_delta,
-)
+_IMAGE_PART = {"delegation_token": "delegation_tokens"}
+"""A part's image attribute where its name differs from the part's (Kafka's ``delegationTokens``)."""
+
+_ALL_PARTS: tuple[Callable[[MetadataDelta], _PartDelta], ...] = tuple(
+    getattr(MetadataDelta, f"get_or_create_{part}_delta") for part in _PARTS)
 
 _Handler = Callable[[MetadataDelta, Mapping[str, Any]], None]
 

@@ -27,7 +27,8 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from image.version_rows import VersionWindow, iso_time
+from image.times import iso_time
+from image.version_rows import VersionWindow
 
 NO_LEADER = -1
 _VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")

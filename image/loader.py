@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from image.delta import MetadataDelta
@@ -156,6 +156,22 @@ class _BatchReader(abc.ABC):
 
     def _abort(self) -> None:
         """An AbortTransactionRecord was read."""
+
+
+class DeltaEnds(_BatchReader):
+    """The batch loader's delta boundaries alone: ``on_delta_end(last offset)`` for every delta it publishes,
+    records not applied (the log generator follows the image's topic configs delta by delta with it)."""
+
+    def __init__(self, on_delta_end: Callable[[int], None]) -> None:
+        super().__init__(MetadataProvenance.EMPTY, lenient=False)
+        self._on_delta_end = on_delta_end
+
+    def _publish(self, provenance: MetadataProvenance) -> None:
+        super()._publish(provenance)
+        self._on_delta_end(provenance.last_contained_offset)
+
+    def _replay_record(self, record: LogRecord) -> None:
+        pass
 
 
 class MetadataLoader(_BatchReader):

@@ -29,7 +29,8 @@ def _leader_recovery_state(value: int) -> int:
     return value
 
 
-def _all_migrating(directories: Sequence[str]) -> bool:
+def all_migrating(directories: Sequence[str]) -> bool:
+    """Every directory is MIGRATING (true of no directories)."""
     return directories.count(MIGRATING) == len(directories)
 
 
@@ -70,7 +71,7 @@ class PartitionRegistration:
         record_dirs = data.get("directories")
         if record_dirs and len(record_dirs) != len(replicas):
             raise _invalid_directories(replicas, record_dirs)
-        if record_dirs is None or _all_migrating(record_dirs):
+        if record_dirs is None or all_migrating(record_dirs):
             directories, identity = (MIGRATING,) * len(replicas), MIGRATING_IDENTITY
         else:
             directories, identity = tuple(record_dirs), next(_array_identities)
@@ -103,7 +104,7 @@ class PartitionRegistration:
             if record_replicas is not None and record_dirs and len(record_dirs) != len(record_replicas):
                 raise _invalid_directories(record_replicas, record_dirs)
             directories, identity = tuple(record_dirs), None
-        if _all_migrating(directories):
+        if all_migrating(directories):
             if len(directories) != len(replicas):
                 directories = (MIGRATING,) * len(replicas)
             identity = MIGRATING_IDENTITY

@@ -17,7 +17,6 @@ partitions, the elections of the minute, an episode's peak — and the page list
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import json
 from collections import defaultdict
@@ -30,7 +29,8 @@ from image.health import TimelinePoint
 from image.history import broker_history
 from image.timeline import points_at_changes, points_every, timeline
 from image.diff_keys import DIFF_KEYS
-from image.version_rows import VersionWindow, iso_time
+from image.times import iso_time, parse_time
+from image.version_rows import VersionWindow
 
 MAX_EVENTS = 40
 MAX_PLOT_POINTS = 5000
@@ -68,10 +68,6 @@ class IncidentReport(BaseModel):
     events: list[ReportEvent]
     leaders: list[LeaderCount]
     diff: dict[str, Any]
-
-
-def _ms(time: str) -> int:
-    return (dt.datetime.fromisoformat(time) - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
 
 
 def _before(points: Sequence[TimelinePoint], offset: int) -> TimelinePoint | None:
@@ -149,14 +145,14 @@ def elections_per_minute(points: Sequence[TimelinePoint]) -> dict[int, int]:
     minutes: dict[int, int] = defaultdict(int)
     for point in points:
         if point.elections:
-            minutes[_ms(point.time) // 60_000 * 60_000] += point.elections
+            minutes[parse_time(point.time) // 60_000 * 60_000] += point.elections
     return dict(sorted(minutes.items()))
 
 
 def _election_bursts(points: Sequence[TimelinePoint]) -> list[ReportEvent]:
     out = []
     for minute, count in elections_per_minute(points).items():
-        first = next(p for p in points if p.elections and _ms(p.time) >= minute)
+        first = next(p for p in points if p.elections and parse_time(p.time) >= minute)
         out.append(ReportEvent(offset=first.offset, time=iso_time(minute), kind="elections",
                                text=f"{count} leader election{'s' if count > 1 else ''} in the minute from "
                                     f"{iso_time(minute)[11:16]}", weight=count))

@@ -11,7 +11,6 @@ and the rejected records — and :func:`image_at` turns them into the image JSON
 from __future__ import annotations
 
 import bisect
-import datetime as dt
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
+from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
@@ -99,29 +99,6 @@ class TemporalSource(Protocol):
              include_control: bool = False) -> Iterator[DumpRecord]:
         """The records in ``[first, last]`` (unbounded where None) for ``dump``: metadata records, control
         records too with ``include_control``, or only ``types`` (record or control type names)."""
-
-
-def parse_time(value: str | int) -> int:
-    """Epoch milliseconds of ``value``: an int / digit string (epoch ms) or an ISO-8601 time (``Z`` or an
-    offset; a naive time is UTC)."""
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
-        return int(value)
-    try:
-        moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
-
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def iso_time(ms: int) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:05:00.123Z``)."""
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
 
 
 def resolve_offset(source: TemporalSource, offset: int | None = None, at_time: str | int | None = None) -> int:

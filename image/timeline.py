@@ -38,7 +38,8 @@ from image.health import (
     TimelinePoint,
     parse_min_insync,
 )
-from image.version_rows import VersionWindow, iso_time
+from image.times import iso_time
+from image.version_rows import VersionWindow
 
 OPEN = np.iinfo(np.int64).max
 """``to_offset`` of a version that is still current."""

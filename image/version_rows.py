@@ -14,7 +14,6 @@ the Delta tables) or a log read in process (:func:`log_source`).
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,6 +24,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from image.temporal import MemorySource, TemporalSource
+from image.times import iso_time
 from metadata.version_tables import version_schema
 
 PARTS = ("topics", "partitions", "brokers", "configs")
@@ -33,13 +33,6 @@ PARTS = ("topics", "partitions", "brokers", "configs")
 RECORDS_SCHEMA = pa.schema([("offset", pa.int64()), ("timestamp", pa.int64()), ("type", pa.string())])
 """The records of a window: offset, batch append time (ms) and record type name (for a control
 record its control type, e.g. ``LEADER_CHANGE``: the lake's ``coalesce(type, control_type)``)."""
-
-
-def iso_time(ms: int) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``2026-01-30T17:05:00.123Z``),
-    the form ``--from-time`` / ``--to-time`` accept."""
-    moment = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Window(BaseModel):

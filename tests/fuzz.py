@@ -97,7 +97,7 @@ def fixture_sources() -> list[Source]:
 
 def generated_sources(directory: Path) -> list[Source]:
     """Small generated logs (and their snapshots), one per compression, written under ``directory``."""
-    from metadata.generator import generate
+    from generator import generate
     out = []
     for i, codec in enumerate(CODECS):
         target = directory / f"gen-{codec}"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from image.ingest import ingest
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     abort,
     acl,

@@ -1,5 +1,5 @@
 """Random metadata logs for property tests: record bodies, batches, and an image written back as
-snapshot records (hypothesis strategies over the builders of :mod:`image.testing`)."""
+snapshot records (hypothesis strategies over the builders of :mod:`tests.logbuilder`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from image.image import MetadataImage
-from image.testing import (
+from tests.logbuilder import (
     Body,
     LogBuilder,
     acl,

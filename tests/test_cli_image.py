@@ -17,7 +17,7 @@ from cli.app import app
 from cli.render import iso_time
 from image.replay import replay_to
 from image.summary import image_summary
-from metadata.generator import generate
+from generator import generate
 from image.ingest import ingest
 from metadata.lake import Lake
 from metadata.log import LogRecord

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from image.replay import replay_to
-from metadata.generator import generate
+from generator import generate
 from metadata.lake import Lake
 from metadata.readers import read_log
 

@@ -11,7 +11,7 @@ from image.diff import diff_rows
 from image.frames import ImageFrames
 from image.parts import json_rows
 from image.replay import replay_to
-from metadata.generator import generate
+from generator import generate
 from metadata.readers import read_log
 
 

@@ -1,4 +1,4 @@
-"""Tests of ``metadata.generator``: determinism, the report against an independent scan of the files,
+"""Tests of ``generator``: determinism, the report against an independent scan of the files,
 Kafka controller rules (with mutation tests proving the checker can fail), snapshot naming/structure
 and snapshot == replay of the log prefix."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from crc32c import crc32c
 
-from metadata.generator import LOG_DIR_NAME, GenerateReport, generate
-from metadata.generator.checker import ControllerRuleChecker
+from generator import LOG_DIR_NAME, GenerateReport, generate
+from tests.controller_rules import ControllerRuleChecker
 
 STANDARD = {"seed": 7, "brokers": 5, "topics": 20, "partitions": 6, "churn": 2000, "snapshot_at": 3000, "segment_bytes": 256 * 1024}
 
@@ -578,21 +578,24 @@ def test_invalid_arguments(tmp_path):
         generate(1, 1, 1, 0, 1, tmp_path, replication_factor=1)
 
 
-def test_module_entry_point(tmp_path, capsys):
+def test_generate_command(tmp_path):
+    """``kraft-replay generate --json`` prints the report of :func:`generate` called with its options."""
     import json
 
-    from metadata.generator.__main__ import main, parse_args
+    from typer.testing import CliRunner
 
-    argv = ["--seed", "3", "--brokers", "3", "--topics", "2", "--partitions", "2", "--churn", "40",
-            "--out", str(tmp_path), "--rf=2", "--snapshot-at", "30", "--compression", "lz4"]
-    args = parse_args(argv)
-    assert args["replication_factor"] == 2 and args["snapshot_at"] == 30 and args["segment_bytes"] == 1 << 20
-    assert main(argv) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed == json.loads(generate(out_dir=tmp_path, **{k: v for k, v in args.items() if k != "out_dir"})
-                                 .model_dump_json())
-    assert main(["--seed", "1", "--bogus", "2"]) == 2
-    assert main(["--seed", "1"]) == 2
+    from cli.main import app
+
+    argv = ["generate", "--seed", "3", "--brokers", "3", "--topics", "2", "--partitions", "2", "--churn", "40",
+            "--out", str(tmp_path), "--rf=2", "--snapshot-at", "30", "--compression", "lz4", "--json"]
+    run = CliRunner().invoke(app, argv)
+    assert run.exit_code == 0, run.output
+    printed = json.loads(run.stdout)
+    assert printed["replication_factor"] == 2 and printed["snapshot_at"] == 30 and printed["segment_bytes"] == 1 << 20
+    assert printed == json.loads(generate(3, 3, 2, 2, 40, tmp_path, replication_factor=2, snapshot_at=30,
+                                          compression="lz4").model_dump_json())
+    assert CliRunner().invoke(app, ["generate", "--seed", "1", "--bogus", "2"]).exit_code == 2
+    assert CliRunner().invoke(app, ["generate", "--seed", "1"]).exit_code == 2
 
 
 def test_committed_sample_is_reproducible(tmp_path):

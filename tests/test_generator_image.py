@@ -12,8 +12,8 @@ import pytest
 from image.image import MetadataImage
 from image.loader import load_snapshot
 from image.replay import replay_to
-from metadata.generator import LOG_DIR_NAME, generate
-from metadata.generator.state import TopicConfigImage
+from generator import LOG_DIR_NAME, generate
+from generator.state import TopicConfigImage
 from metadata.log import LogRecord
 from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from metadata.generator import LOG_DIR_NAME, generate
+from generator import LOG_DIR_NAME, generate
 from tests.harness import oracle, tools
 from tests.harness.testing import dist_for
 

@@ -27,7 +27,7 @@ from image.replay import replay_to
 from image.timeline import points_at_changes, points_by_count, points_every, timeline
 from image.temporal import MemorySource
 from image.version_rows import Selection, Window, load, resolve
-from metadata.generator import generate
+from generator import generate
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from tests.health_logs import incident_log
@@ -139,7 +139,7 @@ def test_spaced_points_over_a_sub_window(log):
 
 
 def parse(time: str) -> int:
-    from image.temporal import parse_time  # the CLI's own parser of --from-time / --to-time
+    from image.times import parse_time  # the CLI's own parser of --from-time / --to-time
     return parse_time(time)
 
 

@@ -9,7 +9,7 @@ from image.delta import MetadataDelta
 from image.errors import ReplayError
 from image.image import MetadataImage
 from image.replay import replay_to
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     broker_change,
     fence_broker,

@@ -17,7 +17,7 @@ import image.delta
 from image.errors import ReplayError
 from image.loader import DeltaCollector, MetadataLoader
 from image.replay import replay_to
-from image.testing import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
+from tests.logbuilder import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import decode_metadata_value, encode_metadata_value
 from metadata.readers import ReadOptions, read_log

@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from image.image import MetadataImage
-from image.json_schema import ImageJson
+from tests.image_json_schema import ImageJson
 from image.replay import replay_to
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     acl,
     client_quota,

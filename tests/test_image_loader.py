@@ -12,7 +12,7 @@ from image.image import MetadataImage
 from image.loader import MetadataLoader, choose_snapshot, load_snapshot
 from image.provenance import MetadataProvenance
 from image.replay import SnapshotSource, delta_between, replay_to
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     abort,
     acl,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from image.errors import ReplayError
 from image.partition import MIGRATING_IDENTITY, PartitionRegistration
-from image.testing import partition, partition_change, uuid
+from tests.logbuilder import partition, partition_change, uuid
 from image.uuids import LOST, MIGRATING, UNASSIGNED
 
 T = uuid(77)

@@ -11,7 +11,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.replay import replay_to
 from image.scram import ScramCredentialData
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     acl,
     client_quota,

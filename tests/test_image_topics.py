@@ -11,7 +11,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.provenance import MetadataProvenance
 from image.replay import delta_between, replay_to
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     clear_elr,
     config,
@@ -20,7 +20,7 @@ from image.testing import (
     remove_topic,
     topic,
 )
-from image.testing import uuid as make_uuid
+from tests.logbuilder import uuid as make_uuid
 
 A, B, C = make_uuid(0xA0), make_uuid(0xB0), make_uuid(0xC0)
 PROV = MetadataProvenance(99, 1, 1, True)

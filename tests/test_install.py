@@ -58,7 +58,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for package in ("cli", "image", "metadata", "replica"):
+    for package in ("cli", "generator", "image", "metadata", "replica"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console, RenderableType
 
 from cli import render
-from image.temporal import parse_time
+from image.times import parse_time
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     broker_change,
     feature_level,

@@ -16,7 +16,7 @@ import pytest
 
 from image.lake_source import ArrowSource
 from image.spark.source import SparkSource
-from metadata.generator import generate
+from generator import generate
 from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord
 from metadata.readers import read_log

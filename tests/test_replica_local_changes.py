@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from image.replay import delta_between
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     abort,
     begin,
@@ -23,7 +23,7 @@ from image.testing import (
     remove_topic,
     topic,
 )
-from image.testing import uuid as make_uuid
+from tests.logbuilder import uuid as make_uuid
 from image.uuids import MIGRATING
 from replica.local_changes import TopicPartition, local_changes, local_changes_json
 

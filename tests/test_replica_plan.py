@@ -14,7 +14,7 @@ from cli.render import plan_lines
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.replay import delta_between
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     broker_change,
     feature_level,
@@ -24,7 +24,7 @@ from image.testing import (
     remove_topic,
     topic,
 )
-from image.testing import uuid as make_uuid
+from tests.logbuilder import uuid as make_uuid
 from replica.plan import ACTION_FIELDS, apply_plan_rows
 from replica.zk import NONE, leader_and_isr_doc, replay_requests
 

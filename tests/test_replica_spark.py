@@ -22,7 +22,7 @@ import cli.replica_commands  # noqa: F401 — attaches the replica commands to t
 from cli.app import app
 from image.frames import ImageFrames
 from image.replay import delta_between
-from image.testing import (
+from tests.logbuilder import (
     LogBuilder,
     abort,
     begin,
@@ -33,9 +33,9 @@ from image.testing import (
     remove_topic,
     topic,
 )
-from image.testing import uuid as make_uuid
+from tests.logbuilder import uuid as make_uuid
 from metadata.columns import payload_json
-from metadata.generator import generate
+from generator import generate
 from image.ingest import ingest
 from image.versions import VersionLog, record_versions
 from metadata.version_tables import PROVENANCE

@@ -17,7 +17,7 @@ from image.replay import replay_to
 from image.spark.build import build_versions
 from image.spark.source import SparkSource
 from image.temporal import image_at
-from metadata.generator import generate
+from generator import generate
 from metadata.lake import Lake
 from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord, Snapshot

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from image.image import MetadataImage
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
-from image.testing import LogBuilder, abort, begin, end
+from tests.logbuilder import LogBuilder, abort, begin, end
 from image.sharding import plan_for, record_sharded
 from image.temporal import MemorySource, SnapshotId, image_at
 from image.versions import VersionLog, VersionRecorder, record_versions
@@ -233,7 +233,7 @@ def test_an_open_transaction_at_the_end_shows_the_image_before_its_begin() -> No
 
 
 def bodies_example() -> list[Body]:
-    from image.testing import partition, topic, uuid
+    from tests.logbuilder import partition, topic, uuid
     return [topic("t", uuid(7)), partition(uuid(7), 0, [1, 2], [1, 2], leader=1)]
 
 

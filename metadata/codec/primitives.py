@@ -103,9 +103,3 @@ def uuid_from_str(text: str) -> bytes:
     if len(raw) != 16:
         raise ValueError(f"not a Kafka Uuid: {text!r}")
     return raw
-
-
-def uuid_sort_key(text: str) -> tuple[int, int]:
-    """Kafka's Uuid order: signed most-significant long, then signed least-significant long."""
-    raw = uuid_from_str(text)
-    return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)

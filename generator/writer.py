@@ -8,9 +8,8 @@ operation itself asks for it (metadata transactions written in several batches).
 segment past ``segment_bytes`` (``LocalLog.maybeRoll``); a segment is named after the base offset
 of its first batch.
 
-``on_delta_end(last_offset)`` reports where the batch loader (``image/loader.py``) publishes a delta:
-at the end of every batch written outside a metadata transaction, and just before a
-BeginTransactionRecord that is not the first record of its batch.
+``on_delta_end(last_offset)`` reports where the batch loader publishes a delta, as each batch is written:
+the written batches are read by the loader's own rule (``image.loader.DeltaEnds``).
 """
 
 from __future__ import annotations
@@ -19,8 +18,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from image.loader import DeltaEnds
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_control_record, encode_metadata_value
+from metadata.log import LogRecord
 
 LINGER_MS = 25
 MAX_RECORDS_PER_BATCH = 10_000  # QuorumController.MAX_RECORDS_PER_BATCH: records per append of an operation
@@ -63,6 +64,7 @@ class LogWriter:
         self.epoch_starts: list[tuple[int, int]] = []  # (epoch, first offset) as in leader-epoch-checkpoint
 
         self._pending: list[tuple[None, bytes]] = []
+        self._pending_types: list[str] = []
         self._pending_bytes = 0
         self._pending_time = 0
         self._op_time = 0
@@ -91,6 +93,7 @@ class LogWriter:
         self.committed_transaction_records = 0
 
         self._noop_value = encode_metadata_value("NO_OP_RECORD", 0, {})
+        self._delta_ends = DeltaEnds(self._delta_end)
 
     # ------------------------------------------------------------------ records
 
@@ -112,9 +115,10 @@ class LogWriter:
         """End an operation; if it overflowed the open batch, the records before it form their own batch."""
         if self._pending_bytes > MAX_BATCH_BYTES and self._op_start:
             head, tail = self._pending[:self._op_start], self._pending[self._op_start:]
-            self._pending = head
+            tail_types = self._pending_types[self._op_start:]
+            self._pending, self._pending_types = head, self._pending_types[:self._op_start]
             self.flush()
-            self._pending = tail
+            self._pending, self._pending_types = tail, tail_types
             self._pending_bytes = sum(len(v) + RECORD_OVERHEAD for _, v in tail)
             self._pending_time = self._op_time
         self._op_start = len(self._pending)
@@ -130,6 +134,7 @@ class LogWriter:
         if not self._pending:
             self._pending_time = self._op_time
         self._pending.append((None, value))
+        self._pending_types.append(type_name)
         self._pending_bytes += len(value) + RECORD_OVERHEAD
         offset = self.next_offset
         self.next_offset = offset + 1
@@ -148,8 +153,6 @@ class LogWriter:
             else:
                 self._txn_records += 1
         elif type_name == "BEGIN_TRANSACTION_RECORD":
-            if len(self._pending) > 1:  # the records before the Begin are published first
-                self._delta_end(offset - 1)
             self._txn_open = True
             self._txn_records = 0
         if self.sink is not None:
@@ -169,9 +172,9 @@ class LogWriter:
                                                            timestamp=self._pending_time,
                                                            compression=self.compression), self._pending_time)
         self.data_batches += 1
-        if not self._txn_open:
-            self._delta_end(self.next_offset - 1)
+        self._read_batch(base, self._pending_types, self._pending_time, None)
         self._pending = []
+        self._pending_types = []
         self._pending_bytes = 0
         self._op_start = 0
 
@@ -184,6 +187,7 @@ class LogWriter:
         self._write_batch(offset, 1, encode_batch(offset, [(key, value)], leader_epoch=self.epoch, timestamp=t,
                                                   control=True, compression=self.compression), t)
         self.control_batches += 1
+        self._read_batch(offset, [None], t, control_type)
         self.control_records += 1
         self.control_by_type[control_type] = self.control_by_type.get(control_type, 0) + 1
         if self.sink is not None:
@@ -196,6 +200,14 @@ class LogWriter:
         self._boundary()
         self.epoch = epoch
         self.epoch_starts.append((epoch, self.next_offset))
+
+    def _read_batch(self, base_offset: int, types: list[str] | list[None], timestamp: int,
+                    control_type: str | None) -> None:
+        """The batch loader reads the batch just written (data records by type, or one control record)."""
+        last_offset = base_offset + len(types) - 1
+        for offset, type_name in enumerate(types, base_offset):
+            self._delta_ends.replay(LogRecord(offset, base_offset, last_offset, self.epoch, timestamp, type_name, 0,
+                                              control_type=control_type))
 
     def _delta_end(self, last_offset: int) -> None:
         if self.on_delta_end is not None:

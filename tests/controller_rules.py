@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"
-MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
+from image.uuids import MIGRATING, UNASSIGNED
+
 EXPECTED_METADATA_VERSION = 21
 
 

@@ -35,14 +35,14 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from metadata.generator.controller import (
+from generator.controller import (
     PARTITION_CHANGE_VERSION,
     build_partition_change,
     reassignment_revert,
     reassignment_target,
 )
-from metadata.generator.rng import DetRandom
-from metadata.generator.state import (
+from generator.rng import DetRandom
+from generator.state import (
     BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
@@ -52,7 +52,7 @@ from metadata.generator.state import (
     Topic,
     random_uuid,
 )
-from metadata.generator.writer import LogWriter
+from generator.writer import LogWriter
 
 BASE_TIME_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 METADATA_VERSION = 21  # 3.9-IV0
@@ -363,11 +363,13 @@ class Simulator:
         if b in self.unassigned:
             self._schedule_dir_assignment(b)
 
-    def _fence_records(self, b: int) -> None:
-        """``handleBrokerFenced``: drop ``b`` from every ISR (electing new leaders), then fence it."""
+    def _fence(self, b: int) -> None:
+        """``handleBrokerFenced`` as one operation: drop ``b`` from every ISR (electing new leaders), then fence it."""
+        self.begin()
         self._drop_from_isrs(b)
         self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 0,
                   {"brokerId": b, "brokerEpoch": self.state.brokers[b].epoch, "fenced": 1})
+        self.end()
 
     def _drop_from_isrs(self, b: int) -> None:
         """``generateLeaderAndIsrUpdates`` for a broker going away: ``b`` leaves every ISR it is in,
@@ -398,9 +400,7 @@ class Simulator:
         b = self._pick_broker_to_stop()
         if b is None:
             return False
-        self.begin()
-        self._fence_records(b)
-        self.end()
+        self._fence(b)
         self.schedule(self.uniform(10_000, 60_000), self._register_broker, b)
         return True
 
@@ -422,9 +422,7 @@ class Simulator:
         br = self.state.brokers.get(b)
         if br is None or br.epoch != epoch or br.fenced or not br.in_cs:
             return
-        self.begin()
-        self._fence_records(b)
-        self.end()
+        self._fence(b)
         self.schedule(self.uniform(5000, 90_000), self._register_broker, b)
 
     def _ev_broker_decommission(self) -> bool:
@@ -432,9 +430,7 @@ class Simulator:
         b = self._pick_broker_to_stop()
         if b is None:
             return False
-        self.begin()
-        self._fence_records(b)
-        self.end()
+        self._fence(b)
         self.schedule(self.uniform(5000, 30_000), self._unregister, b, self.state.brokers[b].epoch)
         return True
 
@@ -443,18 +439,8 @@ class Simulator:
         br = self.state.brokers.get(b)
         if br is None or br.epoch != epoch or not br.fenced:
             return
-
-        def acceptable(r: int) -> bool:
-            return r != b and self.state.is_active(r)
-
         self.begin()
-        for topic in self.state.topics.values():
-            for pid, part in enumerate(topic.parts):
-                if b in part.isr:
-                    rec = build_partition_change(self.state, topic.id, pid, part, acceptable=acceptable,
-                                                 target_isr=[r for r in part.isr if r != b])
-                    if rec is not None:
-                        self.emit("PARTITION_CHANGE_RECORD", PARTITION_CHANGE_VERSION, rec)
+        self._drop_from_isrs(b)
         self.emit("UNREGISTER_BROKER_RECORD", 0, {"brokerId": b, "brokerEpoch": epoch})
         self.end()
         self.schedule(self.uniform(20_000, 180_000), self._register_broker, b)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from metadata.generator.state import NO_LEADER, ClusterState, Partition
+from generator.state import NO_LEADER, ClusterState, Partition
 
 PARTITION_CHANGE_VERSION = 1  # MetadataVersion.partitionChangeRecordVersion() at 3.7-IV2 .. 4.0-IV0
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_control_record, encode_metadata_value
-from metadata.generator.state import TOPIC_RESOURCE, ClusterState
+from generator.state import TOPIC_RESOURCE, ClusterState
 
 SNAPSHOT_WRITE_CHUNK = 1024  # SnapshotEmitter DEFAULT_BATCH_SIZE
 MAX_BATCH_BYTES = 8 * 1024 * 1024

@@ -8,11 +8,11 @@ import re
 from typing import Any
 
 from metadata.codec.compression import CODECS
-from metadata.generator.report import GenerateReport, SegmentReport, SnapshotReport
-from metadata.generator.simulator import CONTROLLER_IDS, Simulator
-from metadata.generator.snapshot import write_snapshot
-from metadata.generator.state import METADATA_TOPIC_ID, ClusterState
-from metadata.generator.writer import LogWriter, RecordSink
+from generator.report import GenerateReport, SegmentReport, SnapshotReport
+from generator.simulator import CONTROLLER_IDS, Simulator
+from generator.snapshot import write_snapshot
+from generator.state import METADATA_TOPIC_ID, ClusterState
+from generator.writer import LogWriter, RecordSink
 
 LOG_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1 << 20

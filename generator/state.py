@@ -16,11 +16,12 @@ Lists held in the state are never mutated in place (records may share them), onl
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Protocol
 
-MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"  # DirectoryId.MIGRATING (0,0)
-UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"  # DirectoryId.UNASSIGNED (0,1)
+from image.partition import all_migrating
+from image.uuids import MIGRATING, UNASSIGNED, uuid_sort_key
+from metadata.codec.primitives import uuid_to_str
+
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 
 TOPIC_RESOURCE = 2
@@ -41,8 +42,7 @@ def random_uuid(rng: _Bits) -> str:
         value = rng.getrandbits(128)
         value = (value & ~(0xF << 76)) | (0x4 << 76)  # version 4
         value = (value & ~(0x3 << 62)) | (0x2 << 62)  # IETF variant
-        raw = value.to_bytes(16, "big")
-        text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+        text = uuid_to_str(value.to_bytes(16, "big"))
         if text.startswith("-") or (value >> 64 == 0 and (value & 0xFFFFFFFFFFFFFFFF) < 100):
             continue
         return text
@@ -57,7 +57,7 @@ class Broker:
         self.incarnation: str = data["incarnationId"]
         self.fenced: bool = data.get("fenced", True)
         self.in_cs: bool = data.get("inControlledShutdown", False)
-        self.dirs: list[str] = sorted(data.get("logDirs", []), key=_uuid_key)
+        self.dirs: list[str] = sorted(data.get("logDirs", []), key=uuid_sort_key)
         self.rack: str | None = data.get("rack")
         self.endpoints: list[dict[str, Any]] = data.get("endPoints", [])
         self.features: list[dict[str, Any]] = data.get("features", [])
@@ -91,7 +91,7 @@ class Partition:
         self.partition_epoch: int = data.get("partitionEpoch", -1)
         self.lrs: int = data.get("leaderRecoveryState", 0)
         dirs = data.get("directories")
-        if not dirs or all(d == MIGRATING for d in dirs):
+        if not dirs or all_migrating(dirs):
             dirs = [MIGRATING] * len(self.replicas)
         self.dirs: list[str] = dirs
 
@@ -103,7 +103,7 @@ class Partition:
         dirs = rec.get("directories")
         if dirs is None:
             dirs = self.dirs
-        if not dirs or all(d == MIGRATING for d in dirs):
+        if all_migrating(dirs):
             dirs = [MIGRATING] * len(self.replicas)
         if len(dirs) != len(self.replicas):
             raise ValueError("The lengths for replicas and directories do not match.")
@@ -151,11 +151,6 @@ class Topic:
         self.id = topic_id
         self.name = name
         self.parts: list[Partition] = []
-
-
-def _uuid_key(text: str) -> tuple[int, int]:
-    raw = base64.urlsafe_b64decode(text + "==")
-    return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
 class TopicConfigImage:
@@ -269,7 +264,7 @@ class ClusterState:
         if data.get("inControlledShutdown", 0) == 1:
             b.in_cs = True
         if data.get("logDirs"):
-            b.dirs = sorted(data["logDirs"], key=_uuid_key)
+            b.dirs = sorted(data["logDirs"], key=uuid_sort_key)
 
     def _register_controller(self, data: dict[str, Any], offset: int) -> None:
         self.controllers[data["controllerId"]] = data

@@ -5,7 +5,7 @@ controller following Kafka's controller rules and writes real-format segments (a
 snapshot); it returns a :class:`GenerateReport` with exact counts of what was written.
 """
 
-from metadata.generator.core import DEFAULT_SEGMENT_BYTES, LOG_DIR_NAME, generate
-from metadata.generator.report import GenerateReport, SegmentReport, SnapshotReport
+from generator.core import DEFAULT_SEGMENT_BYTES, LOG_DIR_NAME, generate
+from generator.report import GenerateReport, SegmentReport, SnapshotReport
 
 __all__ = ["DEFAULT_SEGMENT_BYTES", "LOG_DIR_NAME", "GenerateReport", "SegmentReport", "SnapshotReport", "generate"]
