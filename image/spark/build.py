@@ -555,7 +555,8 @@ def maintain_versions(change: LakeChange) -> None:
     if not starts:
         return
     restart = restart_point(lake, after, min(starts))
-    if restart <= before.high_water_mark and rewind(txn, after, restart):
+    # versions may reach past the records' high-water mark (a snapshot ending beyond the log): always look
+    if rewind(txn, after, restart):
         after = txn.state()  # later steps read the tables as rewound
     build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
     write_versions(txn, after, staging)
