@@ -14,6 +14,7 @@ Benchmark logs are cached under ``--data-dir`` (default ``$KRAFT_REPLAY_BENCH_DI
   little churn), then NoOpRecords 500 ms apart, one per batch (``metadata.max.idle.interval.ms``),
   up to ``n`` records in all (10^6 records ≈ 5.8 days of idling).
 * the committed real-Kafka fixtures ``tests/fixtures/kafka/<version>/<scenario>``.
+* ``sample``: the repository's data sample ``data/sample`` (generated, four segments and a snapshot).
 """
 
 from __future__ import annotations
@@ -330,13 +331,15 @@ def _r(x: float | None, nd: int = 1) -> float | None:
 
 @dataclass
 class Measured:
-    """A finished child process: output, exit code, wall seconds, peak RSS of it and its descendants."""
+    """A finished child process: output, exit code, wall seconds, peak RSS of it and its descendants, CPU
+    seconds (user + system) of it and the descendants it waited for."""
 
     returncode: int
     stdout: str
     stderr: str
     wall_s: float
     peak_rss_mb: float
+    cpu_s: float | None = None
 
 
 def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.PathLike[str] | None = None,
@@ -362,7 +365,8 @@ def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.Path
         proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait() again
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024)
+        return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024,
+                        usage.ru_utime + usage.ru_stime)
 
 
 # ---------------------------------------------------------------- sizes, tables, output
@@ -587,26 +591,35 @@ def idle_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11,
                                 params={**params, "idle_hours": round((ts - r.last_timestamp) / 3.6e6, 2)}))
 
 
+def _committed_log(name: str, kind: str, d: Path, kafka_version: str = "4.1.1") -> BenchLog:
+    """A :class:`BenchLog` of a committed log directory (its segments decoded to count the records)."""
+    from metadata.readers import ReadOptions, discover, iter_file_rows
+    segs = [f for f in discover(d) if f.kind.value == "segment"]
+    rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
+    snaps = [p for p in d.glob("*.checkpoint") if not p.name.startswith("0" * 20 + "-")]
+    return BenchLog(name=name, kind=kind, dir=str(d), records=len(rows), bytes=sum(f.size for f in segs),
+                    segments=len(segs), snapshots=len(snaps),
+                    noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
+                    last_offset=rows[-1][0] if rows else None, kafka_version=kafka_version)
+
+
 def fixture_logs() -> list[BenchLog]:
     """The committed real-Kafka logs (``tests/fixtures/kafka/<version>/<scenario>``)."""
-    from metadata.readers import ReadOptions, discover, iter_file_rows
-    out = []
-    for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}")):
-        version, scenario = d.parent.parent.name, d.parent.name
-        segs = [f for f in discover(d) if f.kind.value == "segment"]
-        rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
-        snaps = [p for p in d.glob("*.checkpoint") if not p.name.startswith("0" * 20 + "-")]
-        out.append(BenchLog(name=f"{version}/{scenario}", kind="fixture", dir=str(d), records=len(rows),
-                            bytes=sum(f.size for f in segs), segments=len(segs), snapshots=len(snaps),
-                            noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
-                            last_offset=rows[-1][0] if rows else None, kafka_version=version))
-    return out
+    return [_committed_log(f"{d.parent.parent.name}/{d.parent.name}", "fixture", d, d.parent.parent.name)
+            for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}"))]
+
+
+def sample_log() -> BenchLog:
+    """The repository's data sample (``data/sample``: a generated log of about 10^4 records, four segments)."""
+    return _committed_log("sample", "sample", ROOT / "data" / "sample" / LOG_DIR_NAME)
 
 
 def bench_logs(sizes: Sequence[int], kinds: Sequence[str], data_dir: str = DEFAULT_DATA_DIR,
                segment_bytes: int = KAFKA_SEGMENT_BYTES) -> list[BenchLog]:
-    """The logs of ``kinds`` (``fixtures``, ``gen``, ``idle``) at ``sizes``, built or reused."""
+    """The logs of ``kinds`` (``sample``, ``fixtures``, ``gen``, ``idle``) at ``sizes``, built or reused."""
     logs: list[BenchLog] = []
+    if "sample" in kinds:
+        logs.append(sample_log())
     if "fixtures" in kinds:
         logs += fixture_logs()
     for n in sizes:
