@@ -111,11 +111,11 @@ def ensure_lakes(logs: Sequence[BenchLog], data_dir: str) -> list[tuple[str, flo
 
 def _first_answerable(source: Any) -> tuple[int, int]:
     """(first offset whose image the lake knows, last offset): the log's first offset, or, for a log whose
-    start was deleted, the end of its first snapshot at or after that."""
+    start was deleted, the last offset of its first snapshot that reaches the log."""
     first, last = source.bounds()
     if first > 0:
-        ends = sorted(s.end_offset - 1 for s in source.snapshots() if s.end_offset - 1 >= first)
-        first = ends[0] if ends else first
+        ends = [s.end_offset - 1 for s in source.snapshots() if s.end_offset >= first]
+        first = max(first, min(ends, default=first))
     return first, last
 
 
