@@ -225,6 +225,7 @@ def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dic
     """Time every requested kraft-replay read command on one log."""
     from image.summary import part_rows
     plan: list[tuple[str, str, list[str], Callable[[], Any] | None]] = []
+    skipped: list[tuple[str, str, str]] = []
     if "log-info" in commands:
         plan.append(("log-info", "–", ["log-info", "--lake", lake, "--json"], None))
     for p in points:
@@ -233,13 +234,17 @@ def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dic
         delta = ["--from-offset", str(p.from_offset), "--to-offset", str(p.offset)]
         if "replay" in commands:
             plan.append(("replay", at, ["replay", "--lake", lake, "--json", *x], lambda p=p: docs[p.offset]))
-        if "show" in commands and p.topic is not None:
+        if "show" in commands and p.topic is None:
+            skipped.append(("show partitions --topic", at, "no topic in the image at X: not run"))
+        elif "show" in commands:
             plan.append((f"show partitions --topic {p.topic}", at,
                          ["show", "partitions", "--lake", lake, "--topic", p.topic, "--json", *x],
                          lambda p=p: part_rows(docs[p.offset], "partitions", topic=p.topic)))
         if "diff" in commands:
             plan.append((f"diff from {p.from_offset}", at, ["diff", "--lake", lake, *delta, "--json"], None))
-        if "changes" in commands and p.broker is not None:
+        if "changes" in commands and p.broker is None:
+            skipped.append(("changes --broker", at, "no broker registered in the image at X: not run"))
+        elif "changes" in commands:
             plan.append((f"changes from {p.from_offset} --broker {p.broker}", at,
                          ["changes", "--lake", lake, *delta, "--broker", str(p.broker), "--json"], None))
     if "replay-log" in commands and log.records <= LOG_REPLAY_MAX_RECORDS:
@@ -251,10 +256,7 @@ def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dic
         row = {"command": command, "log": log.name, "at": at, "argv": args,
                **time_command(args, runs, expected() if expected else None), "load": common.load_average()[0]}
         rows.append(row)
-    missing = [p.position for p in points if p.topic is None or p.broker is None]
-    if missing and ("show" in commands or "changes" in commands):
-        rows.append({"command": "show / changes", "log": log.name, "at": ", ".join(missing),
-                     "error": "no topic or no registered broker in the image there: not run"})
+    rows += [{"command": command, "log": log.name, "at": at, "error": why} for command, at, why in skipped]
     return rows
 
 
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1e5,1e6,1e7", help="generated log sizes in records (default 1e5,1e6,1e7)")
     ap.add_argument("--kinds", default="sample,fixtures,gen", help="sample, fixtures, gen (default all)")
+    ap.add_argument("--fixtures", default="", help="only fixtures whose name contains this (e.g. 4.1.1/)")
     ap.add_argument("--runs", type=int, default=5, help="measured runs per command after one warm-up (default 5)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"subset of {','.join(COMMANDS)}")
     ap.add_argument("--kafka-version", default="4.1.1", help="Kafka for the sample and generated logs "
@@ -287,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown command/kind {', '.join(sorted(unknown))}")
 
     logs = common.bench_logs(common.parse_sizes(a.sizes), kinds, a.data_dir)
+    logs = [lg for lg in logs if lg.kind != "fixture" or a.fixtures in lg.name]
     for lg in logs:
         if lg.kind != "fixture":
             lg.kafka_version = a.kafka_version
@@ -311,8 +315,10 @@ def main(argv: list[str] | None = None) -> int:
                          shell=shell)
         if "oracle" in commands:
             oracle = kafka_oracle(lg, lg.kafka_version, "auto" if lg.snapshots else "log", 2, a.runs, "-Xmx1g")
-            entry.update(oracle_s=oracle.get("replay_s"), oracle_check=oracle.get("check") or oracle.get("error"),
-                         oracle=oracle)
+            end = points[-1].offset  # the log's end with its snapshots (BenchLog.last_offset: segments only)
+            check = oracle.get("error") or ("ok" if oracle.get("last_offset") == end
+                                            else f"offset {oracle.get('last_offset')} ≠ {end}")
+            entry.update(oracle_s=oracle.get("replay_s"), oracle_check=check, oracle=oracle)
         results["logs"].append(entry)
         for row in read_rows(lg, lake, points, docs, commands, a.runs):
             row["shell_s"] = entry.get("shell_s")

@@ -342,15 +342,39 @@ class Measured:
     cpu_s: float | None = None
 
 
+#: Started by :func:`run_measured` as a fresh small interpreter: forks and execs the measured command, waits
+#: for it and writes its wall seconds and rusage to ``argv[1]``. A process's ``ru_maxrss`` includes the memory
+#: of the process it was forked from until it execs, so forking the command from the benchmark itself (often
+#: hundreds of MB after reading lakes) would report the benchmark's RSS for any smaller command.
+_LAUNCHER = """
+import json, os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as e:
+        print(f"{sys.argv[2]}: {e}", file=sys.stderr, flush=True)
+    os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    json.dump({"status": status, "wall_s": time.perf_counter() - t0, "maxrss_kb": usage.ru_maxrss,
+               "cpu_s": usage.ru_utime + usage.ru_stime}, f)
+"""
+
+
 def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.PathLike[str] | None = None,
                  env: dict[str, str] | None = None) -> Measured:
-    """Run ``cmd``; its peak RSS comes from ``wait4`` (the max over the child and every descendant it
-    waited for, e.g. the JVM a Python CLI started)."""
+    """Run ``cmd`` (from a small launcher process, :data:`_LAUNCHER`); its peak RSS and CPU seconds come
+    from ``wait4`` (the max / sum over the command and every descendant it waited for, e.g. the JVM a
+    Python CLI started); its wall seconds from fork to exit. A command still running after ``timeout``
+    is killed (with its process group) and reported with the launcher's figures."""
     import tempfile
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".json") as report:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, report.name, *cmd], stdout=out,
+                                stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
         deadline = t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -363,10 +387,14 @@ def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.Path
             time.sleep(0.02)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait() again
+        child = json.loads(report.read() or "null")
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024,
-                        usage.ru_utime + usage.ru_stime)
+        if child is None:  # killed, or the launcher failed
+            return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024,
+                            usage.ru_utime + usage.ru_stime)
+        return Measured(os.waitstatus_to_exitcode(child["status"]), out.read(), err.read(), child["wall_s"],
+                        child["maxrss_kb"] / 1024, child["cpu_s"])
 
 
 # ---------------------------------------------------------------- sizes, tables, output
