@@ -3,7 +3,7 @@ metadata shell loading the same log (issue 14 part 5).
 
 Run from the repository root::
 
-    python benchmarks/bench_reads.py --kinds sample,fixtures                 # a few minutes
+    python benchmarks/bench_reads.py --kinds sample,fixtures   # ~20 min on 2 cores (+1-3 min per lake ingest)
     python benchmarks/bench_reads.py --kinds gen --sizes 1e5,1e6,1e7 --out reads.json
     python benchmarks/bench_reads.py --kinds fixtures --commands replay,shell --runs 3
 
@@ -44,9 +44,10 @@ Commands (``--commands``, default all):
 
 Columns of the reads table: ``command``, ``log``, ``at`` (offset position and X), ``wall s`` (median of
 the runs), ``min–max s`` (wall), ``CPU s`` (median user + system seconds of the process and its children,
-``wait4``), ``peak RSS MB`` (largest over the runs, ``wait4``), ``shell s`` (the metadata shell's median
-wall on the same log), ``÷ shell`` (wall s / shell s; below 1 = faster than the shell), ``load`` (1-minute
-load average after the row), ``error``. The logs table gives per log the records, segments, snapshots,
+``wait4``), ``peak RSS MB`` (largest over the runs, ``wait4``; the command is forked from a small
+launcher, ``common.run_measured``), ``shell s`` (the metadata shell's median wall on the same log),
+``÷ shell`` (wall s / shell s; below 1 = faster than the shell), ``load`` (1-minute load average after
+the row), ``error``. The logs table gives per log the records, segments, snapshots,
 lake ingest seconds, the offsets used, the shell's median / min–max wall, CPU and peak RSS, and the
 oracle's replay seconds. The machine (CPU, cores, load averages at start and end, commit) is printed
 first and written with every row to ``--out``.
