@@ -76,8 +76,8 @@ def kafka_oracle(log: BenchLog, version: str, mode: str, warmup: int, repeat: in
     return row
 
 
-def _shell_once(file: str, version: str, heap: str,
-                command: tuple[str, ...] = ("cat", "/image/provenance")) -> common.Measured:
+def _shell_once(file: str, version: str, heap: str, command: tuple[str, ...] = ("cat", "/image/provenance"),
+                timeout: float = 900) -> common.Measured:
     """One metadata-shell JVM (started directly, no wrapper process) loading ``file`` and running
     ``command``; it prints the provenance line ``offset N, epoch E, time T`` first when ``command`` shows
     ``/image/provenance`` first."""
@@ -90,7 +90,7 @@ def _shell_once(file: str, version: str, heap: str,
     with tempfile.TemporaryDirectory(prefix="kraft-java-") as tmp:
         cmd = java_command(dist, SHELL_CLASS, ["--snapshot", file, *command],
                            write_log_configs(Path(tmp), log_file=None, level="WARN"), heap=heap)
-        return common.run_measured(cmd, cwd=ROOT, timeout=900)
+        return common.run_measured(cmd, cwd=ROOT, timeout=timeout)
 
 
 def kafka_shell(log: BenchLog, version: str, heap: str, baseline: dict[str, float], attempts: int = 3) -> dict:

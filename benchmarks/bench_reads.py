@@ -36,8 +36,9 @@ Commands (``--commands``, default all):
   /image/topics``: loads the log and prints its provenance, topics and partitions), its JVM started
   directly with the test harness's options (``-XX:TieredStopAtLevel=1``, serial GC, ``-Xmx`` ``--heap``);
   the same warm-up + ``--runs`` treatment. Its non-interactive mode may print before the loader
-  published the last batch: such a run is repeated (up to 3 tries, counted under ``shell retries``) so
-  that every measured run printed the image at the log's last offset. Only for a log of one segment
+  published the last batch, or never finish (seen with 3.9.1: ``waitUntilCaughtUp`` sleeping forever;
+  killed after 60 s + 1 s per 50,000 records): such a run is repeated (up to 3 tries, counted under
+  ``shell retries``) so that every measured run printed the image at the log's last offset. Only for a log of one segment
   starting at offset 0 (the shell loads one file); "n/a" with the reason otherwise.
 * ``oracle``: Kafka's own replay of the log (``bench_kafka.kafka_oracle``: ``MetadataDelta.replay`` in
   a warm JVM, best of ``--runs``, JVM start excluded; from the newest snapshot when the log has one).
@@ -206,9 +207,10 @@ def time_shell(log: BenchLog, runs: int, heap: str) -> dict[str, Any]:
     segment = str(next(Path(log.dir).glob("*.log")))
     progress(f"metadata shell {log.name}")
     measured, retries = [], 0
+    timeout = 60 + log.records / 50_000  # a hung shell (below) is killed
     for i in range(runs + 1):
         for _ in range(SHELL_ATTEMPTS):
-            m = _shell_once(segment, log.kafka_version, heap, SHELL_COMMAND)
+            m = _shell_once(segment, log.kafka_version, heap, SHELL_COMMAND, timeout)
             offset = _provenance_offset(m.stdout)
             if m.returncode == 0 and offset == log.last_offset:
                 break
