@@ -37,7 +37,7 @@ Commands (``--commands``, default all):
   directly with the test harness's options (``-XX:TieredStopAtLevel=1``, serial GC, ``-Xmx`` ``--heap``);
   the same warm-up + ``--runs`` treatment. Its non-interactive mode may print before the loader
   published the last batch, or never finish (seen with 3.9.1: ``waitUntilCaughtUp`` sleeping forever;
-  killed after 60 s + 1 s per 50,000 records): such a run is repeated (up to 3 tries, counted under
+  killed after 60 s + 1 s per 50,000 records): such a run is repeated (up to 5 tries, counted under
   ``shell retries``) so that every measured run printed the image at the log's last offset. Only for a log of one segment
   starting at offset 0 (the shell loads one file); "n/a" with the reason otherwise.
 * ``oracle``: Kafka's own replay of the log (``bench_kafka.kafka_oracle``: ``MetadataDelta.replay`` in
@@ -81,7 +81,7 @@ POSITIONS = ("start", "middle", "end")
 DELTA = 1000  # offsets between A and X
 LOG_REPLAY_MAX_RECORDS = 10**6
 SHELL_COMMAND = ("tree", "/image/provenance", "/image/topics")
-SHELL_ATTEMPTS = 3
+SHELL_ATTEMPTS = 5
 #: variables that would send reads to Spark or another reader: the benchmark measures the default path
 _READER_VARIABLES = ("KRAFT_REPLAY_MASTER", "SPARK_REMOTE", "KRAFT_REPLAY_READER")
 
