@@ -76,21 +76,21 @@ def kafka_oracle(log: BenchLog, version: str, mode: str, warmup: int, repeat: in
     return row
 
 
-_SHELL = """
-import sys
-sys.path.insert(0, {root!r})
-from tests.harness.cluster import run_java
-from tests.harness.kafka_dist import ensure_kafka
-from tests.harness.tools import SHELL_CLASS
-p = run_java(ensure_kafka({version!r}), SHELL_CLASS, ["--snapshot", {file!r}, "cat", "/image/provenance"],
-             timeout=600, heap={heap!r})
-sys.stdout.write(p.stdout)
-"""
+def _shell_once(file: str, version: str, heap: str, command: tuple[str, ...] = ("cat", "/image/provenance"),
+                timeout: float = 900) -> common.Measured:
+    """One metadata-shell JVM (started directly, no wrapper process) loading ``file`` and running
+    ``command``; it prints the provenance line ``offset N, epoch E, time T`` first when ``command`` shows
+    ``/image/provenance`` first."""
+    import tempfile
 
-
-def _shell_once(file: str, version: str, heap: str) -> common.Measured:
-    code = _SHELL.format(root=str(ROOT), version=version, file=file, heap=heap)
-    return common.run_measured([sys.executable, "-c", code], cwd=ROOT, timeout=900)
+    from tests.harness.cluster import java_command, write_log_configs
+    from tests.harness.kafka_dist import ensure_kafka
+    from tests.harness.tools import SHELL_CLASS
+    dist = ensure_kafka(version)
+    with tempfile.TemporaryDirectory(prefix="kraft-java-") as tmp:
+        cmd = java_command(dist, SHELL_CLASS, ["--snapshot", file, *command],
+                           write_log_configs(Path(tmp), log_file=None, level="WARN"), heap=heap)
+        return common.run_measured(cmd, cwd=ROOT, timeout=timeout)
 
 
 def kafka_shell(log: BenchLog, version: str, heap: str, baseline: dict[str, float], attempts: int = 3) -> dict:

@@ -14,6 +14,7 @@ Benchmark logs are cached under ``--data-dir`` (default ``$KRAFT_REPLAY_BENCH_DI
   little churn), then NoOpRecords 500 ms apart, one per batch (``metadata.max.idle.interval.ms``),
   up to ``n`` records in all (10^6 records ≈ 5.8 days of idling).
 * the committed real-Kafka fixtures ``tests/fixtures/kafka/<version>/<scenario>``.
+* ``sample``: the repository's data sample ``data/sample`` (generated, four segments and a snapshot).
 """
 
 from __future__ import annotations
@@ -330,24 +331,50 @@ def _r(x: float | None, nd: int = 1) -> float | None:
 
 @dataclass
 class Measured:
-    """A finished child process: output, exit code, wall seconds, peak RSS of it and its descendants."""
+    """A finished child process: output, exit code, wall seconds, peak RSS of it and its descendants, CPU
+    seconds (user + system) of it and the descendants it waited for."""
 
     returncode: int
     stdout: str
     stderr: str
     wall_s: float
     peak_rss_mb: float
+    cpu_s: float | None = None
+
+
+#: Started by :func:`run_measured` as a fresh small interpreter: forks and execs the measured command, waits
+#: for it and writes its wall seconds and rusage to ``argv[1]``. A process's ``ru_maxrss`` includes the memory
+#: of the process it was forked from until it execs, so forking the command from the benchmark itself (often
+#: hundreds of MB after reading lakes) would report the benchmark's RSS for any smaller command.
+_LAUNCHER = """
+import json, os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as e:
+        print(f"{sys.argv[2]}: {e}", file=sys.stderr, flush=True)
+    os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    json.dump({"status": status, "wall_s": time.perf_counter() - t0, "maxrss_kb": usage.ru_maxrss,
+               "cpu_s": usage.ru_utime + usage.ru_stime}, f)
+"""
 
 
 def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.PathLike[str] | None = None,
                  env: dict[str, str] | None = None) -> Measured:
-    """Run ``cmd``; its peak RSS comes from ``wait4`` (the max over the child and every descendant it
-    waited for, e.g. the JVM a Python CLI started)."""
+    """Run ``cmd`` (from a small launcher process, :data:`_LAUNCHER`); its peak RSS and CPU seconds come
+    from ``wait4`` (the max / sum over the command and every descendant it waited for, e.g. the JVM a
+    Python CLI started); its wall seconds from fork to exit. A command still running after ``timeout``
+    is killed (with its process group) and reported with the launcher's figures."""
     import tempfile
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".json") as report:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, report.name, *cmd], stdout=out,
+                                stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
         deadline = t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -360,9 +387,14 @@ def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.Path
             time.sleep(0.02)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait() again
+        child = json.loads(report.read() or "null")
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024)
+        if child is None:  # killed, or the launcher failed
+            return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024,
+                            usage.ru_utime + usage.ru_stime)
+        return Measured(os.waitstatus_to_exitcode(child["status"]), out.read(), err.read(), child["wall_s"],
+                        child["maxrss_kb"] / 1024, child["cpu_s"])
 
 
 # ---------------------------------------------------------------- sizes, tables, output
@@ -587,26 +619,35 @@ def idle_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11,
                                 params={**params, "idle_hours": round((ts - r.last_timestamp) / 3.6e6, 2)}))
 
 
+def _committed_log(name: str, kind: str, d: Path, kafka_version: str = "4.1.1") -> BenchLog:
+    """A :class:`BenchLog` of a committed log directory (its segments decoded to count the records)."""
+    from metadata.readers import ReadOptions, discover, iter_file_rows
+    segs = [f for f in discover(d) if f.kind.value == "segment"]
+    rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
+    snaps = [p for p in d.glob("*.checkpoint") if not p.name.startswith("0" * 20 + "-")]
+    return BenchLog(name=name, kind=kind, dir=str(d), records=len(rows), bytes=sum(f.size for f in segs),
+                    segments=len(segs), snapshots=len(snaps),
+                    noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
+                    last_offset=rows[-1][0] if rows else None, kafka_version=kafka_version)
+
+
 def fixture_logs() -> list[BenchLog]:
     """The committed real-Kafka logs (``tests/fixtures/kafka/<version>/<scenario>``)."""
-    from metadata.readers import ReadOptions, discover, iter_file_rows
-    out = []
-    for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}")):
-        version, scenario = d.parent.parent.name, d.parent.name
-        segs = [f for f in discover(d) if f.kind.value == "segment"]
-        rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
-        snaps = [p for p in d.glob("*.checkpoint") if not p.name.startswith("0" * 20 + "-")]
-        out.append(BenchLog(name=f"{version}/{scenario}", kind="fixture", dir=str(d), records=len(rows),
-                            bytes=sum(f.size for f in segs), segments=len(segs), snapshots=len(snaps),
-                            noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
-                            last_offset=rows[-1][0] if rows else None, kafka_version=version))
-    return out
+    return [_committed_log(f"{d.parent.parent.name}/{d.parent.name}", "fixture", d, d.parent.parent.name)
+            for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}"))]
+
+
+def sample_log() -> BenchLog:
+    """The repository's data sample (``data/sample``: a generated log of about 10^4 records, four segments)."""
+    return _committed_log("sample", "sample", ROOT / "data" / "sample" / LOG_DIR_NAME)
 
 
 def bench_logs(sizes: Sequence[int], kinds: Sequence[str], data_dir: str = DEFAULT_DATA_DIR,
                segment_bytes: int = KAFKA_SEGMENT_BYTES) -> list[BenchLog]:
-    """The logs of ``kinds`` (``fixtures``, ``gen``, ``idle``) at ``sizes``, built or reused."""
+    """The logs of ``kinds`` (``sample``, ``fixtures``, ``gen``, ``idle``) at ``sizes``, built or reused."""
     logs: list[BenchLog] = []
+    if "sample" in kinds:
+        logs.append(sample_log())
     if "fixtures" in kinds:
         logs += fixture_logs()
     for n in sizes:

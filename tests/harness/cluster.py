@@ -114,6 +114,15 @@ def write_log_configs(directory: Path, *, log_file: Path | None, level: str = "I
     return [f"-Dlog4j.configuration=file:{p1}", f"-Dlog4j2.configurationFile={p2}"]
 
 
+def java_command(dist: KafkaDist, main_class: str, args: list[str], log_options: list[str], *,
+                 heap: str = "256m", extra_cp: list[str] | None = None,
+                 extra_jvm: list[str] | None = None) -> list[str]:
+    """The command line running one of Kafka's main classes from the cached jars (``log_options`` from
+    :func:`write_log_configs`)."""
+    cp = os.pathsep.join([*(extra_cp or []), dist.classpath])
+    return [java_bin(), f"-Xmx{heap}", *JVM_OPTS, *log_options, *(extra_jvm or []), "-cp", cp, main_class, *args]
+
+
 def run_java(dist: KafkaDist, main_class: str, args: list[str], *, timeout: float = 120,
              heap: str = "256m", extra_cp: list[str] | None = None, log_level: str = "WARN",
              check: bool = True, input_text: str | None = None,
@@ -121,9 +130,8 @@ def run_java(dist: KafkaDist, main_class: str, args: list[str], *, timeout: floa
     """Run one of Kafka's CLI main classes from the cached jars (bounded by ``timeout``)."""
     tmp = Path(tempfile.mkdtemp(prefix="kraft-java-"))
     try:
-        logopts = write_log_configs(tmp, log_file=None, level=log_level)
-        cp = os.pathsep.join([*(extra_cp or []), dist.classpath])
-        cmd = [java_bin(), f"-Xmx{heap}", *JVM_OPTS, *logopts, *(extra_jvm or []), "-cp", cp, main_class, *args]
+        cmd = java_command(dist, main_class, args, write_log_configs(tmp, log_file=None, level=log_level),
+                           heap=heap, extra_cp=extra_cp, extra_jvm=extra_jvm)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
                               input=input_text if input_text is not None else "",
                               preexec_fn=_pdeathsig, start_new_session=True, cwd=cwd)
