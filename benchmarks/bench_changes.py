@@ -44,31 +44,58 @@ def partitions_frame(spark: SparkSession, args: argparse.Namespace, *, after: bo
         F.format_string("topic-%05d", (F.col("id") / per_topic).cast("long")).alias("topic"),
         F.format_string("T%021d", (F.col("id") / per_topic).cast("long")).alias("topicId"),
         (F.col("id") % per_topic).cast("int").alias("partitionId"),
-        replicas.alias("replicas"), replicas.alias("isr"),
-        F.array().cast("array<int>").alias("removingReplicas"), F.array().cast("array<int>").alias("addingReplicas"),
-        F.element_at(replicas, leader_index).alias("leader"), F.lit(0).alias("leaderRecoveryState"),
-        F.lit(6 if after else 5).alias("leaderEpoch"), F.lit(11 if after else 10).alias("partitionEpoch"),
+        replicas.alias("replicas"),
+        replicas.alias("isr"),
+        F.array().cast("array<int>").alias("removingReplicas"),
+        F.array().cast("array<int>").alias("addingReplicas"),
+        F.element_at(replicas, leader_index).alias("leader"),
+        F.lit(0).alias("leaderRecoveryState"),
+        F.lit(6 if after else 5).alias("leaderEpoch"),
+        F.lit(11 if after else 10).alias("partitionEpoch"),
         F.transform(replicas, lambda b: F.format_string("D%021d", b)).alias("directories"),
         F.array().cast("array<int>").alias("eligibleLeaderReplicas"),
-        F.array().cast("array<int>").alias("lastKnownElr"))
+        F.array().cast("array<int>").alias("lastKnownElr"),
+    )
     return frame.select(*[F.col(f.name).cast(f.dataType) for f in SCHEMAS["partitions"].fields])
 
 
 def image(spark: SparkSession, args: argparse.Namespace, *, after: bool) -> ImageFrames:
     """An image with the synthetic partitions, topics, brokers and metadata.version 3.9-IV0."""
-    empty = ImageFrames.from_json(spark, {"offset": 2 if after else 1, "epoch": 1, "timestamp": 0, "features": {
-        "metadata.version": 21}, "producerIds": {"nextProducerId": 0}})
+    empty = ImageFrames.from_json(
+        spark,
+        {
+            "offset": 2 if after else 1,
+            "epoch": 1,
+            "timestamp": 0,
+            "features": {"metadata.version": 21},
+            "producerIds": {"nextProducerId": 0},
+        },
+    )
     partitions = partitions_frame(spark, args, after=after).cache()
     topics = partitions.select(F.col("topic").alias("name"), "topicId").distinct().cache()
-    brokers = spark.range(args.brokers).select(
-        F.col("id").cast("int").alias("brokerId"), F.lit(1).cast("long").alias("brokerEpoch"),
-        F.lit("incarnation").alias("incarnationId"), F.lit(False).alias("fenced"),
-        F.lit(False).alias("inControlledShutdown"), F.lit(False).alias("isMigratingZkBroker"),
-        F.lit(None).cast("string").alias("rack"),
-        F.array(F.struct(F.lit("PLAINTEXT").alias("name"), F.format_string("broker-%d", "id").alias("host"),
-                         F.lit(9092).alias("port"), F.lit(0).alias("securityProtocol"))).alias("endPoints"),
-        F.array().cast(SCHEMAS["brokers"]["features"].dataType).alias("features"),
-        F.array(F.format_string("D%021d", "id")).alias("logDirs")).cache()
+    brokers = (
+        spark.range(args.brokers)
+        .select(
+            F.col("id").cast("int").alias("brokerId"),
+            F.lit(1).cast("long").alias("brokerEpoch"),
+            F.lit("incarnation").alias("incarnationId"),
+            F.lit(False).alias("fenced"),
+            F.lit(False).alias("inControlledShutdown"),
+            F.lit(False).alias("isMigratingZkBroker"),
+            F.lit(None).cast("string").alias("rack"),
+            F.array(
+                F.struct(
+                    F.lit("PLAINTEXT").alias("name"),
+                    F.format_string("broker-%d", "id").alias("host"),
+                    F.lit(9092).alias("port"),
+                    F.lit(0).alias("securityProtocol"),
+                )
+            ).alias("endPoints"),
+            F.array().cast(SCHEMAS["brokers"]["features"].dataType).alias("features"),
+            F.array(F.format_string("D%021d", "id")).alias("logDirs"),
+        )
+        .cache()
+    )
     parts = {**empty.parts(), "partitions": partitions, "topics": topics, "brokers": brokers}
     return ImageFrames(**parts)
 
@@ -81,10 +108,14 @@ def tables(spark: SparkSession, args: argparse.Namespace) -> dict[str, DataFrame
     changes = spark.range(args.partitions).select(
         F.lit(2).cast("long").alias("offset"),
         F.format_string("T%021d", (F.col("id") / per_topic).cast("long")).alias("topic_id"),
-        (F.col("id") % per_topic).cast("int").alias("partition_id"))
+        (F.col("id") % per_topic).cast("int").alias("partition_id"),
+    )
     out["partition_changes"] = changes.select(
-        *[F.col(f.name) if f.name in changes.columns else F.lit(None).cast(f.dataType).alias(f.name)
-          for f in schema.fields]).cache()
+        *[
+            F.col(f.name) if f.name in changes.columns else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in schema.fields
+        ]
+    ).cache()
     return out
 
 
@@ -115,19 +146,39 @@ def main() -> None:
     args = parser.parse_args()
 
     results: dict[str, Any] = {"bench": "replica-changes", **{k: v for k, v in vars(args).items()}}
-    spark = timed("sparkStart", results, lambda: get_spark(args.master, shuffle_partitions=args.shuffle_partitions,
-                                                            driver_memory=args.driver_memory))
+    spark = timed(
+        "sparkStart",
+        results,
+        lambda: get_spark(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory),
+    )
     before = image(spark, args, after=False)
     after = image(spark, args, after=True)
     typed = tables(spark, args)
-    timed("buildImages", results, lambda: (before.partitions.count(), after.partitions.count(),
-                                          typed["partition_changes"].count(), before.brokers.count(),
-                                          after.brokers.count(), before.topics.count(), after.topics.count()))
+    timed(
+        "buildImages",
+        results,
+        lambda: (
+            before.partitions.count(),
+            after.partitions.count(),
+            typed["partition_changes"].count(),
+            before.brokers.count(),
+            after.brokers.count(),
+            before.topics.count(),
+            after.topics.count(),
+        ),
+    )
     delta = DeltaFrames(before, after, typed.__getitem__, 1, 2)
     timed("localChanges", results, lambda: delta.changes.write.format("noop").mode("overwrite").save())
-    per_kind = timed("perBrokerSummary", results, lambda: {
-        r["kind"]: (r["rows"], r["brokers"]) for r in delta.changes.groupBy("kind").agg(
-            F.count("*").alias("rows"), F.countDistinct("broker").alias("brokers")).collect()})
+    per_kind = timed(
+        "perBrokerSummary",
+        results,
+        lambda: {
+            r["kind"]: (r["rows"], r["brokers"])
+            for r in delta.changes.groupBy("kind")
+            .agg(F.count("*").alias("rows"), F.countDistinct("broker").alias("brokers"))
+            .collect()
+        },
+    )
     results["changeRows"] = {k: v[0] for k, v in per_kind.items()}
     results["brokersWithChanges"] = max((v[1] for v in per_kind.values()), default=0)
     results["electedLeaders"] = timed("electedCount", results, lambda: delta.changes.where("electedLeader").count())

@@ -43,8 +43,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 from common import per_s, print_table, progress
 
-from tests.fuzz import (BINARY_MUTATORS, TEXT_MUTATORS, Corpus, Failure, _bombs, _valid_bombs, build_corpus, make_case,
-                        original_cases, run_case)
+from tests.fuzz import (
+    BINARY_MUTATORS,
+    TEXT_MUTATORS,
+    Corpus,
+    Failure,
+    _bombs,
+    _valid_bombs,
+    build_corpus,
+    make_case,
+    original_cases,
+    run_case,
+)
 
 
 class CaseTimeout(BaseException):
@@ -59,8 +69,20 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _worker(w: int, workers: int, seed: int, cases: int, text_share: float, timeout: float, max_memory_gib: float,
-            work: str, corpus: Corpus, done: mp.Array, current: mp.Array, results: mp.Queue) -> None:
+def _worker(
+    w: int,
+    workers: int,
+    seed: int,
+    cases: int,
+    text_share: float,
+    timeout: float,
+    max_memory_gib: float,
+    work: str,
+    corpus: Corpus,
+    done: mp.Array,
+    current: mp.Array,
+    results: mp.Queue,
+) -> None:
     """Cases ``w, w + workers, ...``: outcome counts, per-mutator time, failures and the peak RSS."""
     limit = int(max_memory_gib * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -81,10 +103,22 @@ def _worker(w: int, workers: int, seed: int, cases: int, text_share: float, time
             outcome = run_case(case)
         except (Failure, CaseTimeout, Exception) as exc:  # noqa: BLE001 — every failure is recorded
             outcome = "FAILURE"
-            message = f"timed out after {timeout} s" if isinstance(exc, CaseTimeout) else \
-                str(exc) if isinstance(exc, Failure) else f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
-            failures.append({"case": number, "mutator": case.mutator, "source": case.source,
-                             "description": case.description, "failure": message[:2000]})
+            message = (
+                f"timed out after {timeout} s"
+                if isinstance(exc, CaseTimeout)
+                else str(exc)
+                if isinstance(exc, Failure)
+                else f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+            )
+            failures.append(
+                {
+                    "case": number,
+                    "mutator": case.mutator,
+                    "source": case.source,
+                    "description": case.description,
+                    "failure": message[:2000],
+                }
+            )
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         seconds = time.perf_counter() - t0
@@ -100,8 +134,17 @@ def _worker(w: int, workers: int, seed: int, cases: int, text_share: float, time
         if rss > rss_before:
             rss_case = (rss, number, f"{case.mutator}: {case.description}")
         done[w] += 1
-    results.put({"worker": w, "outcomes": dict(outcomes), "mutators": mutators, "failures": failures,
-                 "slowest": slowest, "peak_rss_mb": _rss_mb(), "rss_case": rss_case})
+    results.put(
+        {
+            "worker": w,
+            "outcomes": dict(outcomes),
+            "mutators": mutators,
+            "failures": failures,
+            "slowest": slowest,
+            "peak_rss_mb": _rss_mb(),
+            "rss_case": rss_case,
+        }
+    )
 
 
 def replay(corpus: Corpus, seed: int, number: int, work: str, text_share: float) -> int:
@@ -127,11 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--text-share", type=float, default=0.2, help="share of dump-log text cases (default 0.2)")
-    ap.add_argument("--timeout", type=float, default=300,
-                    help="seconds one case may take (default 300; the largest valid batches take ~10 s idle)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=300,
+        help="seconds one case may take (default 300; the largest valid batches take ~10 s idle)",
+    )
     ap.add_argument("--max-memory-gib", type=float, default=6, help="address space of a worker (default 6 GiB)")
-    ap.add_argument("--work-dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
-                    help="where the case files and generated logs go (default /dev/shm: a case is a file write)")
+    ap.add_argument(
+        "--work-dir",
+        default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+        help="where the case files and generated logs go (default /dev/shm: a case is a file write)",
+    )
     ap.add_argument("--replay", metavar="SEED:CASE", help="run one case verbosely")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)
@@ -152,17 +202,36 @@ def fuzz(a: argparse.Namespace, corpus: Corpus, work: str) -> int:
     info = common.machine_info()
     common.print_machine(info)
     cases = int(a.cases)
-    progress(f"corpus: {len(corpus.real)} real + {len(corpus.generated)} generated files "
-             f"({corpus.batches():,} batches), {len(corpus.dumps)} dump texts; building the bombs")
+    progress(
+        f"corpus: {len(corpus.real)} real + {len(corpus.generated)} generated files "
+        f"({corpus.batches():,} batches), {len(corpus.dumps)} dump texts; building the bombs"
+    )
     _bombs(), _valid_bombs()  # built once, before the workers fork
     for case in original_cases(corpus, os.path.join(work, "warm-up.bin")):  # imports, generated body readers
         if run_case(case) != "accepted":
             raise RuntimeError(f"the unmutated corpus file {case.source} does not decode cleanly")
     ctx = mp.get_context("fork")
     done, current, results = ctx.Array("q", a.workers), ctx.Array("q", a.workers), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(w, a.workers, a.seed, cases, a.text_share, a.timeout,
-                                                a.max_memory_gib, work, corpus, done, current, results))
-             for w in range(a.workers)]
+    procs = [
+        ctx.Process(
+            target=_worker,
+            args=(
+                w,
+                a.workers,
+                a.seed,
+                cases,
+                a.text_share,
+                a.timeout,
+                a.max_memory_gib,
+                work,
+                corpus,
+                done,
+                current,
+                results,
+            ),
+        )
+        for w in range(a.workers)
+    ]
     t0 = time.perf_counter()
     for p in procs:
         p.start()
@@ -184,8 +253,10 @@ def fuzz(a: argparse.Namespace, corpus: Corpus, work: str) -> int:
         p.join()
     dead = [(w, p.exitcode, current[w]) for w, p in enumerate(procs) if p.exitcode != 0]
     for w, code, number in dead:
-        print(f"FAILURE: worker {w} died (exit code {code}) in case {a.seed}:{number}; reproduce: "
-              f"python benchmarks/bench_fuzz.py --replay {a.seed}:{number}")
+        print(
+            f"FAILURE: worker {w} died (exit code {code}) in case {a.seed}:{number}; reproduce: "
+            f"python benchmarks/bench_fuzz.py --replay {a.seed}:{number}"
+        )
 
     outcomes: Counter = Counter()
     mutators: dict[str, list] = {}
@@ -199,31 +270,81 @@ def fuzz(a: argparse.Namespace, corpus: Corpus, work: str) -> int:
     n = sum(outcomes.values())
     slowest = max(p["slowest"] for p in parts)
     text = sum(mutators.get(k, [0])[0] for k in TEXT_MUTATORS)
-    summary = {"cases": n, "binary": n - text, "text": text, "workers": a.workers, "wall_s": wall,
-               "cases_per_s": per_s(n, wall), "failures": len(failures) + len(dead),
-               "accepted": outcomes["accepted"] + outcomes["accepted with issues"],
-               "clean_errors": n - outcomes["accepted"] - outcomes["accepted with issues"] - outcomes["FAILURE"],
-               "slowest_ms": slowest[0] * 1e3, "slowest_case": f"{a.seed}:{slowest[1]} ({slowest[2][:80]})",
-               "peak_rss_mb": max(p["peak_rss_mb"] for p in parts), "seed": a.seed}
-    print_table("Fuzzing (`benchmarks/bench_fuzz.py`)", [summary],
-                ["cases", "binary", "text", "workers", ("wall_s", "wall s"), ("cases_per_s", "cases/s"), "failures",
-                 "accepted", ("clean_errors", "clean errors"), ("slowest_ms", "slowest case ms"),
-                 ("peak_rss_mb", "peak RSS MB (a worker)")],
-                note=f"slowest case: {summary['slowest_case']}; peak RSS raised last by: "
-                     + "; ".join(f"worker {p['worker']} case {a.seed}:{p['rss_case'][1]} "
-                                 f"({p['rss_case'][2][:80]}) → {p['rss_case'][0]:.0f} MB" for p in parts))
-    rows = [{"mutator": name, "cases": m[0], "clean_error_pct": 100 * m[3] / m[0], "mean_us": m[1] / m[0] * 1e6,
-             "max_ms": m[2] * 1e3} for name, m in sorted(mutators.items(), key=lambda kv: -kv[1][0])]
-    print_table("Per mutator", rows, ["mutator", "cases", ("clean_error_pct", "clean error %"),
-                                      ("mean_us", "mean µs"), ("max_ms", "max ms")])
+    summary = {
+        "cases": n,
+        "binary": n - text,
+        "text": text,
+        "workers": a.workers,
+        "wall_s": wall,
+        "cases_per_s": per_s(n, wall),
+        "failures": len(failures) + len(dead),
+        "accepted": outcomes["accepted"] + outcomes["accepted with issues"],
+        "clean_errors": n - outcomes["accepted"] - outcomes["accepted with issues"] - outcomes["FAILURE"],
+        "slowest_ms": slowest[0] * 1e3,
+        "slowest_case": f"{a.seed}:{slowest[1]} ({slowest[2][:80]})",
+        "peak_rss_mb": max(p["peak_rss_mb"] for p in parts),
+        "seed": a.seed,
+    }
+    print_table(
+        "Fuzzing (`benchmarks/bench_fuzz.py`)",
+        [summary],
+        [
+            "cases",
+            "binary",
+            "text",
+            "workers",
+            ("wall_s", "wall s"),
+            ("cases_per_s", "cases/s"),
+            "failures",
+            "accepted",
+            ("clean_errors", "clean errors"),
+            ("slowest_ms", "slowest case ms"),
+            ("peak_rss_mb", "peak RSS MB (a worker)"),
+        ],
+        note=f"slowest case: {summary['slowest_case']}; peak RSS raised last by: "
+        + "; ".join(
+            f"worker {p['worker']} case {a.seed}:{p['rss_case'][1]} "
+            f"({p['rss_case'][2][:80]}) → {p['rss_case'][0]:.0f} MB"
+            for p in parts
+        ),
+    )
+    rows = [
+        {
+            "mutator": name,
+            "cases": m[0],
+            "clean_error_pct": 100 * m[3] / m[0],
+            "mean_us": m[1] / m[0] * 1e6,
+            "max_ms": m[2] * 1e3,
+        }
+        for name, m in sorted(mutators.items(), key=lambda kv: -kv[1][0])
+    ]
+    print_table(
+        "Per mutator",
+        rows,
+        ["mutator", "cases", ("clean_error_pct", "clean error %"), ("mean_us", "mean µs"), ("max_ms", "max ms")],
+    )
     kinds = [{"outcome": k, "cases": v, "pct": 100 * v / n} for k, v in outcomes.most_common()]
-    print_table("Outcomes", kinds[:40], ["outcome", "cases", ("pct", "%")],
-                note=f"{len(kinds)} distinct outcomes; errors by kind (numbers and quoted text removed)")
+    print_table(
+        "Outcomes",
+        kinds[:40],
+        ["outcome", "cases", ("pct", "%")],
+        note=f"{len(kinds)} distinct outcomes; errors by kind (numbers and quoted text removed)",
+    )
     for f in failures[:50]:
-        print(f"FAILURE case {a.seed}:{f['case']} [{f['mutator']}] {f['source']}: {f['description']}\n"
-              f"  {f['failure']}\n  reproduce: python benchmarks/bench_fuzz.py --replay {a.seed}:{f['case']}")
-    results = {"machine": info, "summary": summary, "mutators": rows, "outcomes": kinds, "failures": failures,
-               "dead_workers": dead, "binary_mutators": sorted(BINARY_MUTATORS), "text_mutators": sorted(TEXT_MUTATORS)}
+        print(
+            f"FAILURE case {a.seed}:{f['case']} [{f['mutator']}] {f['source']}: {f['description']}\n"
+            f"  {f['failure']}\n  reproduce: python benchmarks/bench_fuzz.py --replay {a.seed}:{f['case']}"
+        )
+    results = {
+        "machine": info,
+        "summary": summary,
+        "mutators": rows,
+        "outcomes": kinds,
+        "failures": failures,
+        "dead_workers": dead,
+        "binary_mutators": sorted(BINARY_MUTATORS),
+        "text_mutators": sorted(TEXT_MUTATORS),
+    }
     common.finish(results, a.out)
     return 1 if failures or dead else 0
 

@@ -28,8 +28,8 @@ Stages (``--stages``):
   re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
   (``plan``, ``stage``, ``_groups``, taking the lake's lease, ``LakeTransaction._recover``, ``_write``,
   ``Lake.write`` per table, ``Lake.current_versions`` (in recovery, and in the commit's proof),
-  ``LakeTransaction.commit`` (proof + ``_ingests`` row), ``remove``); plus a Delta commit micro-benchmark (appending 0 rows) to estimate how
-  much of each append is Delta's commit protocol rather than Spark writing data.
+  ``LakeTransaction.commit`` (proof + ``_ingests`` row), ``remove``); plus a Delta commit micro-benchmark
+  (appending 0 rows) to estimate how much of each append is Delta's commit protocol rather than Spark writing data.
 
 Memory: driver = this process's peak RSS per stage (kernel VmHWM, reset per stage); for Spark the
 JVM's peak RSS (VmHWM of the driver/executor JVM in local mode), its peak used heap (sampled via
@@ -60,6 +60,7 @@ STAGES = ("decode", "profile", "spark", "ingest")
 
 def _tasks(log: BenchLog):
     from metadata.ingest import plan
+
     return plan([log.dir])[0]
 
 
@@ -68,6 +69,7 @@ def decode_single_core(log: BenchLog, repeat: int) -> dict:
     best of ``repeat``."""
     from metadata.columns import decode_to_arrow
     from metadata.readers import ReadOptions, iter_file_items
+
     tasks = _tasks(log)
     options = ReadOptions()
 
@@ -113,6 +115,7 @@ def warm_up_decode() -> float | None:
     run it on a fixture before measuring; returns that first call's seconds."""
     from metadata.columns import decode_to_arrow
     from metadata.readers import ReadOptions, discover
+
     fixture = common.fixture_logs()[:1]
     if not fixture:
         return None
@@ -134,13 +137,22 @@ def _bucket(filename: str, func: str) -> str | None:
         return "JSON payload text"
     if f.endswith("metadata/columns.py"):
         # flush() and _run_batch build the columns and call pa.array (not profiled itself)
-        return "Arrow arrays (pyarrow)" if func in ("flush", "_run_batch", "_record_batch", "_constant") \
+        return (
+            "Arrow arrays (pyarrow)"
+            if func in ("flush", "_run_batch", "_record_batch", "_constant")
             else "row tuples (decode_to_arrow loop)"
-    if f.endswith(("codec/records.py", "codec/message.py", "codec/primitives.py")) or func == "_data_record" \
-            or f == "<kraft-replay body readers>":
+        )
+    if (
+        f.endswith(("codec/records.py", "codec/message.py", "codec/primitives.py"))
+        or func == "_data_record"
+        or f == "<kraft-replay body readers>"
+    ):
         return "record values → dicts / JSON text (codec)"
-    if f.endswith(("codec/batch.py", "codec/compression.py", "metadata/readers.py")) or "crc32c" in func \
-            or "numpy" in f:
+    if (
+        f.endswith(("codec/batch.py", "codec/compression.py", "metadata/readers.py"))
+        or "crc32c" in func
+        or "numpy" in f
+    ):
         return "batch framing, CRC (readers, codec.batch)"
     if "pydantic" in f:
         return "other"
@@ -152,6 +164,7 @@ def _bucket(filename: str, func: str) -> str | None:
 def profile_decode(log: BenchLog) -> dict:
     from metadata.columns import decode_to_arrow
     from metadata.readers import ReadOptions
+
     tasks = _tasks(log)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
@@ -178,11 +191,23 @@ def profile_decode(log: BenchLog) -> dict:
     total = sum(buckets.values()) or 1.0
     top = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:15]
     return {
-        "log": log.name, "records": n, "profiled_wall_s": wall,
-        "buckets": [{"component": k, "self_s": v, "pct": 100 * v / total}
-                    for k, v in sorted(buckets.items(), key=lambda kv: -kv[1])],
-        "top": [{"function": f"{Path(k[0]).name}:{k[1]} {k[2]}" if k[0] != "~" else k[2], "calls": v[1],
-                 "self_s": v[2], "cum_s": v[3], "pct": 100 * v[2] / total} for k, v in top],
+        "log": log.name,
+        "records": n,
+        "profiled_wall_s": wall,
+        "buckets": [
+            {"component": k, "self_s": v, "pct": 100 * v / total}
+            for k, v in sorted(buckets.items(), key=lambda kv: -kv[1])
+        ],
+        "top": [
+            {
+                "function": f"{Path(k[0]).name}:{k[1]} {k[2]}" if k[0] != "~" else k[2],
+                "calls": v[1],
+                "self_s": v[2],
+                "cum_s": v[3],
+                "pct": 100 * v[2] / total,
+            }
+            for k, v in top
+        ],
     }
 
 
@@ -194,6 +219,7 @@ def _decode_only(batches):
     import pyarrow as pa
 
     from metadata.staging import decoded
+
     for batch in batches:
         for task in batch.to_pylist():
             yield pa.RecordBatch.from_pylist([{"n": sum(b.num_rows for b in decoded(task, []))}])
@@ -204,6 +230,7 @@ def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) 
     ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging)."""
     from metadata import staging as stg
     from metadata.readers import ReadOptions
+
     tasks = _tasks(log)
     options = ReadOptions()
     nbytes = sum(f.size for f, s, e in tasks if s == 0)
@@ -251,6 +278,7 @@ def _write_label(lake, name, *args, **kwargs) -> str:
 def instrument() -> Phases:
     import metadata.ingest as ing
     from metadata.lake import Lake, LakeTransaction, _LeaseKeeper
+
     ph = Phases()
     ph.wrap(ing, "plan", "plan")
     ph.wrap(ing, "stage", "decode + stage (Spark tasks, pyarrow Parquet)")
@@ -266,9 +294,21 @@ def instrument() -> Phases:
     return ph
 
 
-PHASE_COLUMNS = ["plan", "decode + stage (Spark tasks, pyarrow Parquet)", "summarise overlapping inputs (Spark aggregate)",
-                 "overlap check", "lease", "recovery", "write: anti-join, count, snapshot ids", "append records",
-                 "append typed", "append snapshots", "commit (proof, _ingests row)", "remove staging", "other"]
+PHASE_COLUMNS = [
+    "plan",
+    "decode + stage (Spark tasks, pyarrow Parquet)",
+    "summarise overlapping inputs (Spark aggregate)",
+    "overlap check",
+    "lease",
+    "recovery",
+    "write: anti-join, count, snapshot ids",
+    "append records",
+    "append typed",
+    "append snapshots",
+    "commit (proof, _ingests row)",
+    "remove staging",
+    "other",
+]
 
 
 def phase_breakdown(summary: dict, total: float) -> dict[str, float]:
@@ -283,6 +323,7 @@ def phase_breakdown(summary: dict, total: float) -> dict[str, float]:
 
 def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases) -> dict:
     from metadata.ingest import ingest
+
     ph.clear()
     progress(f"ingest {log.name}: {label}")
     with MemorySampler(jvm_pid, common.jvm_heap_fn(spark)) as mem, common.timer() as t:
@@ -290,24 +331,36 @@ def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases)
     summary = ph.summary()
     phases = phase_breakdown(summary, t["s"])
     appends = sum(summary.get(k, {}).get("calls", 0) for k in ("append records", "append typed", "append snapshots"))
-    return {"log": log.name, "run": label, "records": report.records_decoded, "added": report.records_added,
-            "MB": round(report.bytes_read / 1e6, 2), "wall_s": t["s"], "rec_per_s": per_s(report.records_decoded, t["s"]),
-            "MB_per_s": per_s(report.bytes_read / 1e6, t["s"]), "delta_commits": appends + 1,
-            "typed_tables": summary.get("append typed", {}).get("calls", 0),
-            "typed_append_sum_s": summary.get("append typed", {}).get("sum_s", 0.0),
-            "version_listing_s": summary.get("Delta version listing", {}).get("sum_s", 0.0),
-            "phases": phases, **{f"ph:{k}": v for k, v in phases.items()}, **mem.result(),
-            "load": common.load_average()[0]}
+    return {
+        "log": log.name,
+        "run": label,
+        "records": report.records_decoded,
+        "added": report.records_added,
+        "MB": round(report.bytes_read / 1e6, 2),
+        "wall_s": t["s"],
+        "rec_per_s": per_s(report.records_decoded, t["s"]),
+        "MB_per_s": per_s(report.bytes_read / 1e6, t["s"]),
+        "delta_commits": appends + 1,
+        "typed_tables": summary.get("append typed", {}).get("calls", 0),
+        "typed_append_sum_s": summary.get("append typed", {}).get("sum_s", 0.0),
+        "version_listing_s": summary.get("Delta version listing", {}).get("sum_s", 0.0),
+        "phases": phases,
+        **{f"ph:{k}": v for k, v in phases.items()},
+        **mem.result(),
+        "load": common.load_average()[0],
+    }
 
 
 def delta_commit_cost(spark, data_dir: str, repeat: int = 3) -> dict:
     """Appending 0 rows (Delta's commit protocol, no data) and 1 row to a scratch ``records``-shaped table."""
     from metadata.tables import RECORDS_SCHEMA
+
     path = str(Path(data_dir) / "delta-commit-bench")
     shutil.rmtree(path, ignore_errors=True)
     empty = spark.createDataFrame([], RECORDS_SCHEMA)
-    one = spark.createDataFrame([(0, 0, 0, 1, 0, -1, -1, False, False, None, "NO_OP_RECORD", 20, 0, "{}", None, "x")],
-                                RECORDS_SCHEMA)
+    one = spark.createDataFrame(
+        [(0, 0, 0, 1, 0, -1, -1, False, False, None, "NO_OP_RECORD", 20, 0, "{}", None, "x")], RECORDS_SCHEMA
+    )
     one.write.format("delta").mode("append").save(path)  # create the table (not timed)
     empty_s, _ = common.best_of(lambda: empty.write.format("delta").mode("append").save(path), repeat)
     one_s, _ = common.best_of(lambda: one.write.format("delta").mode("append").save(path), repeat)
@@ -325,11 +378,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", default=",".join(STAGES), help=f"subset of {','.join(STAGES)}")
     ap.add_argument("--repeat", type=int, default=1, help="single-core decode: best of N (default 1)")
     ap.add_argument("--spark-repeat", type=int, default=1, help="Spark decode stage: best of N (default 1)")
-    ap.add_argument("--profile-size", type=float, default=1e5,
-                    help="profile the largest log of at most this many records (default 1e5)")
+    ap.add_argument(
+        "--profile-size",
+        type=float,
+        default=1e5,
+        help="profile the largest log of at most this many records (default 1e5)",
+    )
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR, help="cache of logs and lakes")
-    ap.add_argument("--segment-bytes", type=int, default=common.KAFKA_SEGMENT_BYTES,
-                    help="segment size of built logs (default 1 GiB, Kafka's metadata.log.segment.bytes)")
+    ap.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=common.KAFKA_SEGMENT_BYTES,
+        help="segment size of built logs (default 1 GiB, Kafka's metadata.log.segment.bytes)",
+    )
     ap.add_argument("--out", help="write every result as JSON here")
     a = ap.parse_args(argv)
     stages = [s.strip() for s in a.stages.split(",") if s.strip()]
@@ -342,24 +403,41 @@ def main(argv: list[str] | None = None) -> int:
     common.print_machine(info)
     logs = common.bench_logs(sizes, kinds, a.data_dir, a.segment_bytes)
     results: dict = {"machine": info, "logs": [lg.row() for lg in logs]}
-    print_table("Logs", [lg.row() for lg in logs],
-                ["name", "records", "MB", "segments", "snapshots", "noop_share", "build_s"],
-                note="`build_s`: time to generate/build the log (cached afterwards).")
+    print_table(
+        "Logs",
+        [lg.row() for lg in logs],
+        ["name", "records", "MB", "segments", "snapshots", "noop_share", "build_s"],
+        note="`build_s`: time to generate/build the log (cached afterwards).",
+    )
 
     if "decode" in stages or "profile" in stages:
         results["decode_first_call_s"] = warm_up_decode()
     if "decode" in stages:
         rows = [decode_single_core(lg, a.repeat) for lg in logs]
         results["decode"] = rows
-        print_table("Single-core decode (`decode_to_arrow`, this process)", rows,
-                    ["log", "records", "MB", ("arrow_s", "s"), ("rec_per_s", "records/s"), ("MB_per_s", "MB/s"),
-                     ("us_per_rec", "µs/record"), ("binary_pct", "binary decode %"), ("json_pct", "JSON payload %"),
-                     ("arrow_pct", "Arrow + row tuples %"), ("driver_peak_rss_mb", "peak RSS MB"), "load"],
-                    note="binary decode = the readers alone (`iter_file_items`: framing, CRC, record values → "
-                         "dicts, NoOp runs as numpy arrays); JSON = what payloads as JSON text (written directly by the "
-                         "generated readers) cost beyond dicts; Arrow = the rest of `decode_to_arrow` (columns, "
-                         "`pa.array`). Shares from three separate passes (best of "
-                         f"{a.repeat}).")
+        print_table(
+            "Single-core decode (`decode_to_arrow`, this process)",
+            rows,
+            [
+                "log",
+                "records",
+                "MB",
+                ("arrow_s", "s"),
+                ("rec_per_s", "records/s"),
+                ("MB_per_s", "MB/s"),
+                ("us_per_rec", "µs/record"),
+                ("binary_pct", "binary decode %"),
+                ("json_pct", "JSON payload %"),
+                ("arrow_pct", "Arrow + row tuples %"),
+                ("driver_peak_rss_mb", "peak RSS MB"),
+                "load",
+            ],
+            note="binary decode = the readers alone (`iter_file_items`: framing, CRC, record values → "
+            "dicts, NoOp runs as numpy arrays); JSON = what payloads as JSON text (written directly by the "
+            "generated readers) cost beyond dicts; Arrow = the rest of `decode_to_arrow` (columns, "
+            "`pa.array`). Shares from three separate passes (best of "
+            f"{a.repeat}).",
+        )
 
     if "profile" in stages:
         cands = [lg for lg in logs if lg.records <= a.profile_size] or sorted(logs, key=lambda lg: lg.records)[:1]
@@ -372,11 +450,17 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"profile {lg.name}")
             p = profile_decode(lg)
             results["profile"].append(p)
-            print_table(f"cProfile of single-core decode: {lg.name} ({p['records']:,} records, "
-                        f"{p['profiled_wall_s']:.1f} s under the profiler)", p["buckets"],
-                        ["component", ("self_s", "self s"), ("pct", "%")])
-            print_table(f"Top functions by self time: {lg.name}", p["top"],
-                        ["function", "calls", ("self_s", "self s"), ("cum_s", "cum s"), ("pct", "%")])
+            print_table(
+                f"cProfile of single-core decode: {lg.name} ({p['records']:,} records, "
+                f"{p['profiled_wall_s']:.1f} s under the profiler)",
+                p["buckets"],
+                ["component", ("self_s", "self s"), ("pct", "%")],
+            )
+            print_table(
+                f"Top functions by self time: {lg.name}",
+                p["top"],
+                ["function", "calls", ("self_s", "self s"), ("cum_s", "cum s"), ("pct", "%")],
+            )
 
     if "spark" in stages or "ingest" in stages:
         progress("starting Spark")
@@ -390,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             progress("Spark warm-up on a fixture")
             spark_decode(spark, jvm_pid, fixture[0], a.data_dir)
             from metadata.ingest import ingest
+
             warm = Path(a.data_dir) / "lakes" / "warmup"
             shutil.rmtree(warm, ignore_errors=True)
             ingest([fixture[0].dir], str(warm), spark=spark, progress=False)
@@ -398,15 +483,30 @@ def main(argv: list[str] | None = None) -> int:
     if "spark" in stages:
         rows = [spark_decode(spark, jvm_pid, lg, a.data_dir, a.spark_repeat) for lg in logs]
         results["spark_decode"] = rows
-        print_table("Spark decode stage (`metadata.staging.stage`, local[*])", rows,
-                    ["log", "records", "MB", "tasks", ("noop_s", "decode only s"),
-                     ("noop_rec_per_s", "records/s"), ("noop_MB_per_s", "MB/s"),
-                     ("stage_s", "decode+staging s (`stage`)"), ("stage_rec_per_s", "records/s "),
-                     ("parquet_s", "Parquet write ≈ s"), ("staging_MB", "staged MB"),
-                     ("jvm_peak_rss_mb", "JVM peak RSS MB"), ("jvm_peak_heap_used_mb", "JVM heap used MB"),
-                     ("py_workers_peak_pss_mb", "Python workers PSS MB"), ("py_workers_peak_n", "workers"), "load"],
-                    note="One task per file or 64 MiB range (`plan`): a log below 64 MiB decodes on one core "
-                         "whatever the cluster size.")
+        print_table(
+            "Spark decode stage (`metadata.staging.stage`, local[*])",
+            rows,
+            [
+                "log",
+                "records",
+                "MB",
+                "tasks",
+                ("noop_s", "decode only s"),
+                ("noop_rec_per_s", "records/s"),
+                ("noop_MB_per_s", "MB/s"),
+                ("stage_s", "decode+staging s (`stage`)"),
+                ("stage_rec_per_s", "records/s "),
+                ("parquet_s", "Parquet write ≈ s"),
+                ("staging_MB", "staged MB"),
+                ("jvm_peak_rss_mb", "JVM peak RSS MB"),
+                ("jvm_peak_heap_used_mb", "JVM heap used MB"),
+                ("py_workers_peak_pss_mb", "Python workers PSS MB"),
+                ("py_workers_peak_n", "workers"),
+                "load",
+            ],
+            note="One task per file or 64 MiB range (`plan`): a log below 64 MiB decodes on one core "
+            "whatever the cluster size.",
+        )
 
     if "ingest" in stages:
         results["delta_commit"] = delta_commit_cost(spark, a.data_dir)
@@ -426,21 +526,39 @@ def main(argv: list[str] | None = None) -> int:
         dc = results["delta_commit"]
         for r in rows:
             r["delta_commit_est_s"] = r["delta_commits"] * dc["empty_append_s"]
-        print_table("End-to-end ingest (`metadata.ingest.ingest`)", rows,
-                    ["log", "run", "records", "added", "MB", ("wall_s", "s"), ("rec_per_s", "records/s"),
-                     ("MB_per_s", "MB/s"), ("delta_commits", "Delta commits"),
-                     ("delta_commit_est_s", "of which commit protocol ≈ s"),
-                     ("driver_peak_rss_mb", "driver RSS MB"), ("jvm_peak_rss_mb", "JVM RSS MB"),
-                     ("jvm_peak_heap_used_mb", "JVM heap MB"), ("py_workers_peak_pss_mb", "workers PSS MB"),
-                     ("py_workers_peak_n", "workers"), "load"],
-                    note=f"Delta commit protocol estimate: commits × an empty append "
-                         f"({dc['empty_append_s']:.2f} s; a 1-row append {dc['one_row_append_s']:.2f} s) — the rest "
-                         "of an append is Spark writing the data.")
-        print_table("Ingest phases (wall seconds; typed-table appends run 4 at a time, then records alone)", rows,
-                    ["log", "run", ("wall_s", "total"), *[(f"ph:{k}", k) for k in PHASE_COLUMNS]],
-                    note="`other`: Lake/session setup, reading the committed state, the report. `Delta version "
-                         "listing` (in recovery and in the commit's proof) and the summed (not wall) typed-append time are in the "
-                         "JSON output.")
+        print_table(
+            "End-to-end ingest (`metadata.ingest.ingest`)",
+            rows,
+            [
+                "log",
+                "run",
+                "records",
+                "added",
+                "MB",
+                ("wall_s", "s"),
+                ("rec_per_s", "records/s"),
+                ("MB_per_s", "MB/s"),
+                ("delta_commits", "Delta commits"),
+                ("delta_commit_est_s", "of which commit protocol ≈ s"),
+                ("driver_peak_rss_mb", "driver RSS MB"),
+                ("jvm_peak_rss_mb", "JVM RSS MB"),
+                ("jvm_peak_heap_used_mb", "JVM heap MB"),
+                ("py_workers_peak_pss_mb", "workers PSS MB"),
+                ("py_workers_peak_n", "workers"),
+                "load",
+            ],
+            note=f"Delta commit protocol estimate: commits × an empty append "
+            f"({dc['empty_append_s']:.2f} s; a 1-row append {dc['one_row_append_s']:.2f} s) — the rest "
+            "of an append is Spark writing the data.",
+        )
+        print_table(
+            "Ingest phases (wall seconds; typed-table appends run 4 at a time, then records alone)",
+            rows,
+            ["log", "run", ("wall_s", "total"), *[(f"ph:{k}", k) for k in PHASE_COLUMNS]],
+            note="`other`: Lake/session setup, reading the committed state, the report. `Delta version "
+            "listing` (in recovery and in the commit's proof) and the summed (not wall) typed-append time are in the "
+            "JSON output.",
+        )
 
     return common.finish(results, a.out)
 

@@ -59,25 +59,55 @@ MODES = ("log", "auto")
 
 
 def kafka_oracle(log: BenchLog, version: str, mode: str, warmup: int, repeat: int, heap_note: str) -> dict:
-    cmd = [sys.executable, "-m", "tests.harness", "oracle", "--version", version, "--", "bench", "--dir", log.dir,
-           "--source", mode, "--warmup", str(warmup), "--repeat", str(repeat)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.harness",
+        "oracle",
+        "--version",
+        version,
+        "--",
+        "bench",
+        "--dir",
+        log.dir,
+        "--source",
+        mode,
+        "--warmup",
+        str(warmup),
+        "--repeat",
+        str(repeat),
+    ]
     progress(f"kafka oracle {log.name} ({mode})")
     m = common.run_measured(cmd, cwd=ROOT, timeout=900)
-    row = {"log": log.name, "mode": mode, "engine": f"Kafka {version} oracle", "proc_wall_s": m.wall_s,
-           "peak_rss_mb": m.peak_rss_mb, "load": common.load_average()[0]}
+    row = {
+        "log": log.name,
+        "mode": mode,
+        "engine": f"Kafka {version} oracle",
+        "proc_wall_s": m.wall_s,
+        "peak_rss_mb": m.peak_rss_mb,
+        "load": common.load_average()[0],
+    }
     lines = [ln for ln in m.stdout.splitlines() if ln.startswith("{")]
     if m.returncode != 0 or not lines:
         row["error"] = (m.stderr.strip().splitlines() or [f"exit {m.returncode}"])[-1][:200]
         return row
     b = json.loads(lines[-1])
-    row.update(records=b["records"], replay_s=b["wallMs"] / 1e3, total_s=b["wallMs"] / 1e3,
-               mean_s=b["meanWallMs"] / 1e3, rec_per_s=b["recordsPerSec"], last_offset=b["lastOffset"],
-               check=_check(b["lastOffset"], log), note=f"best of {repeat} after {warmup} warm-up, {heap_note}")
+    row.update(
+        records=b["records"],
+        replay_s=b["wallMs"] / 1e3,
+        total_s=b["wallMs"] / 1e3,
+        mean_s=b["meanWallMs"] / 1e3,
+        rec_per_s=b["recordsPerSec"],
+        last_offset=b["lastOffset"],
+        check=_check(b["lastOffset"], log),
+        note=f"best of {repeat} after {warmup} warm-up, {heap_note}",
+    )
     return row
 
 
-def _shell_once(file: str, version: str, heap: str, command: tuple[str, ...] = ("cat", "/image/provenance"),
-                timeout: float = 900) -> common.Measured:
+def _shell_once(
+    file: str, version: str, heap: str, command: tuple[str, ...] = ("cat", "/image/provenance"), timeout: float = 900
+) -> common.Measured:
     """One metadata-shell JVM (started directly, no wrapper process) loading ``file`` and running
     ``command``; it prints the provenance line ``offset N, epoch E, time T`` first when ``command`` shows
     ``/image/provenance`` first."""
@@ -86,10 +116,16 @@ def _shell_once(file: str, version: str, heap: str, command: tuple[str, ...] = (
     from tests.harness.cluster import java_command, write_log_configs
     from tests.harness.kafka_dist import ensure_kafka
     from tests.harness.tools import SHELL_CLASS
+
     dist = ensure_kafka(version)
     with tempfile.TemporaryDirectory(prefix="kraft-java-") as tmp:
-        cmd = java_command(dist, SHELL_CLASS, ["--snapshot", file, *command],
-                           write_log_configs(Path(tmp), log_file=None, level="WARN"), heap=heap)
+        cmd = java_command(
+            dist,
+            SHELL_CLASS,
+            ["--snapshot", file, *command],
+            write_log_configs(Path(tmp), log_file=None, level="WARN"),
+            heap=heap,
+        )
         return common.run_measured(cmd, cwd=ROOT, timeout=timeout)
 
 
@@ -112,12 +148,19 @@ def kafka_shell(log: BenchLog, version: str, heap: str, baseline: dict[str, floa
             break
     load_s = max(0.0, m.wall_s - baseline[version])
     resolved = load_s >= 0.5  # JVM start varies by ~0.5 s on a loaded machine: below that, no rate
-    row.update(records=log.records, total_s=load_s, replay_s=load_s,
-               rec_per_s=per_s(log.records, load_s) if resolved else None,
-               proc_wall_s=m.wall_s, peak_rss_mb=m.peak_rss_mb, last_offset=offset, check=_check(offset, log),
-               note=f"wall minus {baseline[version]:.1f} s tiny-log run; -Xmx{heap}, C1 only; attempt {attempt}"
-                    + ("" if resolved else "; below the ~0.5 s resolution"),
-               load=common.load_average()[0])
+    row.update(
+        records=log.records,
+        total_s=load_s,
+        replay_s=load_s,
+        rec_per_s=per_s(log.records, load_s) if resolved else None,
+        proc_wall_s=m.wall_s,
+        peak_rss_mb=m.peak_rss_mb,
+        last_offset=offset,
+        check=_check(offset, log),
+        note=f"wall minus {baseline[version]:.1f} s tiny-log run; -Xmx{heap}, C1 only; attempt {attempt}"
+        + ("" if resolved else "; below the ~0.5 s resolution"),
+        load=common.load_average()[0],
+    )
     if m.returncode != 0 or offset is None:
         row["error"] = "no image printed" if m.returncode == 0 else (m.stderr.strip().splitlines() or ["?"])[-1][:200]
     return row
@@ -141,12 +184,17 @@ def _decode(log: BenchLog):
         iter_file_rows,
         to_log_record,
     )
+
     files = discover(log.dir)
     snaps = [f for f in files if f.kind is InputKind.SNAPSHOT and f.end_offset]
     opts = ReadOptions()
     with common.timer() as t_log:
-        records = [to_log_record(row, f.path) for f in files if f.kind is InputKind.SEGMENT
-                   for _, row in iter_file_rows(f, [], opts)]
+        records = [
+            to_log_record(row, f.path)
+            for f in files
+            if f.kind is InputKind.SEGMENT
+            for _, row in iter_file_rows(f, [], opts)
+        ]
     snapshot, snap_s = None, 0.0
     if snaps:
         s = max(snaps, key=lambda f: (f.end_offset, f.epoch))
@@ -158,6 +206,7 @@ def _decode(log: BenchLog):
 
 def reference_files(log: BenchLog, modes: list[str]) -> list[dict]:
     from image.replay import SnapshotSource, replay_to
+
     progress(f"reference engine {log.name}")
     rows = []
     with MemorySampler(None) as mem:
@@ -174,12 +223,24 @@ def reference_files(log: BenchLog, modes: list[str]) -> list[dict]:
                 with common.timer() as t:
                     image = replay_to(records, None)
             offset = image.to_json()["offset"]
-            rows.append({"log": log.name, "mode": mode, "engine": "reference (files)", "records": n,
-                         "decode_s": decode_s, "replay_s": t["s"], "total_s": decode_s + t["s"],
-                         "rec_per_s": per_s(n, decode_s + t["s"]), "replay_rec_per_s": per_s(n, t["s"]),
-                         "last_offset": offset, "check": _check(offset, log), "load": common.load_average()[0],
-                         "note": "decode = all segments" + (" + snapshot (tail filtered after decode)"
-                                                            if mode == "auto" and snapshot else "")})
+            rows.append(
+                {
+                    "log": log.name,
+                    "mode": mode,
+                    "engine": "reference (files)",
+                    "records": n,
+                    "decode_s": decode_s,
+                    "replay_s": t["s"],
+                    "total_s": decode_s + t["s"],
+                    "rec_per_s": per_s(n, decode_s + t["s"]),
+                    "replay_rec_per_s": per_s(n, t["s"]),
+                    "last_offset": offset,
+                    "check": _check(offset, log),
+                    "load": common.load_average()[0],
+                    "note": "decode = all segments"
+                    + (" + snapshot (tail filtered after decode)" if mode == "auto" and snapshot else ""),
+                }
+            )
     for r in rows:
         r["peak_rss_mb"] = mem.result()["driver_peak_rss_mb"]
     return rows
@@ -197,11 +258,13 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
     import shutil
 
     from image.ingest import ingest
+
     lake = _lake_dir(data_dir, log)
     marker = lake / "bench-lake.json"
     keys = ("name", "dir", "records", "bytes", "params")
-    if marker.is_file() and all(json.loads(marker.read_text()).get("log", {}).get(k) == json.loads(
-            json.dumps(log.row()))[k] for k in keys):
+    if marker.is_file() and all(
+        json.loads(marker.read_text()).get("log", {}).get(k) == json.loads(json.dumps(log.row()))[k] for k in keys
+    ):
         return str(lake), None
     shutil.rmtree(lake, ignore_errors=True)
     lake.parent.mkdir(parents=True, exist_ok=True)
@@ -212,17 +275,21 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
     return str(lake), t["s"]
 
 
-def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | None,
-                log_mode: bool = True) -> dict:
+def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | None, log_mode: bool = True) -> dict:
     """The image at the log's end from the lake, in this process: the temporal image, or a replay of the
     stored records (``reference-lake``)."""
     from image.lake_source import ArrowSource
     from image.sources import reference_image
     from image.temporal import image_at
     from metadata.lake_files import LakeFiles
+
     mode = "auto" if log.snapshots or not log_mode else "log"  # no snapshot: the full log, like --source log
-    row = {"log": log.name, "mode": mode, "engine": "temporal image (lake)" if engine == "temporal"
-           else "reference (lake)", "ingest_s": ingest_s}
+    row = {
+        "log": log.name,
+        "mode": mode,
+        "engine": "temporal image (lake)" if engine == "temporal" else "reference (lake)",
+        "ingest_s": ingest_s,
+    }
     progress(f"{row['engine']} {log.name}")
     with MemorySampler(None, None) as mem, common.timer() as t:
         source = ArrowSource(LakeFiles(lake_path))
@@ -234,9 +301,17 @@ def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | No
             doc, errors = image.to_json(), image.errors
     m = mem.result()
     n = startup_records(log)
-    row.update(records=n, total_s=t["s"], rec_per_s=per_s(n, t["s"]), last_offset=doc["offset"],
-               check=_check(doc["offset"], log), driver_rss_mb=m["driver_peak_rss_mb"], errors=len(errors),
-               load=common.load_average()[0], note="lake read in process (no JVM) + image JSON")
+    row.update(
+        records=n,
+        total_s=t["s"],
+        rec_per_s=per_s(n, t["s"]),
+        last_offset=doc["offset"],
+        check=_check(doc["offset"], log),
+        driver_rss_mb=m["driver_peak_rss_mb"],
+        errors=len(errors),
+        load=common.load_average()[0],
+        note="lake read in process (no JVM) + image JSON",
+    )
     return row
 
 
@@ -245,6 +320,7 @@ def startup_records(log: BenchLog) -> int:
     after its end offset (counted from batch headers only)."""
     from metadata.codec.batch import HEADER_SIZE, read_header
     from metadata.readers import InputKind, discover, open_bytes
+
     files = discover(log.dir)
     snaps = [f for f in files if f.kind is InputKind.SNAPSHOT and f.end_offset]
     snap = max(snaps, key=lambda f: (f.end_offset, f.epoch)) if snaps else None
@@ -267,9 +343,21 @@ def startup_records(log: BenchLog) -> int:
 # ---------------------------------------------------------------- main
 
 
-COLUMNS = ["log", "mode", "engine", "records", ("decode_s", "decode s"), ("replay_s", "replay s"),
-           ("total_s", "total s"), ("rec_per_s", "records/s"), ("peak_rss_mb", "peak RSS MB"),
-           ("driver_rss_mb", "driver RSS MB"), ("proc_wall_s", "process wall s"), "check", "load"]
+COLUMNS = [
+    "log",
+    "mode",
+    "engine",
+    "records",
+    ("decode_s", "decode s"),
+    ("replay_s", "replay s"),
+    ("total_s", "total s"),
+    ("rec_per_s", "records/s"),
+    ("peak_rss_mb", "peak RSS MB"),
+    ("driver_rss_mb", "driver RSS MB"),
+    ("proc_wall_s", "process wall s"),
+    "check",
+    "load",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,8 +389,11 @@ def main(argv: list[str] | None = None) -> int:
             lg.kafka_version = a.kafka_version
     info = common.machine_info(sorted({lg.kafka_version for lg in logs}))
     common.print_machine(info)
-    print_table("Logs", [lg.row() for lg in logs],
-                ["name", "records", "MB", "segments", "snapshots", "noop_share", "last_offset", "kafka_version"])
+    print_table(
+        "Logs",
+        [lg.row() for lg in logs],
+        ["name", "records", "MB", "segments", "snapshots", "noop_share", "last_offset", "kafka_version"],
+    )
     results: dict = {"machine": info, "logs": [lg.row() for lg in logs], "rows": []}
     rows: list[dict] = results["rows"]
 
@@ -312,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             discover,
             iter_file_rows,
         )
+
         for f in discover(common.fixture_logs()[0].dir):
             list(iter_file_rows(f, [], ReadOptions()))
     shell_baseline: dict[str, float] = {}
@@ -342,11 +434,13 @@ def main(argv: list[str] | None = None) -> int:
 
     for mode in modes:
         sel = [r for r in rows if r["mode"] == mode]
-        title = ("Full log replay from offset 0 (oracle `--source log`)" if mode == "log" else
-                 "Start-up replay: newest snapshot + log tail (oracle `--source auto`; logs with a snapshot"
-                 + (")" if "log" in modes else "; others: full log)"))
-        print_table(title, sel, COLUMNS + [("ingest_s", "lake ingest s"), "note",
-                                           "error"])
+        title = (
+            "Full log replay from offset 0 (oracle `--source log`)"
+            if mode == "log"
+            else "Start-up replay: newest snapshot + log tail (oracle `--source auto`; logs with a snapshot"
+            + (")" if "log" in modes else "; others: full log)")
+        )
+        print_table(title, sel, COLUMNS + [("ingest_s", "lake ingest s"), "note", "error"])
     return common.finish(results, a.out)
 
 

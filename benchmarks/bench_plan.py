@@ -28,14 +28,20 @@ from tests.logbuilder import LogBuilder, feature_level, partition, partition_cha
 def rolling_restart(brokers: int, topics: int, partitions: int, rf: int) -> tuple[LogBuilder, int, int]:
     """The log and the window (A, B] of the rolling restart."""
     log = LogBuilder()
-    log.batch(feature_level("metadata.version", 21), *[register_broker(b, 10 + b, fenced=False) for b in range(brokers)])
+    log.batch(
+        feature_level("metadata.version", 21), *[register_broker(b, 10 + b, fenced=False) for b in range(brokers)]
+    )
     per_topic = partitions // topics
     step = brokers // rf + 1
-    replicas = {(t, p): [(t * per_topic + p + i * step) % brokers for i in range(rf)]
-                for t in range(topics) for p in range(per_topic)}
+    replicas = {
+        (t, p): [(t * per_topic + p + i * step) % brokers for i in range(rf)]
+        for t in range(topics)
+        for p in range(per_topic)
+    }
     for t in range(topics):
-        log.batch(topic(f"topic-{t:05d}", uuid(t + 1)),
-                  *[partition(uuid(t + 1), p, replicas[t, p]) for p in range(per_topic)])
+        log.batch(
+            topic(f"topic-{t:05d}", uuid(t + 1)), *[partition(uuid(t + 1), p, replicas[t, p]) for p in range(per_topic)]
+        )
     a = log.next_offset - 1
     for t in range(topics):
         log.batch(*[partition_change(uuid(t + 1), p, leader=replicas[t, p][1]) for p in range(per_topic)])
@@ -50,8 +56,15 @@ def main() -> None:
     parser.add_argument("--rf", type=int, default=3)
     args = parser.parse_args()
     log, a, b = rolling_restart(args.brokers, args.topics, args.partitions, args.rf)
-    result: dict[str, Any] = {"brokers": args.brokers, "topics": args.topics, "partitions": args.partitions,
-                              "rf": args.rf, "records": len(log.records), "seconds": {}, "rows": {}}
+    result: dict[str, Any] = {
+        "brokers": args.brokers,
+        "topics": args.topics,
+        "partitions": args.partitions,
+        "rf": args.rf,
+        "records": len(log.records),
+        "seconds": {},
+        "rows": {},
+    }
 
     def timed(name: str, fn: Any) -> Any:
         t0 = time.perf_counter()
@@ -63,8 +76,9 @@ def main() -> None:
     result["rows"]["apply one broker"] = len(timed("apply one broker", lambda: apply_plan_rows(*images, brokers=[0])))
     result["rows"]["apply every broker"] = len(timed("apply every broker", lambda: apply_plan_rows(*images)))
     one = timed("requests one broker", lambda: leader_and_isr_doc(*images, controller_epoch=1, broker=0))
-    result["rows"]["requests one broker"] = sum(len(r.get("partitionStates", r.get("topicStates", [])))
-                                                for r in one["requests"])
+    result["rows"]["requests one broker"] = sum(
+        len(r.get("partitionStates", r.get("topicStates", []))) for r in one["requests"]
+    )
     every = timed("requests every broker", lambda: leader_and_isr_doc(*images, controller_epoch=1))
     result["rows"]["requests every broker"] = len(every["brokers"])
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

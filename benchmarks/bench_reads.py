@@ -38,8 +38,8 @@ Commands (``--commands``, default all):
   the same warm-up + ``--runs`` treatment. Its non-interactive mode may print before the loader
   published the last batch, or never finish (seen with 3.9.1: ``waitUntilCaughtUp`` sleeping forever;
   killed after 60 s + 1 s per 50,000 records): such a run is repeated (up to 5 tries, counted under
-  ``shell retries``) so that every measured run printed the image at the log's last offset. Only for a log of one segment
-  starting at offset 0 (the shell loads one file); "n/a" with the reason otherwise.
+  ``shell retries``) so that every measured run printed the image at the log's last offset. Only for a log of
+  one segment starting at offset 0 (the shell loads one file); "n/a" with the reason otherwise.
 * ``oracle``: Kafka's own replay of the log (``bench_kafka.kafka_oracle``: ``MetadataDelta.replay`` in
   a warm JVM, best of ``--runs``, JVM start excluded; from the newest snapshot when the log has one).
 
@@ -126,6 +126,7 @@ def find_points(lake: str) -> tuple[list[Point], dict[int, dict[str, Any]]]:
     from image.lake_source import ArrowSource
     from image.temporal import image_at
     from metadata.lake_files import LakeFiles
+
     source = ArrowSource(LakeFiles(lake))
     first, last = _first_answerable(source)
     span = last - first
@@ -158,10 +159,16 @@ def _last_line(text: str) -> str:
 
 def _summary(runs: Sequence[Measured]) -> dict[str, Any]:
     walls = [m.wall_s for m in runs]
-    return {"wall_s": statistics.median(walls), "wall_min_s": min(walls), "wall_max_s": max(walls),
-            "wall_range": f"{min(walls):.2f}–{max(walls):.2f}",
-            "cpu_s": statistics.median(m.cpu_s or 0.0 for m in runs),
-            "peak_rss_mb": max(m.peak_rss_mb for m in runs), "runs": len(runs), "walls_s": walls}
+    return {
+        "wall_s": statistics.median(walls),
+        "wall_min_s": min(walls),
+        "wall_max_s": max(walls),
+        "wall_range": f"{min(walls):.2f}–{max(walls):.2f}",
+        "cpu_s": statistics.median(m.cpu_s or 0.0 for m in runs),
+        "peak_rss_mb": max(m.peak_rss_mb for m in runs),
+        "runs": len(runs),
+        "walls_s": walls,
+    }
 
 
 def time_command(args: list[str], runs: int, expected: Any = None) -> dict[str, Any]:
@@ -216,17 +223,21 @@ def time_shell(log: BenchLog, runs: int, heap: str) -> dict[str, Any]:
                 break
             retries += 1
         else:
-            return {"error": f"exit {m.returncode}, offset {offset} ≠ {log.last_offset} after {SHELL_ATTEMPTS} "
-                             f"tries: {_last_line(m.stderr)}"}
+            return {
+                "error": f"exit {m.returncode}, offset {offset} ≠ {log.last_offset} after {SHELL_ATTEMPTS} "
+                f"tries: {_last_line(m.stderr)}"
+            }
         if i:
             measured.append(m)
     return {**_summary(measured), "retries": retries, "note": f"-Xmx{heap}, C1 only, `{' '.join(SHELL_COMMAND)}`"}
 
 
-def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dict[str, Any]],
-              commands: Sequence[str], runs: int) -> list[dict[str, Any]]:
+def read_rows(
+    log: BenchLog, lake: str, points: list[Point], docs: dict[int, dict[str, Any]], commands: Sequence[str], runs: int
+) -> list[dict[str, Any]]:
     """Time every requested kraft-replay read command on one log."""
     from image.summary import part_rows
+
     plan: list[tuple[str, str, list[str], Callable[[], Any] | None]] = []
     skipped: list[tuple[str, str, str]] = []
     if "log-info" in commands:
@@ -240,24 +251,41 @@ def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dic
         if "show" in commands and p.topic is None:
             skipped.append(("show partitions --topic", at, "no topic in the image at X: not run"))
         elif "show" in commands:
-            plan.append((f"show partitions --topic {p.topic}", at,
-                         ["show", "partitions", "--lake", lake, "--topic", p.topic, "--json", *x],
-                         lambda p=p: part_rows(docs[p.offset], "partitions", topic=p.topic)))
+            plan.append(
+                (
+                    f"show partitions --topic {p.topic}",
+                    at,
+                    ["show", "partitions", "--lake", lake, "--topic", p.topic, "--json", *x],
+                    lambda p=p: part_rows(docs[p.offset], "partitions", topic=p.topic),
+                )
+            )
         if "diff" in commands:
             plan.append((f"diff from {p.from_offset}", at, ["diff", "--lake", lake, *delta, "--json"], None))
         if "changes" in commands and p.broker is None:
             skipped.append(("changes --broker", at, "no broker registered in the image at X: not run"))
         elif "changes" in commands:
-            plan.append((f"changes from {p.from_offset} --broker {p.broker}", at,
-                         ["changes", "--lake", lake, *delta, "--broker", str(p.broker), "--json"], None))
+            plan.append(
+                (
+                    f"changes from {p.from_offset} --broker {p.broker}",
+                    at,
+                    ["changes", "--lake", lake, *delta, "--broker", str(p.broker), "--json"],
+                    None,
+                )
+            )
     if "replay-log" in commands and log.records <= LOG_REPLAY_MAX_RECORDS:
         end = points[-1].offset
         plan.append(("replay --log", f"end {end}", ["replay", "--log", log.dir, "--json"], lambda: docs[end]))
     rows = []
     for command, at, args, expected in plan:
         progress(f"{command} {log.name} {at}")
-        row = {"command": command, "log": log.name, "at": at, "argv": args,
-               **time_command(args, runs, expected() if expected else None), "load": common.load_average()[0]}
+        row = {
+            "command": command,
+            "log": log.name,
+            "at": at,
+            "argv": args,
+            **time_command(args, runs, expected() if expected else None),
+            "load": common.load_average()[0],
+        }
         rows.append(row)
     rows += [{"command": command, "log": log.name, "at": at, "error": why} for command, at, why in skipped]
     return rows
@@ -266,12 +294,35 @@ def read_rows(log: BenchLog, lake: str, points: list[Point], docs: dict[int, dic
 # ---------------------------------------------------------------- main
 
 
-LOG_COLUMNS = [("name", "log"), "records", "segments", "snapshots", ("ingest_s", "lake ingest s"), ("offsets", "X start/middle/end"),
-               ("shell_s", "shell s"), ("shell_range", "shell min–max s"), ("shell_cpu_s", "shell CPU s"),
-               ("shell_rss_mb", "shell peak RSS MB"), ("shell_retries", "shell retries"),
-               ("oracle_s", "Kafka replay s (warm JVM)"), ("oracle_check", "oracle check"), ("shell_note", "shell")]
-READ_COLUMNS = ["command", "log", "at", ("wall_s", "wall s"), ("wall_range", "min–max s"), ("cpu_s", "CPU s"),
-                ("peak_rss_mb", "peak RSS MB"), ("shell_s", "shell s"), ("ratio", "÷ shell"), "load", "error"]
+LOG_COLUMNS = [
+    ("name", "log"),
+    "records",
+    "segments",
+    "snapshots",
+    ("ingest_s", "lake ingest s"),
+    ("offsets", "X start/middle/end"),
+    ("shell_s", "shell s"),
+    ("shell_range", "shell min–max s"),
+    ("shell_cpu_s", "shell CPU s"),
+    ("shell_rss_mb", "shell peak RSS MB"),
+    ("shell_retries", "shell retries"),
+    ("oracle_s", "Kafka replay s (warm JVM)"),
+    ("oracle_check", "oracle check"),
+    ("shell_note", "shell"),
+]
+READ_COLUMNS = [
+    "command",
+    "log",
+    "at",
+    ("wall_s", "wall s"),
+    ("wall_range", "min–max s"),
+    ("cpu_s", "CPU s"),
+    ("peak_rss_mb", "peak RSS MB"),
+    ("shell_s", "shell s"),
+    ("ratio", "÷ shell"),
+    "load",
+    "error",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,8 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fixtures", default="", help="only fixtures whose name contains this (e.g. 4.1.1/)")
     ap.add_argument("--runs", type=int, default=5, help="measured runs per command after one warm-up (default 5)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"subset of {','.join(COMMANDS)}")
-    ap.add_argument("--kafka-version", default="4.1.1", help="Kafka for the sample and generated logs "
-                                                             "(fixtures use their own)")
+    ap.add_argument(
+        "--kafka-version", default="4.1.1", help="Kafka for the sample and generated logs (fixtures use their own)"
+    )
     ap.add_argument("--heap", default="1g", help="metadata shell -Xmx (default 1g)")
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR)
     ap.add_argument("--out", help="write every result as JSON here")
@@ -307,20 +359,30 @@ def main(argv: list[str] | None = None) -> int:
     results["load_average_after_ingest"] = common.load_average()
     for lg, (lake, ingest_s) in zip(logs, lakes, strict=True):
         points, docs = find_points(lake)
-        entry: dict[str, Any] = {**lg.row(), "lake": lake, "ingest_s": ingest_s,
-                                 "points": [asdict(p) for p in points],
-                                 "offsets": "/".join(str(p.offset) for p in points)}
+        entry: dict[str, Any] = {
+            **lg.row(),
+            "lake": lake,
+            "ingest_s": ingest_s,
+            "points": [asdict(p) for p in points],
+            "offsets": "/".join(str(p.offset) for p in points),
+        }
         if "shell" in commands:
             shell = time_shell(lg, a.runs, a.heap)
-            entry.update(shell_s=shell.get("wall_s"), shell_range=shell.get("wall_range"),
-                         shell_cpu_s=shell.get("cpu_s"), shell_rss_mb=shell.get("peak_rss_mb"),
-                         shell_retries=shell.get("retries"), shell_note=shell.get("error") or shell.get("note"),
-                         shell=shell)
+            entry.update(
+                shell_s=shell.get("wall_s"),
+                shell_range=shell.get("wall_range"),
+                shell_cpu_s=shell.get("cpu_s"),
+                shell_rss_mb=shell.get("peak_rss_mb"),
+                shell_retries=shell.get("retries"),
+                shell_note=shell.get("error") or shell.get("note"),
+                shell=shell,
+            )
         if "oracle" in commands:
             oracle = kafka_oracle(lg, lg.kafka_version, "auto" if lg.snapshots else "log", 2, a.runs, "-Xmx1g")
             end = points[-1].offset  # the log's end with its snapshots (BenchLog.last_offset: segments only)
-            check = oracle.get("error") or ("ok" if oracle.get("last_offset") == end
-                                            else f"offset {oracle.get('last_offset')} ≠ {end}")
+            check = oracle.get("error") or (
+                "ok" if oracle.get("last_offset") == end else f"offset {oracle.get('last_offset')} ≠ {end}"
+            )
             entry.update(oracle_s=oracle.get("replay_s"), oracle_check=check, oracle=oracle)
         results["logs"].append(entry)
         for row in read_rows(lg, lake, points, docs, commands, a.runs):
@@ -330,9 +392,13 @@ def main(argv: list[str] | None = None) -> int:
             results["rows"].append(row)
 
     print_table("Logs", results["logs"], LOG_COLUMNS)
-    print_table(f"Read commands: whole processes, median of {a.runs} after 1 warm-up", results["rows"], READ_COLUMNS,
-                note="shell s: the metadata shell's median wall on the same log (n/a: see the logs table); "
-                     "÷ shell < 1: faster than the shell.")
+    print_table(
+        f"Read commands: whole processes, median of {a.runs} after 1 warm-up",
+        results["rows"],
+        READ_COLUMNS,
+        note="shell s: the metadata shell's median wall on the same log (n/a: see the logs table); "
+        "÷ shell < 1: faster than the shell.",
+    )
     return common.finish(results, a.out)
 
 

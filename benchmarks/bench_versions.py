@@ -51,24 +51,51 @@ def txn_log(n: int, data_dir: str) -> common.BenchLog:
     return _shaped_log("txn", n, data_dir, brokers=6, topics=24, partitions=32, per_churn=7.0)
 
 
-def _shaped_log(kind: str, n: int, data_dir: str, *, brokers: int, topics: int, partitions: int,
-                per_churn: float) -> common.BenchLog:
+def _shaped_log(
+    kind: str, n: int, data_dir: str, *, brokers: int, topics: int, partitions: int, per_churn: float
+) -> common.BenchLog:
     from generator import generate
+
     churn = max(1, round(n / per_churn))
-    params = {"format": 1, "kind": kind, "n": n, "brokers": brokers, "topics": topics, "partitions": partitions,
-              "churn": churn}
+    params = {
+        "format": 1,
+        "kind": kind,
+        "n": n,
+        "brokers": brokers,
+        "topics": topics,
+        "partitions": partitions,
+        "churn": churn,
+    }
     out = Path(data_dir) / f"{kind}-{common.size_label(n)}"
     meta = out / "bench-log.json"
     if meta.exists() and json.loads(meta.read_text()).get("params") == params:
         return common.BenchLog(**json.loads(meta.read_text()))
     common.progress(f"generating {out.name}")
     t0 = time.perf_counter()
-    r = generate(7, brokers, topics, partitions, churn, out, snapshot_at=max(1, n // 2),
-                 noop_interval_ms=common.NOOP_INTERVAL_MS, segment_bytes=common.KAFKA_SEGMENT_BYTES)
-    log = common.BenchLog(name=out.name, kind=kind, dir=r.log_dir, records=r.total_records, bytes=r.bytes,
-                          segments=r.segments_written, snapshots=r.snapshots_written,
-                          noop_records=r.by_type.get("NO_OP_RECORD", 0), last_offset=r.last_offset,
-                          build_s=round(time.perf_counter() - t0, 2), params=params)
+    r = generate(
+        7,
+        brokers,
+        topics,
+        partitions,
+        churn,
+        out,
+        snapshot_at=max(1, n // 2),
+        noop_interval_ms=common.NOOP_INTERVAL_MS,
+        segment_bytes=common.KAFKA_SEGMENT_BYTES,
+    )
+    log = common.BenchLog(
+        name=out.name,
+        kind=kind,
+        dir=r.log_dir,
+        records=r.total_records,
+        bytes=r.bytes,
+        segments=r.segments_written,
+        snapshots=r.snapshots_written,
+        noop_records=r.by_type.get("NO_OP_RECORD", 0),
+        last_offset=r.last_offset,
+        build_s=round(time.perf_counter() - t0, 2),
+        params=params,
+    )
     meta.write_text(json.dumps(log.__dict__, indent=2) + "\n")
     return log
 
@@ -85,6 +112,7 @@ def records_lake(log: common.BenchLog, data_dir: str) -> str:
         return str(lake)
     shutil.rmtree(lake, ignore_errors=True)
     from metadata.ingest import ingest
+
     common.progress(f"ingesting {log.name} (records only)")
     ingest([log.dir], str(lake), spark=common.spark_session()[0], progress=False)
     marker.write_text(json.dumps({"records": log.records}) + "\n")
@@ -99,17 +127,20 @@ class _Py4jCalls:
 
     def __enter__(self) -> _Py4jCalls:
         from py4j.clientserver import ClientServerConnection
+
         self._original = ClientServerConnection.send_command
         counter = self
 
         def counted(conn, command, *args, **kwargs):  # type: ignore[no-untyped-def]
             counter.n += 1
             return counter._original(conn, command, *args, **kwargs)
+
         ClientServerConnection.send_command = counted  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         from py4j.clientserver import ClientServerConnection
+
         ClientServerConnection.send_command = self._original  # type: ignore[method-assign]
 
 
@@ -127,6 +158,7 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
 
     from image.spark.build import build_versions, write_versions
     from metadata.lake import Commit, Lake, LakeTransaction
+
     spark = common.spark_session()[0]
     lake = Lake(lake_dir, spark)
     state = lake.state()
@@ -147,9 +179,18 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
             lake.transact(body)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"pass_s": t_pass["s"], "write_s": t_write["s"], "total_s": t_pass["s"] + t_write["s"],
-            "jobs": jobs, "stages": stages, "py4j_calls": calls.n, "shards": report.shards,
-            "replayed": report.records, "versions": report.versions, "tables": len(written)}
+    return {
+        "pass_s": t_pass["s"],
+        "write_s": t_write["s"],
+        "total_s": t_pass["s"] + t_write["s"],
+        "jobs": jobs,
+        "stages": stages,
+        "py4j_calls": calls.n,
+        "shards": report.shards,
+        "replayed": report.records,
+        "versions": report.versions,
+        "tables": len(written),
+    }
 
 
 def child_build(args: argparse.Namespace) -> int:
@@ -166,18 +207,37 @@ def build_rows(log: common.BenchLog, lake_dir: str, cores: list[int], shards: in
     rows = []
     for n in cores:
         common.progress(f"building the temporal image of {log.name} on local[{n}]")
-        proc = subprocess.run([sys.executable, __file__, "--child", lake_dir, "--child-cores", str(n),
-                               *(["--shards", str(shards)] if shards else [])],
-                              capture_output=True, text=True, timeout=7200)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                lake_dir,
+                "--child-cores",
+                str(n),
+                *(["--shards", str(shards)] if shards else []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=7200,
+        )
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-3000:])
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
         for i, run in enumerate(doc["runs"]):
-            rows.append({"log": log.name, "records": log.records, "engine": f"spark local[{n}]",
-                         "run": ("cold" if i == 0 else "warm"), **run,
-                         "rec_per_s": common.per_s(log.records, run["total_s"]),
-                         "driver_peak_rss_mb": doc.get("driver_peak_rss_mb"),
-                         "jvm_peak_rss_mb": doc.get("jvm_peak_rss_mb"), "load": common.load_average()[0]})
+            rows.append(
+                {
+                    "log": log.name,
+                    "records": log.records,
+                    "engine": f"spark local[{n}]",
+                    "run": ("cold" if i == 0 else "warm"),
+                    **run,
+                    "rec_per_s": common.per_s(log.records, run["total_s"]),
+                    "driver_peak_rss_mb": doc.get("driver_peak_rss_mb"),
+                    "jvm_peak_rss_mb": doc.get("jvm_peak_rss_mb"),
+                    "load": common.load_average()[0],
+                }
+            )
     return rows
 
 
@@ -185,26 +245,44 @@ def reference_rows(log: common.BenchLog) -> list[dict[str, Any]]:
     from image.replay import replay_to
     from image.versions import record_versions
     from metadata.readers import read_log, read_snapshots
+
     records, snapshots = read_log(log.dir), read_snapshots(log.dir)
     rows = []
     with common.MemorySampler(None) as mem:
         with common.timer() as t:
             recorded = record_versions(records, snapshots)
-    rows.append({"log": log.name, "records": log.records, "engine": "reference recorder (sequential)",
-                 "total_s": t["s"], "rec_per_s": common.per_s(log.records, t["s"]),
-                 "versions": sum(len(v) for v in recorded.versions.values()),  # type: ignore[attr-defined]
-                 "driver_peak_rss_mb": mem.result()["driver_peak_rss_mb"], "load": common.load_average()[0]})
+    rows.append(
+        {
+            "log": log.name,
+            "records": log.records,
+            "engine": "reference recorder (sequential)",
+            "total_s": t["s"],
+            "rec_per_s": common.per_s(log.records, t["s"]),
+            "versions": sum(len(v) for v in recorded.versions.values()),  # type: ignore[attr-defined]
+            "driver_peak_rss_mb": mem.result()["driver_peak_rss_mb"],
+            "load": common.load_average()[0],
+        }
+    )
     del recorded
     with common.timer() as t:
         replay_to(records, lenient=True)
-    rows.append({"log": log.name, "records": log.records, "engine": "reference replay (no versions)",
-                 "total_s": t["s"], "rec_per_s": common.per_s(log.records, t["s"]), "load": common.load_average()[0]})
+    rows.append(
+        {
+            "log": log.name,
+            "records": log.records,
+            "engine": "reference replay (no versions)",
+            "total_s": t["s"],
+            "rec_per_s": common.per_s(log.records, t["s"]),
+            "load": common.load_average()[0],
+        }
+    )
     return rows
 
 
 def kafka_rows(log: common.BenchLog, version: str = "4.1.1") -> list[dict[str, Any]]:
     """Kafka's own replay of the whole log (KraftOracle's MetadataLoader, best of 3 after a warm-up)."""
     import bench_kafka
+
     return [bench_kafka.kafka_oracle(log, version, "log", 1, 3, "default heap")]
 
 
@@ -212,6 +290,7 @@ def split_log(log_dir: str, cut: int, out: Path) -> tuple[Path, Path]:
     """``log_dir``'s records as two log directories: offsets before ``cut`` (rounded down to a batch start)
     and the rest — a log that grows by the records after the cut."""
     import struct
+
     head, tail = out / "head" / "__cluster_metadata-0", out / "tail" / "__cluster_metadata-0"
     head.mkdir(parents=True)
     tail.mkdir(parents=True)
@@ -234,6 +313,7 @@ def split_log(log_dir: str, cut: int, out: Path) -> tuple[Path, Path]:
 def incremental_rows(log: common.BenchLog, data_dir: str, k: int) -> list[dict[str, Any]]:
     """A lake with the log up to its last K records (and their versions) takes an ingest of those K."""
     from image.ingest import ingest
+
     spark = common.spark_session()[0]
     root = Path(data_dir) / "incremental" / log.name
     shutil.rmtree(root, ignore_errors=True)
@@ -244,9 +324,17 @@ def incremental_rows(log: common.BenchLog, data_dir: str, k: int) -> list[dict[s
         ingest([str(head)], lake, spark=spark, progress=False)
     with common.timer() as t:
         report = ingest([str(tail)], lake, spark=spark, progress=False)
-    return [{"log": log.name, "records": log.records, "engine": f"incremental ingest of {k} records",
-             "total_s": t["s"], "added": report.records_added, "base_ingest_s": t_base["s"],
-             "load": common.load_average()[0]}]
+    return [
+        {
+            "log": log.name,
+            "records": log.records,
+            "engine": f"incremental ingest of {k} records",
+            "total_s": t["s"],
+            "added": report.records_added,
+            "base_ingest_s": t_base["s"],
+            "load": common.load_average()[0],
+        }
+    ]
 
 
 def main() -> int:
@@ -280,9 +368,26 @@ def main() -> int:
             if a.incremental:
                 rows += incremental_rows(log, a.data_dir, a.incremental)
             results["rows"] += rows
-            common.print_table(f"{log.name} ({log.records:,} records)", rows,
-                               ["engine", "run", "total_s", "rec_per_s", "pass_s", "write_s", "jobs", "stages",
-                                "py4j_calls", "shards", "versions", "driver_peak_rss_mb", "jvm_peak_rss_mb", "load"])
+            common.print_table(
+                f"{log.name} ({log.records:,} records)",
+                rows,
+                [
+                    "engine",
+                    "run",
+                    "total_s",
+                    "rec_per_s",
+                    "pass_s",
+                    "write_s",
+                    "jobs",
+                    "stages",
+                    "py4j_calls",
+                    "shards",
+                    "versions",
+                    "driver_peak_rss_mb",
+                    "jvm_peak_rss_mb",
+                    "load",
+                ],
+            )
     return common.finish(results, a.out)
 
 

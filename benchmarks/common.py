@@ -60,6 +60,7 @@ def _first_line(cmd: list[str], stderr: bool = False) -> str | None:
 
 def _version(dist: str) -> str | None:
     import importlib.metadata
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -108,10 +109,14 @@ def machine_info(kafka_versions: Sequence[str] = ()) -> dict[str, Any]:
 
 def print_machine(info: dict[str, Any]) -> None:
     print(f"# {Path(sys.argv[0]).name} — {info['date']}\n")
-    print(f"- machine: {info['cpu']}, {info['usable_cores']}/{info['cores']} cores, {info['memory_gib']} GiB; "
-          f"load average at start {' / '.join(map(str, info['load_average']))} (1/5/15 min)")
-    print(f"- Python {info['python']}, {info['java']}, PySpark {info['pyspark']}, delta-spark {info['delta_spark']}, "
-          f"pyarrow {info['pyarrow']}" + (f", Kafka {', '.join(info['kafka'])}" if info["kafka"] else ""))
+    print(
+        f"- machine: {info['cpu']}, {info['usable_cores']}/{info['cores']} cores, {info['memory_gib']} GiB; "
+        f"load average at start {' / '.join(map(str, info['load_average']))} (1/5/15 min)"
+    )
+    print(
+        f"- Python {info['python']}, {info['java']}, PySpark {info['pyspark']}, delta-spark {info['delta_spark']}, "
+        f"pyarrow {info['pyarrow']}" + (f", Kafka {', '.join(info['kafka'])}" if info["kafka"] else "")
+    )
     print(f"- commit {info['git_commit']}; command: {' '.join(info['argv'])}\n")
 
 
@@ -227,6 +232,7 @@ def peak_rss_mb(pid: int | str = "self") -> float | None:
     kb = _status_kb(pid, "VmHWM")
     if kb is None and pid == "self":
         import resource
+
         kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return None if kb is None else kb / 1024
 
@@ -250,7 +256,7 @@ def descendants(pid: int) -> list[int]:
             stat = Path(f"/proc/{entry.name}/stat").read_text()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         children.setdefault(ppid, []).append(int(entry.name))
     out, todo = [], [pid]
     while todo:
@@ -272,8 +278,7 @@ class MemorySampler:
     descendants (Spark's Python workers) and optionally the JVM heap in use (``heap_fn``).
     Peaks are kept; the JVM's own peak also comes from VmHWM (reset at start)."""
 
-    def __init__(self, jvm_pid: int | None, heap_fn: Callable[[], float] | None = None,
-                 interval: float = 0.25) -> None:
+    def __init__(self, jvm_pid: int | None, heap_fn: Callable[[], float] | None = None, interval: float = 0.25) -> None:
         self.jvm_pid, self.heap_fn, self.interval = jvm_pid, heap_fn, interval
         self.peak_workers_mb = 0.0
         self.peak_workers_n = 0
@@ -319,10 +324,13 @@ class MemorySampler:
         self.jvm_peak_mb = max(hwm or 0.0, self.peak_jvm_sampled_mb) if self.jvm_pid is not None else None
 
     def result(self) -> dict[str, float | None]:
-        return {"driver_peak_rss_mb": _r(self.driver_peak_mb), "jvm_peak_rss_mb": _r(self.jvm_peak_mb),
-                "jvm_peak_heap_used_mb": _r(self.peak_heap_mb) if self.peak_heap_mb else None,
-                "py_workers_peak_pss_mb": _r(self.peak_workers_mb) if self.jvm_pid is not None else None,
-                "py_workers_peak_n": self.peak_workers_n if self.jvm_pid is not None else None}
+        return {
+            "driver_peak_rss_mb": _r(self.driver_peak_mb),
+            "jvm_peak_rss_mb": _r(self.jvm_peak_mb),
+            "jvm_peak_heap_used_mb": _r(self.peak_heap_mb) if self.peak_heap_mb else None,
+            "py_workers_peak_pss_mb": _r(self.peak_workers_mb) if self.jvm_pid is not None else None,
+            "py_workers_peak_n": self.peak_workers_n if self.jvm_pid is not None else None,
+        }
 
 
 def _r(x: float | None, nd: int = 1) -> float | None:
@@ -363,18 +371,34 @@ with open(sys.argv[1], "w") as f:
 """
 
 
-def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.PathLike[str] | None = None,
-                 env: dict[str, str] | None = None) -> Measured:
+def run_measured(
+    cmd: Sequence[str],
+    *,
+    timeout: float = 600,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Measured:
     """Run ``cmd`` (from a small launcher process, :data:`_LAUNCHER`); its peak RSS and CPU seconds come
     from ``wait4`` (the max / sum over the command and every descendant it waited for, e.g. the JVM a
     Python CLI started); its wall seconds from fork to exit. A command still running after ``timeout``
     is killed (with its process group) and reported with the launcher's figures."""
     import tempfile
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".json") as report:
+
+    with (
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+        tempfile.NamedTemporaryFile("r", suffix=".json") as report,
+    ):
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, report.name, *cmd], stdout=out,
-                                stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _LAUNCHER, report.name, *cmd],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
         deadline = t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -391,10 +415,17 @@ def run_measured(cmd: Sequence[str], *, timeout: float = 600, cwd: str | os.Path
         out.seek(0)
         err.seek(0)
         if child is None:  # killed, or the launcher failed
-            return Measured(proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024,
-                            usage.ru_utime + usage.ru_stime)
-        return Measured(os.waitstatus_to_exitcode(child["status"]), out.read(), err.read(), child["wall_s"],
-                        child["maxrss_kb"] / 1024, child["cpu_s"])
+            return Measured(
+                proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+            )
+        return Measured(
+            os.waitstatus_to_exitcode(child["status"]),
+            out.read(),
+            err.read(),
+            child["wall_s"],
+            child["maxrss_kb"] / 1024,
+            child["cpu_s"],
+        )
 
 
 # ---------------------------------------------------------------- sizes, tables, output
@@ -436,15 +467,18 @@ def fmt(x: Any, nd: int = 2) -> str:
 def md_table(rows: Sequence[dict[str, Any]], columns: Sequence[str | tuple[str, str]]) -> str:
     """A Markdown table; ``columns`` are keys or (key, header) pairs; missing values print as –."""
     cols = [(c, c) if isinstance(c, str) else c for c in columns]
-    lines = ["| " + " | ".join(h for _, h in cols) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|"]
+    lines = [
+        "| " + " | ".join(h for _, h in cols) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|",
+    ]
     for r in rows:
         lines.append("| " + " | ".join(fmt(r.get(k)) for k, _ in cols) + " |")
     return "\n".join(lines)
 
 
-def print_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str | tuple[str, str]],
-                note: str | None = None) -> None:
+def print_table(
+    title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str | tuple[str, str]], note: str | None = None
+) -> None:
     print(f"\n## {title}\n")
     if not rows:
         print("(nothing measured)\n")
@@ -503,14 +537,14 @@ class BenchLog:
     @property
     def files_bytes(self) -> int:
         """Bytes of every input file (segments and snapshots)."""
-        return sum(p.stat().st_size for p in Path(self.dir).iterdir()
-                   if p.suffix in (".log", ".checkpoint"))
+        return sum(p.stat().st_size for p in Path(self.dir).iterdir() if p.suffix in (".log", ".checkpoint"))
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
         d["MB"] = round(self.bytes / 1e6, 2)
-        d["noop_share"] = None if self.noop_records is None or not self.records else \
-            round(self.noop_records / self.records, 3)
+        d["noop_share"] = (
+            None if self.noop_records is None or not self.records else round(self.noop_records / self.records, 3)
+        )
         return d
 
 
@@ -535,47 +569,98 @@ def _records_per_churn(brokers: int, topics: int, partitions: int) -> float:
     return 7.1 if brokers >= 5 else 8.0
 
 
-def generated_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 7,
-                  segment_bytes: int = KAFKA_SEGMENT_BYTES) -> BenchLog:
+def generated_log(
+    n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 7, segment_bytes: int = KAFKA_SEGMENT_BYTES
+) -> BenchLog:
     """A generated mid-size cluster log of about ``n`` records with a snapshot half-way (cached)."""
     from generator import generate
+
     brokers, topics, partitions = 6, 24, 8
     churn = max(1, round(n / _records_per_churn(brokers, topics, partitions)))
-    params = {"format": _LOG_FORMAT, "n": n, "seed": seed, "brokers": brokers, "topics": topics,
-              "partitions": partitions, "churn": churn, "snapshot_at": max(1, n // 2), "segment_bytes": segment_bytes,
-              "noop_interval_ms": NOOP_INTERVAL_MS}
+    params = {
+        "format": _LOG_FORMAT,
+        "n": n,
+        "seed": seed,
+        "brokers": brokers,
+        "topics": topics,
+        "partitions": partitions,
+        "churn": churn,
+        "snapshot_at": max(1, n // 2),
+        "segment_bytes": segment_bytes,
+        "noop_interval_ms": NOOP_INTERVAL_MS,
+    }
     out = Path(data_dir) / f"gen-{size_label(n)}"
     meta = out / "bench-log.json"
     if (hit := _cached(meta, params)) is not None:
         return hit
     progress(f"generating gen-{size_label(n)} (churn {churn}) in {out}")
     t0 = time.perf_counter()
-    r = generate(seed, brokers, topics, partitions, churn, out, snapshot_at=params["snapshot_at"],
-                 noop_interval_ms=NOOP_INTERVAL_MS, segment_bytes=segment_bytes)
-    return _save(meta, BenchLog(name=f"gen-{size_label(n)}", kind="gen", dir=r.log_dir, records=r.total_records,
-                                bytes=r.bytes, segments=r.segments_written, snapshots=r.snapshots_written,
-                                noop_records=r.by_type.get("NO_OP_RECORD", 0), last_offset=r.last_offset,
-                                build_s=round(time.perf_counter() - t0, 2), params=params))
+    r = generate(
+        seed,
+        brokers,
+        topics,
+        partitions,
+        churn,
+        out,
+        snapshot_at=params["snapshot_at"],
+        noop_interval_ms=NOOP_INTERVAL_MS,
+        segment_bytes=segment_bytes,
+    )
+    return _save(
+        meta,
+        BenchLog(
+            name=f"gen-{size_label(n)}",
+            kind="gen",
+            dir=r.log_dir,
+            records=r.total_records,
+            bytes=r.bytes,
+            segments=r.segments_written,
+            snapshots=r.snapshots_written,
+            noop_records=r.by_type.get("NO_OP_RECORD", 0),
+            last_offset=r.last_offset,
+            build_s=round(time.perf_counter() - t0, 2),
+            params=params,
+        ),
+    )
 
 
-def idle_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11,
-             segment_bytes: int = KAFKA_SEGMENT_BYTES) -> BenchLog:
+def idle_log(
+    n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11, segment_bytes: int = KAFKA_SEGMENT_BYTES
+) -> BenchLog:
     """A real idle cluster's shape: a small generated prefix, then one NoOp batch every 500 ms up to
     ``n`` records in all, written with :func:`metadata.codec.batch.encode_batch` (cached)."""
+    from generator import generate
     from metadata.codec.batch import encode_batch
     from metadata.codec.records import encode_metadata_value
-    from generator import generate
     from metadata.readers import ReadOptions, discover, iter_file_rows
-    params = {"format": _LOG_FORMAT, "n": n, "seed": seed, "brokers": 3, "topics": 5, "partitions": 3, "churn": 40,
-              "segment_bytes": segment_bytes, "noop_interval_ms": NOOP_INTERVAL_MS}
+
+    params = {
+        "format": _LOG_FORMAT,
+        "n": n,
+        "seed": seed,
+        "brokers": 3,
+        "topics": 5,
+        "partitions": 3,
+        "churn": 40,
+        "segment_bytes": segment_bytes,
+        "noop_interval_ms": NOOP_INTERVAL_MS,
+    }
     out = Path(data_dir) / f"idle-{size_label(n)}"
     meta = out / "bench-log.json"
     if (hit := _cached(meta, params)) is not None:
         return hit
     progress(f"building idle-{size_label(n)} in {out}")
     t0 = time.perf_counter()
-    r = generate(seed, params["brokers"], params["topics"], params["partitions"], params["churn"], out,
-                 noop_interval_ms=NOOP_INTERVAL_MS, segment_bytes=segment_bytes)
+    r = generate(
+        seed,
+        params["brokers"],
+        params["topics"],
+        params["partitions"],
+        params["churn"],
+        out,
+        noop_interval_ms=NOOP_INTERVAL_MS,
+        segment_bytes=segment_bytes,
+    )
     last = None
     for f in discover(r.log_dir):
         if f.kind.value == "segment":
@@ -612,29 +697,51 @@ def idle_log(n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11,
     finally:
         fh.close()
     files = sorted(Path(r.log_dir).glob("*.log"))
-    return _save(meta, BenchLog(name=f"idle-{size_label(n)}", kind="idle", dir=r.log_dir, records=offset,
-                                bytes=sum(p.stat().st_size for p in files), segments=len(files), snapshots=0,
-                                noop_records=noops, last_offset=offset - 1,
-                                build_s=round(time.perf_counter() - t0, 2),
-                                params={**params, "idle_hours": round((ts - r.last_timestamp) / 3.6e6, 2)}))
+    return _save(
+        meta,
+        BenchLog(
+            name=f"idle-{size_label(n)}",
+            kind="idle",
+            dir=r.log_dir,
+            records=offset,
+            bytes=sum(p.stat().st_size for p in files),
+            segments=len(files),
+            snapshots=0,
+            noop_records=noops,
+            last_offset=offset - 1,
+            build_s=round(time.perf_counter() - t0, 2),
+            params={**params, "idle_hours": round((ts - r.last_timestamp) / 3.6e6, 2)},
+        ),
+    )
 
 
 def _committed_log(name: str, kind: str, d: Path, kafka_version: str = "4.1.1") -> BenchLog:
     """A :class:`BenchLog` of a committed log directory (its segments decoded to count the records)."""
     from metadata.readers import ReadOptions, discover, iter_file_rows
+
     segs = [f for f in discover(d) if f.kind.value == "segment"]
     rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
     snaps = [p for p in d.glob("*.checkpoint") if not p.name.startswith("0" * 20 + "-")]
-    return BenchLog(name=name, kind=kind, dir=str(d), records=len(rows), bytes=sum(f.size for f in segs),
-                    segments=len(segs), snapshots=len(snaps),
-                    noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
-                    last_offset=rows[-1][0] if rows else None, kafka_version=kafka_version)
+    return BenchLog(
+        name=name,
+        kind=kind,
+        dir=str(d),
+        records=len(rows),
+        bytes=sum(f.size for f in segs),
+        segments=len(segs),
+        snapshots=len(snaps),
+        noop_records=sum(1 for r in rows if r[10] == "NO_OP_RECORD"),
+        last_offset=rows[-1][0] if rows else None,
+        kafka_version=kafka_version,
+    )
 
 
 def fixture_logs() -> list[BenchLog]:
     """The committed real-Kafka logs (``tests/fixtures/kafka/<version>/<scenario>``)."""
-    return [_committed_log(f"{d.parent.parent.name}/{d.parent.name}", "fixture", d, d.parent.parent.name)
-            for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}"))]
+    return [
+        _committed_log(f"{d.parent.parent.name}/{d.parent.name}", "fixture", d, d.parent.parent.name)
+        for d in sorted((ROOT / "tests" / "fixtures" / "kafka").glob(f"*/*/{LOG_DIR_NAME}"))
+    ]
 
 
 def sample_log() -> BenchLog:
@@ -642,8 +749,12 @@ def sample_log() -> BenchLog:
     return _committed_log("sample", "sample", ROOT / "data" / "sample" / LOG_DIR_NAME)
 
 
-def bench_logs(sizes: Sequence[int], kinds: Sequence[str], data_dir: str = DEFAULT_DATA_DIR,
-               segment_bytes: int = KAFKA_SEGMENT_BYTES) -> list[BenchLog]:
+def bench_logs(
+    sizes: Sequence[int],
+    kinds: Sequence[str],
+    data_dir: str = DEFAULT_DATA_DIR,
+    segment_bytes: int = KAFKA_SEGMENT_BYTES,
+) -> list[BenchLog]:
     """The logs of ``kinds`` (``sample``, ``fixtures``, ``gen``, ``idle``) at ``sizes``, built or reused."""
     logs: list[BenchLog] = []
     if "sample" in kinds:
@@ -664,6 +775,7 @@ def bench_logs(sizes: Sequence[int], kinds: Sequence[str], data_dir: str = DEFAU
 def spark_session():
     """The project's SparkSession (``metadata.spark.get_spark``) and its JVM's pid."""
     from metadata.spark import get_spark
+
     spark = get_spark()
     try:
         pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())

@@ -52,18 +52,36 @@ def run_round(paths: list[list[Path]], lake: str, faults: list[str | None], leas
     procs = []
     for slice_, fault in zip(paths, faults, strict=True):
         env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(lease), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
-        procs.append((time.monotonic(), subprocess.Popen(
-            [*KRAFT_REPLAY, "ingest", *map(str, slice_), "--lake", lake, "--json"], env=env, cwd=common.ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        procs.append(
+            (
+                time.monotonic(),
+                subprocess.Popen(
+                    [*KRAFT_REPLAY, "ingest", *map(str, slice_), "--lake", lake, "--json"],
+                    env=env,
+                    cwd=common.ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+        )
     results = []
     for (t0, proc), slice_, fault in zip(procs, paths, faults, strict=True):
         stdout, stderr = proc.communicate(timeout=1800)
         report = json.loads(stdout) if proc.returncode == 0 else None
-        results.append({"slice": [p.name for p in slice_], "fault": fault, "exit": proc.returncode,
-                        "committed": proc.returncode == 0 or fault == "kill@committed",
-                        "seconds": round(time.monotonic() - t0, 1), "waited": "waiting for" in stderr,
-                        "added": report["records_added"] if report else None, "seq": report["seq"] if report else None,
-                        "error": None if proc.returncode in (0, -9) else stderr.strip().splitlines()[-1:]})
+        results.append(
+            {
+                "slice": [p.name for p in slice_],
+                "fault": fault,
+                "exit": proc.returncode,
+                "committed": proc.returncode == 0 or fault == "kill@committed",
+                "seconds": round(time.monotonic() - t0, 1),
+                "waited": "waiting for" in stderr,
+                "added": report["records_added"] if report else None,
+                "seq": report["seq"] if report else None,
+                "error": None if proc.returncode in (0, -9) else stderr.strip().splitlines()[-1:],
+            }
+        )
     return results
 
 
@@ -96,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in range(1, a.rounds + 1):
         paths = slices(segments, snapshot, a.processes, rng)
         faults = [f"kill@{rng.choice(STEPS)}" if rng.random() < a.kill else None for _ in paths]
-        progress(f"round {n}: {a.processes} ingests at once" + (f", faults {[f for f in faults if f]}" if any(faults)
-                                                                 else ""))
+        progress(
+            f"round {n}: {a.processes} ingests at once"
+            + (f", faults {[f for f in faults if f]}" if any(faults) else "")
+        )
         t0 = time.monotonic()
         results = run_round(paths, lake, faults, a.lease)
         wall = time.monotonic() - t0
@@ -109,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             progress(f"round {n}: failures {failed}")
 
-    from metadata.check import check_lake, lake_differences
     from image.ingest import ingest
+    from metadata.check import check_lake, lake_differences
     from metadata.lake import Lake
+
     spark, _ = common.spark_session()
     reference = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}-reference")
     shutil.rmtree(reference, ignore_errors=True)
@@ -127,21 +148,35 @@ def main(argv: list[str] | None = None) -> int:
     # a process killed after its commit reports nothing: then the added counts cannot add up
     survivors_only = all(r["fault"] != "kill@committed" for r in rows)
     results = {
-        "machine": info, "log": log.row(), "processes": a.processes, "rounds": a.rounds, "kill": a.kill,
-        "seed": a.seed, "ingests": rows, "seconds": round(time.monotonic() - t_all, 1),
-        "differences": differences, "check_ok": report.ok if report else None,
+        "machine": info,
+        "log": log.row(),
+        "processes": a.processes,
+        "rounds": a.rounds,
+        "kill": a.kill,
+        "seed": a.seed,
+        "ingests": rows,
+        "seconds": round(time.monotonic() - t_all, 1),
+        "differences": differences,
+        "check_ok": report.ok if report else None,
         "check_problems": [p for c in report.checks for p in c.problems] if report else [],
-        "records_added": added, "records_expected": expected,
+        "records_added": added,
+        "records_expected": expected,
         "seqs": stressed.state().seq if stressed.exists() else 0,
         "errors": [r for r in rows if r["error"]],
     }
     print_table("Ingests", rows, ["round", "slice", "fault", "exit", "seconds", "waited", "added", "seq", "round_s"])
-    ok = not differences and (report is None or report.ok) and not results["errors"] and \
-        (added == expected or not survivors_only)
-    print(f"\n{len(rows)} ingests in {a.rounds} rounds of {a.processes}, {results['seconds']} s; committed "
-          f"{results['seqs']} ingests; records added {added:,} (one sequential ingest of the union: {expected:,}); "
-          f"differences {differences or 'none'}; check {'ok' if report is None or report.ok else report}: "
-          f"{'PASS' if ok else 'FAIL'}")
+    ok = (
+        not differences
+        and (report is None or report.ok)
+        and not results["errors"]
+        and (added == expected or not survivors_only)
+    )
+    print(
+        f"\n{len(rows)} ingests in {a.rounds} rounds of {a.processes}, {results['seconds']} s; committed "
+        f"{results['seqs']} ingests; records added {added:,} (one sequential ingest of the union: {expected:,}); "
+        f"differences {differences or 'none'}; check {'ok' if report is None or report.ok else report}: "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
     results["ok"] = ok
     common.finish(results, a.out)
     return 0 if ok else 1

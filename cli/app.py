@@ -12,8 +12,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Replay Apache Kafka KRaft metadata logs: ingest into Delta, replay, diff, per-broker changes.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Replay Apache Kafka KRaft metadata logs: ingest into Delta, replay, diff, per-broker changes.",
+)
 out = Console()
 err = Console(stderr=True)
 
@@ -23,13 +27,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LakeOpt = Annotated[str, typer.Option("--lake", help="Lake location (directory or any URI Spark writes).")]
 ReadLakeOpt = Annotated[str | None, typer.Option("--lake", help="Lake to read (a directory, or any URI Spark reads).")]
-LogOpt = Annotated[Path | None, typer.Option("--log", help="Instead of a lake: a metadata log directory, segment or "
-                                                            "snapshot (or kafka-dump-log text), read in process.")]
-WaitOpt = Annotated[float, typer.Option(
-    "--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")]
+LogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--log",
+        help="Instead of a lake: a metadata log directory, segment or "
+        "snapshot (or kafka-dump-log text), read in process.",
+    ),
+]
+WaitOpt = Annotated[
+    float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
-LimitOpt = Annotated[int, typer.Option("--limit", min=0, help="Rows shown per list (the heading counts them all; "
-                                                               "--json is always complete).")]
+LimitOpt = Annotated[
+    int,
+    typer.Option(
+        "--limit", min=0, help="Rows shown per list (the heading counts them all; --json is always complete)."
+    ),
+]
 AllOpt = Annotated[bool, typer.Option("--all", help="Show every row (overrides --limit).")]
 
 
@@ -40,6 +55,7 @@ def shown_rows(limit: int, show_all: bool) -> int | None:
 
 def handles_errors(fn: F) -> F:
     """Bad input → one clear line on stderr and exit code 1 (a traceback only with --debug)."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -51,12 +67,14 @@ def handles_errors(fn: F) -> F:
                 raise
             err.print(f"[bold red]error:[/] {_one_line(exc)}", highlight=False, markup=True, soft_wrap=True)
             raise typer.Exit(1) from None
+
     return wrapper  # type: ignore[return-value]
 
 
 def _one_line(exc: Exception) -> str:
     if type(exc).__module__.startswith(("py4j", "pyspark", "delta")):  # a damaged lake: which table or file, what to do
         from metadata.lake import explain
+
         if (line := explain(exc)) is not None:
             return line
     text = str(exc).strip() or type(exc).__name__
@@ -66,14 +84,25 @@ def _one_line(exc: Exception) -> str:
 
 
 @app.callback()
-def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-         master: Annotated[str | None, typer.Option(
-             "--master", help="Spark master (default local[*], or KRAFT_REPLAY_MASTER); sc://host:port for "
-                              "Spark Connect. Naming one makes reads use Spark.")] = None,
-         reader: Annotated[str, typer.Option(
-             "--reader", help="How read commands read a lake: auto (in process for a local lake unless a Spark "
-                              "master is named), arrow (in process, no JVM) or spark (or KRAFT_REPLAY_READER).")]
-         = "auto") -> None:
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            "--master",
+            help="Spark master (default local[*], or KRAFT_REPLAY_MASTER); sc://host:port for "
+            "Spark Connect. Naming one makes reads use Spark.",
+        ),
+    ] = None,
+    reader: Annotated[
+        str,
+        typer.Option(
+            "--reader",
+            help="How read commands read a lake: auto (in process for a local lake unless a Spark "
+            "master is named), arrow (in process, no JVM) or spark (or KRAFT_REPLAY_READER).",
+        ),
+    ] = "auto",
+) -> None:
     _state["debug"] = debug
     _state["master"] = master
     _state["reader"] = reader
@@ -81,21 +110,30 @@ def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")
 
 def spark():
     import logging
+
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)  # errors are printed once, below
     from metadata.spark import get_spark
+
     return get_spark(_state["master"])
 
 
 def lake(location: str):
     from metadata.lake import Lake
+
     return Lake(location, spark())
 
 
 def source(lake_location: str | None, log: Path | None):
     """Where a read command's answers come from (:func:`image.sources.open_source`)."""
     from image.sources import open_source
-    return open_source(lake=lake_location, log=str(log) if log is not None else None, reader=_state["reader"],
-                       master=_state["master"], spark=spark)
+
+    return open_source(
+        lake=lake_location,
+        log=str(log) if log is not None else None,
+        reader=_state["reader"],
+        master=_state["master"],
+        spark=spark,
+    )
 
 
 def print_json(value: Any) -> None:

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from image.history import History
     from image.version_rows import Window
 
-history_app = typer.Typer(no_args_is_help=True,
-                          help="Every state of one partition, topic or broker in a window, and what changed.")
+history_app = typer.Typer(
+    no_args_is_help=True, help="Every state of one partition, topic or broker in a window, and what changed."
+)
 app.add_typer(history_app, name="history")
 
 FromOffset = Annotated[int | None, typer.Option("--from-offset", help="Window start (inclusive).")]
@@ -44,9 +45,13 @@ def duration_ms(text: str) -> int:
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
     from image.times import parse_time
     from image.version_rows import Window
-    return Window(from_offset=from_offset, to_offset=to_offset,
-                  from_time=parse_time(from_time) if from_time is not None else None,
-                  to_time=parse_time(to_time) if to_time is not None else None)
+
+    return Window(
+        from_offset=from_offset,
+        to_offset=to_offset,
+        from_time=parse_time(from_time) if from_time is not None else None,
+        to_time=parse_time(to_time) if to_time is not None else None,
+    )
 
 
 def _print_history(title: str, history: History, as_json: bool) -> None:
@@ -57,51 +62,85 @@ def _print_history(title: str, history: History, as_json: bool) -> None:
     for c in ("from offset", "to offset", "time (UTC)", "what changed"):
         table.add_column(c, overflow="fold")
     for v in history.versions:
-        table.add_row(str(v.fromOffset), "" if v.toOffset is None else str(v.toOffset), v.fromTime or "",
-                      "\n".join(v.events) or "(as before the window)")
+        table.add_row(
+            str(v.fromOffset),
+            "" if v.toOffset is None else str(v.toOffset),
+            v.fromTime or "",
+            "\n".join(v.events) or "(as before the window)",
+        )
     out.print(table)
 
 
 @history_app.command("partition")
 @handles_errors
-def history_partition(topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
-                      partition: Annotated[int, typer.Option("--partition", help="Partition id.")],
-                      lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
-                      to_time: ToTime = None, as_json: JsonOpt = False) -> None:
+def history_partition(
+    topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
+    partition: Annotated[int, typer.Option("--partition", help="Partition id.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
     from image.history import partition_history
     from image.version_rows import Selection, load
-    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
-                               Selection(parts=("partitions",), topic=topic, partition=partition))
+
+    window = load(
+        source(lake_location, log),
+        _window(from_offset, to_offset, from_time, to_time),
+        Selection(parts=("partitions",), topic=topic, partition=partition),
+    )
     _print_history(f"partition {topic}-{partition}", partition_history(window, topic, partition), as_json)
 
 
 @history_app.command("topic")
 @handles_errors
-def history_topic(topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
-                  lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
-                  to_time: ToTime = None, as_json: JsonOpt = False) -> None:
+def history_topic(
+    topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Every state of one topic name: created, partitions added, configs set / deleted, deleted, re-created."""
     from image.history import topic_history
     from image.version_rows import Selection, load
-    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
-                               Selection(parts=("topics", "partitions", "configs"), topic=topic))
+
+    window = load(
+        source(lake_location, log),
+        _window(from_offset, to_offset, from_time, to_time),
+        Selection(parts=("topics", "partitions", "configs"), topic=topic),
+    )
     _print_history(f"topic {topic}", topic_history(window, topic), as_json)
 
 
 @history_app.command("broker")
 @handles_errors
-def history_broker(broker: Annotated[int, typer.Option("--broker", help="Broker id.")],
-                   lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
-                   to_time: ToTime = None, as_json: JsonOpt = False) -> None:
+def history_broker(
+    broker: Annotated[int, typer.Option("--broker", help="Broker id.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Every state of one broker: registered, fenced / unfenced, controlled shutdown, unregistered."""
     from image.history import broker_history
     from image.version_rows import Selection, load
-    window = load(source(lake_location, log), _window(from_offset, to_offset, from_time, to_time),
-                               Selection(parts=("brokers",), broker=broker))
+
+    window = load(
+        source(lake_location, log),
+        _window(from_offset, to_offset, from_time, to_time),
+        Selection(parts=("brokers",), broker=broker),
+    )
     _print_history(f"broker {broker}", broker_history(window, broker), as_json)
 
 
@@ -113,32 +152,49 @@ def _csv(timeline: Timeline) -> None:
     """One row per point; leaders and records by type as one column per broker / type."""
     brokers = sorted({b for p in timeline.points for b in p.leadersPerBroker}, key=int)
     types = sorted({t for p in timeline.points for t in p.recordsByType})
-    scalar = ("offset", "time", "offlinePartitions", "underReplicatedPartitions", "underMinIsrPartitions",
-              "fencedBrokers", "controlledShutdownBrokers", "reassigningPartitions", "elections", "isrShrinks",
-              "isrExpansions")
+    scalar = (
+        "offset",
+        "time",
+        "offlinePartitions",
+        "underReplicatedPartitions",
+        "underMinIsrPartitions",
+        "fencedBrokers",
+        "controlledShutdownBrokers",
+        "reassigningPartitions",
+        "elections",
+        "isrShrinks",
+        "isrExpansions",
+    )
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow([*scalar, *(f"leaders.{b}" for b in brokers), *(f"records.{t}" for t in types)])
     for p in timeline.points:
         row: dict[str, Any] = p.model_dump()
-        writer.writerow([_ids(row[c]) if isinstance(row[c], list) else row[c] for c in scalar]
-                        + [p.leadersPerBroker.get(b, "") for b in brokers]
-                        + [p.recordsByType.get(t, 0) for t in types])
+        writer.writerow(
+            [_ids(row[c]) if isinstance(row[c], list) else row[c] for c in scalar]
+            + [p.leadersPerBroker.get(b, "") for b in brokers]
+            + [p.recordsByType.get(t, 0) for t in types]
+        )
 
 
 @app.command("timeline")
 @handles_errors
-def timeline_command(lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                     from_offset: FromOffset = None, to_offset: ToOffset = None,
-                     from_time: FromTime = None, to_time: ToTime = None,
-                     points: Annotated[int | None, typer.Option("--points", help="N evenly spaced points.")] = None,
-                     every: Annotated[str | None, typer.Option("--every", help="A point every 30s, 1m, 1h, …")]
-                     = None,
-                     as_json: JsonOpt = False,
-                     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False) -> None:
+def timeline_command(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    points: Annotated[int | None, typer.Option("--points", help="N evenly spaced points.")] = None,
+    every: Annotated[str | None, typer.Option("--every", help="A point every 30s, 1m, 1h, …")] = None,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
+) -> None:
     """Cluster health over a window: offline, under-replicated, under-min-ISR partitions, fenced brokers,
     leaders per broker, elections, ISR changes (default: one point per change)."""
     from image.timeline import points_at_changes, points_by_count, points_every, timeline
     from image.version_rows import Selection, load
+
     if points is not None and every is not None:
         raise ValueError("give --points or --every, not both")
     if as_json and as_csv:
@@ -158,38 +214,79 @@ def timeline_command(lake_location: ReadLakeOpt = None, log: LogOpt = None,
     if as_csv:
         _csv(result)
         return
-    table = Table(title=f"timeline, offsets {window.first_offset} … {window.last_offset} ({len(result.points)} points)",
-                  title_justify="left")
-    for c in ("time (UTC)", "offset", "offline", "under-repl.", "under min ISR", "fenced", "ctrl. shutdown",
-              "reassigning", "leaders per broker", "elections", "ISR −/+", "records"):
+    table = Table(
+        title=f"timeline, offsets {window.first_offset} … {window.last_offset} ({len(result.points)} points)",
+        title_justify="left",
+    )
+    for c in (
+        "time (UTC)",
+        "offset",
+        "offline",
+        "under-repl.",
+        "under min ISR",
+        "fenced",
+        "ctrl. shutdown",
+        "reassigning",
+        "leaders per broker",
+        "elections",
+        "ISR −/+",
+        "records",
+    ):
         table.add_column(c, overflow="fold")
     for p in result.points:
-        table.add_row(p.time, str(p.offset), str(p.offlinePartitions), str(p.underReplicatedPartitions),
-                      str(p.underMinIsrPartitions), _ids(p.fencedBrokers), _ids(p.controlledShutdownBrokers),
-                      str(p.reassigningPartitions), " ".join(f"{b}:{n}" for b, n in p.leadersPerBroker.items()),
-                      str(p.elections), f"{p.isrShrinks}/{p.isrExpansions}", str(sum(p.recordsByType.values())))
+        table.add_row(
+            p.time,
+            str(p.offset),
+            str(p.offlinePartitions),
+            str(p.underReplicatedPartitions),
+            str(p.underMinIsrPartitions),
+            _ids(p.fencedBrokers),
+            _ids(p.controlledShutdownBrokers),
+            str(p.reassigningPartitions),
+            " ".join(f"{b}:{n}" for b, n in p.leadersPerBroker.items()),
+            str(p.elections),
+            f"{p.isrShrinks}/{p.isrExpansions}",
+            str(sum(p.recordsByType.values())),
+        )
     out.print(table)
 
 
 @app.command("report")
 @handles_errors
-def report_command(                   out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
-                   lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                      from_offset: FromOffset = None, to_offset: ToOffset = None, from_time: FromTime = None,
-                   to_time: ToTime = None,
-                   title: Annotated[str, typer.Option(help="Page title.")] = "kraft-replay incident report") -> None:
+def report_command(
+    out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    title: Annotated[str, typer.Option(help="Page title.")] = "kraft-replay incident report",
+) -> None:
     """A self-contained HTML incident report for a window: timeline plots, biggest events, leaders per
     broker before / after, and the diff of the images at its ends (opens offline)."""
     from image.report import incident_report, render_html, report_points
     from image.version_rows import Selection, image_diff, load
+
     store = source(lake_location, log)
     window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())
-    report = incident_report(window, report_points(window), image_diff(store, window.first_offset, window.last_offset),
-                             title)
+    report = incident_report(
+        window, report_points(window), image_diff(store, window.first_offset, window.last_offset), title
+    )
     out_path.write_text(render_html(report), encoding="utf-8")
     err.print(f"wrote {out_path}", highlight=False)
-    out.print(kv_table(f"report {out_path}", [
-        ("window", f"offsets {report.fromOffset} … {report.toOffset}, {report.fromTime} … {report.toTime}"),
-        ("timeline points", len(report.points)), ("events", len(report.events)),
-        ("diff", ", ".join(f"{s} {sum(c.values())}" for s, c in report.diff["summary"].items() if any(c.values()))
-         or "no changes")]))
+    out.print(
+        kv_table(
+            f"report {out_path}",
+            [
+                ("window", f"offsets {report.fromOffset} … {report.toOffset}, {report.fromTime} … {report.toTime}"),
+                ("timeline points", len(report.points)),
+                ("events", len(report.events)),
+                (
+                    "diff",
+                    ", ".join(f"{s} {sum(c.values())}" for s, c in report.diff["summary"].items() if any(c.values()))
+                    or "no changes",
+                ),
+            ],
+        )
+    )

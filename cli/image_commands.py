@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from image.temporal import TemporalSource
 
 AtOffset = Annotated[int | None, typer.Option("--at-offset", help="Image after this offset (default: the latest).")]
-AtTime = Annotated[str | None, typer.Option(
-    "--at-time", help="Image at this time: ISO-8601 (2026-01-30T17:05:00Z) or epoch milliseconds.")]
+AtTime = Annotated[
+    str | None,
+    typer.Option("--at-time", help="Image at this time: ISO-8601 (2026-01-30T17:05:00Z) or epoch milliseconds."),
+]
 
 
 class Engine(str, Enum):
@@ -40,8 +42,13 @@ class Engine(str, Enum):
     reference = "reference"
 
 
-EngineOpt = Annotated[Engine, typer.Option(help="temporal: the image from every key's versions (a filter); "
-                                                "reference: replay the records sequentially (the cross-check).")]
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        help="temporal: the image from every key's versions (a filter); "
+        "reference: replay the records sequentially (the cross-check)."
+    ),
+]
 Lenient = Annotated[bool, typer.Option(help="Skip records Kafka rejects (listed on stderr).")]
 
 
@@ -53,12 +60,18 @@ class Part(str, Enum):
     features = "features"
 
 
-def _image(store: TemporalSource, offset: int | None, at_time: str | None, engine: Engine = Engine.temporal,
-           lenient: bool = False) -> dict[str, Any]:
+def _image(
+    store: TemporalSource,
+    offset: int | None,
+    at_time: str | None,
+    engine: Engine = Engine.temporal,
+    lenient: bool = False,
+) -> dict[str, Any]:
     """The image JSON at ``offset`` / ``at_time`` (default: the end of the log). Records a lenient replay
     skipped are listed on stderr; a strict one fails on the first."""
     from image.sources import reference_image
     from image.temporal import image_at, resolve_offset
+
     target = resolve_offset(store, offset, at_time)
     if engine is Engine.reference:
         image = reference_image(store, target, lenient=lenient)
@@ -72,16 +85,27 @@ def _image(store: TemporalSource, offset: int | None, at_time: str | None, engin
 
 @app.command()
 @handles_errors
-def replay(lake_location: ReadLakeOpt = None, log: LogOpt = None, at_offset: AtOffset = None, at_time: AtTime = None,
-           engine: EngineOpt = Engine.temporal, lenient: Lenient = False,
-           save: Annotated[Path | None, typer.Option("--save", help="Also write the image as Delta tables here "
-                                                                    "(Spark).")] = None,
-           limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def replay(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    at_offset: AtOffset = None,
+    at_time: AtTime = None,
+    engine: EngineOpt = Engine.temporal,
+    lenient: Lenient = False,
+    save: Annotated[
+        Path | None, typer.Option("--save", help="Also write the image as Delta tables here (Spark).")
+    ] = None,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """The image at an offset or time: summary, or the whole image as JSON."""
     from image.summary import image_summary
+
     doc = _image(source(lake_location, log), at_offset, at_time, engine, lenient)
     if save is not None:
         from image.frames import ImageFrames
+
         ImageFrames.from_json(spark(), doc).save(str(save))
         err.print(f"saved image to {save}", highlight=False)
     if as_json:
@@ -92,17 +116,29 @@ def replay(lake_location: ReadLakeOpt = None, log: LogOpt = None, at_offset: AtO
 
 @app.command()
 @handles_errors
-def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_location: ReadLakeOpt = None,
-         log: LogOpt = None, at_offset: AtOffset = None, at_time: AtTime = None,
-         topic: Annotated[str | None, typer.Option(
-             "--topic", help="Only this topic (partitions, topics; its TOPIC configs).")] = None,
-         broker: Annotated[int | None, typer.Option(
-             "--broker", help="Only this broker (partitions and topics it replicates, brokers; its BROKER configs).")]
-         = None,
-         engine: EngineOpt = Engine.temporal, limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
-         as_json: JsonOpt = False) -> None:
+def show(
+    part: Annotated[Part, typer.Argument(help="What to list.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    at_offset: AtOffset = None,
+    at_time: AtTime = None,
+    topic: Annotated[
+        str | None, typer.Option("--topic", help="Only this topic (partitions, topics; its TOPIC configs).")
+    ] = None,
+    broker: Annotated[
+        int | None,
+        typer.Option(
+            "--broker", help="Only this broker (partitions and topics it replicates, brokers; its BROKER configs)."
+        ),
+    ] = None,
+    engine: EngineOpt = Engine.temporal,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
     from image.summary import part_rows
+
     doc = _image(source(lake_location, log), at_offset, at_time, engine)
     rows = part_rows(doc, part.value, topic=topic, broker=broker)
     if as_json:
@@ -114,6 +150,7 @@ def show(part: Annotated[Part, typer.Argument(help="What to list.")], lake_locat
 def _side(store: TemporalSource, offset: int | None, at_time: str | None, which: str, required: bool) -> int:
     """One end of ``diff``: an offset or a time; the end of the log if neither and not ``required``."""
     from image.temporal import resolve_offset
+
     if offset is not None and at_time is not None:
         raise ValueError(f"give --{which}-offset or --{which}-time, not both")
     if required and offset is None and at_time is None:
@@ -124,23 +161,25 @@ def _side(store: TemporalSource, offset: int | None, at_time: str | None, which:
 @app.command("diff")
 @handles_errors
 def diff_command(
-        lake_location: ReadLakeOpt = None, log: LogOpt = None,
-        from_offset: Annotated[int | None, typer.Option(help="Image before: at this offset.")] = None,
-        to_offset: Annotated[int | None, typer.Option(help="Image after: at this offset (default: the latest).")]
-        = None,
-        from_time: Annotated[str | None, typer.Option(help="Image before: at this time (ISO-8601 or epoch ms).")]
-        = None,
-        to_time: Annotated[str | None, typer.Option(help="Image after: at this time (ISO-8601 or epoch ms).")] = None,
-        from_image: Annotated[Path | None, typer.Option(help="Image before: a directory written by replay --save.")]
-        = None,
-        to_image: Annotated[Path | None, typer.Option(help="Image after: a directory written by replay --save.")]
-        = None,
-        limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: Annotated[int | None, typer.Option(help="Image before: at this offset.")] = None,
+    to_offset: Annotated[int | None, typer.Option(help="Image after: at this offset (default: the latest).")] = None,
+    from_time: Annotated[str | None, typer.Option(help="Image before: at this time (ISO-8601 or epoch ms).")] = None,
+    to_time: Annotated[str | None, typer.Option(help="Image after: at this time (ISO-8601 or epoch ms).")] = None,
+    from_image: Annotated[Path | None, typer.Option(help="Image before: a directory written by replay --save.")] = None,
+    to_image: Annotated[Path | None, typer.Option(help="Image after: a directory written by replay --save.")] = None,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
     from image.diff import diff_json, diff_rows
+
     if from_image is not None or to_image is not None:
         from image.frames import ImageFrames
         from image.parts import json_rows
+
         if from_image is None or to_image is None:
             raise ValueError("give both --from-image and --to-image")
         if any(v is not None for v in (lake_location, log, from_offset, to_offset, from_time, to_time)):

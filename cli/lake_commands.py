@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from metadata.ingest import IngestReport
 
 
-
 @app.command()
 @handles_errors
 def check(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
@@ -29,12 +28,15 @@ def check(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
     sound and equal to a replay at the log's start, middle and end. Exit code 1 if anything is wrong."""
     import image.lake_check  # noqa: F401 — registers the temporal image's check
     from metadata.check import check_lake
+
     report = check_lake(lake(lake_location))
     if as_json:
         print_json(report)
     else:
-        table = Table(title=f"check of {report.lake} (ingest {report.seq}, high-water mark "
-                            f"{report.high_water_mark})", title_justify="left")
+        table = Table(
+            title=f"check of {report.lake} (ingest {report.seq}, high-water mark {report.high_water_mark})",
+            title_justify="left",
+        )
         for c in ("check", "result", "findings"):
             table.add_column(c, overflow="fold")
         for r in report.checks:
@@ -47,39 +49,52 @@ def check(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
 
 @app.command()
 @handles_errors
-def optimize(lake_location: LakeOpt,
-             tables: Annotated[list[str] | None, typer.Option("--table", help="Table(s) to compact (default all).")]
-             = None,
-             wait: WaitOpt = 600.0, as_json: JsonOpt = False) -> None:
+def optimize(
+    lake_location: LakeOpt,
+    tables: Annotated[list[str] | None, typer.Option("--table", help="Table(s) to compact (default all).")] = None,
+    wait: WaitOpt = 600.0,
+    as_json: JsonOpt = False,
+) -> None:
     """Compact the lake's tables (Delta OPTIMIZE) as one commit; readers of earlier versions are unaffected."""
     target = lake(lake_location)
     before = target.state()
     from image.spark.build import COMPACTORS
+
     state = target.optimize(tables or None, wait=wait, compactors=COMPACTORS)
     changed = {n: (before.versions.get(n), v) for n, v in state.versions.items() if before.versions.get(n) != v}
     if as_json:
         print_json({"lake": target.uri, "seq": state.seq, "compacted": sorted(changed)})
         return
-    out.print(kv_table(f"optimized {target.uri} (ingest {state.seq})",
-                       [(n, f"version {a} → {b}") for n, (a, b) in sorted(changed.items())] or
-                       [("tables", "nothing to compact")]))
+    out.print(
+        kv_table(
+            f"optimized {target.uri} (ingest {state.seq})",
+            [(n, f"version {a} → {b}") for n, (a, b) in sorted(changed.items())] or [("tables", "nothing to compact")],
+        )
+    )
 
 
 def waiting(lease: Any) -> None:
     """Told once when an ingest waits for another writer's lease."""
-    err.print(f"waiting for {lease.holder} (run {lease.owner}) to finish writing the lake "
-              f"(its lease runs until {lease.expires_at:%H:%M:%S} UTC) …", highlight=False)
+    err.print(
+        f"waiting for {lease.holder} (run {lease.owner}) to finish writing the lake "
+        f"(its lease runs until {lease.expires_at:%H:%M:%S} UTC) …",
+        highlight=False,
+    )
 
 
 def _round_line(n: int, report: IngestReport | None, error: Exception | None) -> str:
     from cli.app import _one_line
+
     when = dt.datetime.now().strftime("%H:%M:%S")
     if error is not None:
         return f"{when} round {n}: failed: {_one_line(error)}"
     assert report is not None
     torn = [w for w in report.warnings if "truncated last batch" in w]
-    what = (f"+{report.records_added:,} records (offsets {report.first_offset}…{report.last_offset}), ingest "
-            f"{report.seq}" if report.seq is not None else "nothing new")
+    what = (
+        f"+{report.records_added:,} records (offsets {report.first_offset}…{report.last_offset}), ingest {report.seq}"
+        if report.seq is not None
+        else "nothing new"
+    )
     snaps = f", snapshots {', '.join(report.snapshots)}" if report.snapshots else ""
     tail = f"; torn tail: {torn[0]}" if torn else ""
     return f"{when} round {n}: {what}{snaps}, high-water mark {report.high_water_mark}{tail}"
@@ -90,6 +105,7 @@ def follow_ingest(paths: list[str], location: str, interval: float, as_json: boo
     signal lets the current round finish, a second abandons it (nothing of it becomes visible)."""
     from image.spark.build import COMPACTORS, maintain_versions
     from metadata.ingest import follow
+
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -100,8 +116,11 @@ def follow_ingest(paths: list[str], location: str, interval: float, as_json: boo
 
     def on_round(n: int, report: IngestReport | None, error: Exception | None) -> None:
         if as_json:
-            doc = {"round": n, "error": None if error is None else str(error),
-                   "report": None if report is None else report.model_dump(mode="json")}
+            doc = {
+                "round": n,
+                "error": None if error is None else str(error),
+                "report": None if report is None else report.model_dump(mode="json"),
+            }
             sys.stdout.write(json.dumps(doc) + "\n")
             sys.stdout.flush()
         else:
@@ -109,9 +128,19 @@ def follow_ingest(paths: list[str], location: str, interval: float, as_json: boo
 
     handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        rounds = follow(paths, location, interval=interval, stop=stop, on_round=on_round, spark=spark(),
-                        progress=False, on_wait=waiting, derive=maintain_versions,
-                        compactors=COMPACTORS, **options)
+        rounds = follow(
+            paths,
+            location,
+            interval=interval,
+            stop=stop,
+            on_round=on_round,
+            spark=spark(),
+            progress=False,
+            on_wait=waiting,
+            derive=maintain_versions,
+            compactors=COMPACTORS,
+            **options,
+        )
     except KeyboardInterrupt:
         err.print("abandoned the round in progress; the lake shows the last committed ingest", highlight=False)
         raise typer.Exit(130) from None

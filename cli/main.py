@@ -35,26 +35,36 @@ from cli.app import (
 from cli.render import DEFAULT_LIMIT
 
 
-
 @app.command()
 @handles_errors
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments, snapshots or kafka-dump-log texts.")],
-           lake_location: LakeOpt,
-           allow_gaps: Annotated[bool, typer.Option(help="Skip corrupt batches (reported) instead of stopping.")] = False,
-           skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
-           follow: Annotated[bool, typer.Option(help="Keep ingesting (a live log dir) until SIGINT/SIGTERM.")] = False,
-           interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
-           wait: WaitOpt = 600.0, as_json: JsonOpt = False) -> None:
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments, snapshots or kafka-dump-log texts.")],
+    lake_location: LakeOpt,
+    allow_gaps: Annotated[bool, typer.Option(help="Skip corrupt batches (reported) instead of stopping.")] = False,
+    skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
+    follow: Annotated[bool, typer.Option(help="Keep ingesting (a live log dir) until SIGINT/SIGTERM.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
+    wait: WaitOpt = 600.0,
+    as_json: JsonOpt = False,
+) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
     from cli.lake_commands import follow_ingest, waiting
     from image.ingest import ingest as run
     from metadata.readers import ReadOptions
+
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
     if follow:
         follow_ingest([str(p) for p in paths], lake_location, interval, as_json, options=options, wait=wait)
         return
-    report = run([str(p) for p in paths], lake_location, spark=spark(), options=options, progress=not as_json,
-                 wait=wait, on_wait=waiting)
+    report = run(
+        [str(p) for p in paths],
+        lake_location,
+        spark=spark(),
+        options=options,
+        progress=not as_json,
+        wait=wait,
+        on_wait=waiting,
+    )
     for w in report.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     for s in report.skipped:
@@ -67,8 +77,13 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Log dirs, segments,
 
 @app.command("log-info")
 @handles_errors
-def log_info(lake_location: ReadLakeOpt = None, log: LogOpt = None, limit: LimitOpt = DEFAULT_LIMIT,
-             show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def log_info(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Summary of the stored log: offsets, times, counts by type, snapshots."""
     info = source(lake_location, log).log_info()
     if as_json:
@@ -79,13 +94,19 @@ def log_info(lake_location: ReadLakeOpt = None, log: LogOpt = None, limit: Limit
 
 @app.command()
 @handles_errors
-def dump(lake_location: ReadLakeOpt = None, log: LogOpt = None,
-         from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
-         to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
-         types: Annotated[list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")] = None,
-         control: Annotated[bool, typer.Option(help="Include control records.")] = False,
-         limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False,
-         as_json: JsonOpt = False) -> None:
+def dump(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
+    to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
+    types: Annotated[
+        list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")
+    ] = None,
+    control: Annotated[bool, typer.Option(help="Include control records.")] = False,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
     rows = source(lake_location, log).dump(from_offset, to_offset, types or (), control)
     if as_json:
@@ -97,44 +118,66 @@ def dump(lake_location: ReadLakeOpt = None, log: LogOpt = None,
 
 @app.command()
 @handles_errors
-def generate(out_dir: Annotated[Path, typer.Option("--out", help="Directory to write (gets __cluster_metadata-0/).")],
-             seed: Annotated[int, typer.Option(help="RNG seed; same arguments → identical bytes.")] = 7,
-             brokers: Annotated[int, typer.Option(help="Brokers.")] = 5,
-             topics: Annotated[int, typer.Option(help="Topics created at start.")] = 20,
-             partitions: Annotated[int, typer.Option(help="Partitions per topic.")] = 6,
-             churn: Annotated[int, typer.Option(help="Churn events after the initial layout.")] = 2000,
-             rf: Annotated[int, typer.Option("--rf", help="Replication factor.")] = 3,
-             snapshot_at: Annotated[int | None, typer.Option(help="Also write a snapshot at about this offset.")] = None,
-             noop_interval_ms: Annotated[int, typer.Option(help="NoOp interval of the idle controller.")] = 500,
-             compression: Annotated[str, typer.Option(help="none, gzip, snappy, lz4 or zstd.")] = "none",
-             segment_bytes: Annotated[int, typer.Option(help="Roll segments at about this size.")] = 1 << 20,
-             as_json: JsonOpt = False) -> None:
+def generate(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write (gets __cluster_metadata-0/).")],
+    seed: Annotated[int, typer.Option(help="RNG seed; same arguments → identical bytes.")] = 7,
+    brokers: Annotated[int, typer.Option(help="Brokers.")] = 5,
+    topics: Annotated[int, typer.Option(help="Topics created at start.")] = 20,
+    partitions: Annotated[int, typer.Option(help="Partitions per topic.")] = 6,
+    churn: Annotated[int, typer.Option(help="Churn events after the initial layout.")] = 2000,
+    rf: Annotated[int, typer.Option("--rf", help="Replication factor.")] = 3,
+    snapshot_at: Annotated[int | None, typer.Option(help="Also write a snapshot at about this offset.")] = None,
+    noop_interval_ms: Annotated[int, typer.Option(help="NoOp interval of the idle controller.")] = 500,
+    compression: Annotated[str, typer.Option(help="none, gzip, snappy, lz4 or zstd.")] = "none",
+    segment_bytes: Annotated[int, typer.Option(help="Roll segments at about this size.")] = 1 << 20,
+    as_json: JsonOpt = False,
+) -> None:
     """Write a deterministic, real-format metadata log of a simulated cluster."""
     from generator import generate as run
-    report = run(seed, brokers, topics, partitions, churn, out_dir, replication_factor=rf, snapshot_at=snapshot_at,
-                 noop_interval_ms=noop_interval_ms, compression=compression, segment_bytes=segment_bytes)
+
+    report = run(
+        seed,
+        brokers,
+        topics,
+        partitions,
+        churn,
+        out_dir,
+        replication_factor=rf,
+        snapshot_at=snapshot_at,
+        noop_interval_ms=noop_interval_ms,
+        compression=compression,
+        segment_bytes=segment_bytes,
+    )
     if as_json:
         print_json(report)
         return
-    out.print(render.kv_table(f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items()
-                                                  if not isinstance(v, (dict, list))]))
+    out.print(
+        render.kv_table(
+            f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items() if not isinstance(v, (dict, list))]
+        )
+    )
     by_type = report.model_dump().get("by_type")
     if by_type:
         out.print(render.counts_table("records by type", by_type))
 
 
+# the command modules register their commands in this order, which is the order --help lists them in
+# isort: off
 import cli.image_commands  # noqa: E402 — registers replay, show, diff (listed after the above)
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
 import cli.lake_commands  # noqa: E402 — registers check, optimize
+# isort: on
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 
 @app.command()
 @handles_errors
-def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to create.")] = "./lake",
-         sample: Annotated[Path, typer.Option(help="Log to use.")] = SAMPLE) -> None:
+def demo(
+    lake_location: Annotated[str, typer.Option("--lake", help="Lake to create.")] = "./lake",
+    sample: Annotated[Path, typer.Option(help="Log to use.")] = SAMPLE,
+) -> None:
     """The main job on the embedded sample: ingest, summary, records, a replayed image, a diff, and
     what every broker (and, step by step, broker 1) does with the changes."""
     if not sample.exists():
@@ -153,8 +196,9 @@ def demo(lake_location: Annotated[str, typer.Option("--lake", help="Lake to crea
     out.rule(f"kraft-replay changes --lake {lake_location} --from-offset {middle}")
     cli.replica_commands.changes(lake_location, from_offset=middle)
     out.rule(f"kraft-replay apply --lake {lake_location} --from-offset {middle} --to-offset {middle + 200} --broker 1")
-    cli.replica_commands.apply_command(broker=1, lake_location=lake_location, from_offset=middle,
-                                       to_offset=middle + 200)
+    cli.replica_commands.apply_command(
+        broker=1, lake_location=lake_location, from_offset=middle, to_offset=middle + 200
+    )
 
 
 if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands

@@ -38,6 +38,7 @@ T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------- values
 
+
 def iso_time(ms: int | None) -> str:
     """Epoch milliseconds as ISO-8601 UTC (``2026-01-30T17:05:00.123Z``); ``none`` when missing
     (null, or Kafka's -1)."""
@@ -105,6 +106,7 @@ def count(n: int, noun: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- lists
 
+
 def head(rows: Sequence[T], limit: int | None) -> tuple[Sequence[T], int]:
     """The first ``limit`` rows (all if None) and how many are left out."""
     if limit is None or len(rows) <= limit:
@@ -133,9 +135,17 @@ def heading(title: str) -> Text:
     return Text(title, style="table.title")
 
 
-def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Iterable[str] = (),
-          names: Iterable[str] = (), hide_empty: bool = False, hidden: int = 0,
-          detail: str = "") -> list[RenderableType]:
+def table(
+    title: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    right: Iterable[str] = (),
+    names: Iterable[str] = (),
+    hide_empty: bool = False,
+    hidden: int = 0,
+    detail: str = "",
+) -> list[RenderableType]:
     """:func:`heading`, the table, a note naming the columns left out (with ``hide_empty``: those
     empty or ``[]`` in every row), and :func:`more` if ``hidden`` rows were cut. ``right`` columns
     (numbers) are right-aligned and no wider than their values, their headers wrapping between
@@ -157,8 +167,7 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, 
         out.add_row(*(v for i, v in enumerate(r) if i not in dropped))
     parts: list[RenderableType] = [heading(title), out]
     if dropped:
-        parts.append(Text(f"empty in every row shown: {', '.join(columns[i] for i in sorted(dropped))}",
-                          style="dim"))
+        parts.append(Text(f"empty in every row shown: {', '.join(columns[i] for i in sorted(dropped))}", style="dim"))
     return parts + ([more(hidden, detail)] if hidden else [])
 
 
@@ -189,33 +198,58 @@ def _offsets(first: int | None, last: int | None) -> str:
 
 # ---------------------------------------------------------------------------------------------- log
 
+
 def ingest_report(report: IngestReport, limit: int | None) -> RenderableType:
     """What an ingest read and added."""
-    return kv_table(f"ingested into {report.lake}", [
-        ("files", len(report.files)), ("bytes read", f"{report.bytes_read:,}"),
-        ("bytes skipped (in the lake already)", f"{report.bytes_skipped:,}"),
-        ("records decoded", f"{report.records_decoded:,}"), ("records added", f"{report.records_added:,}"),
-        ("offsets", _offsets(report.first_offset, report.last_offset)), ("high-water mark", report.high_water_mark),
-        ("snapshots", f"{len(report.snapshots)}: {id_list(report.snapshots, limit)}" if report.snapshots else "none"),
-        ("snapshot records added", f"{report.snapshot_records_added:,}"), ("seconds", f"{report.seconds:.1f}")])
+    return kv_table(
+        f"ingested into {report.lake}",
+        [
+            ("files", len(report.files)),
+            ("bytes read", f"{report.bytes_read:,}"),
+            ("bytes skipped (in the lake already)", f"{report.bytes_skipped:,}"),
+            ("records decoded", f"{report.records_decoded:,}"),
+            ("records added", f"{report.records_added:,}"),
+            ("offsets", _offsets(report.first_offset, report.last_offset)),
+            ("high-water mark", report.high_water_mark),
+            (
+                "snapshots",
+                f"{len(report.snapshots)}: {id_list(report.snapshots, limit)}" if report.snapshots else "none",
+            ),
+            ("snapshot records added", f"{report.snapshot_records_added:,}"),
+            ("seconds", f"{report.seconds:.1f}"),
+        ],
+    )
 
 
 def log_info(info: LogInfo, limit: int | None) -> RenderableType:
     """Offsets, times, record counts by type and the stored snapshots."""
     parts: list[RenderableType] = [
-        kv_table(f"log in {info.lake}", [
-            ("offsets", _offsets(info.first_offset, info.last_offset)),
-            ("metadata records", f"{info.records:,}"), ("control records", f"{info.control_records:,}"),
-            ("missing offsets", f"{info.missing_offsets:,}"), ("first time", iso_time(info.first_timestamp)),
-            ("last time", iso_time(info.last_timestamp)), ("ingests", info.ingests)]),
-        counts_table("records by type", {**info.by_type, **info.control_by_type})]
+        kv_table(
+            f"log in {info.lake}",
+            [
+                ("offsets", _offsets(info.first_offset, info.last_offset)),
+                ("metadata records", f"{info.records:,}"),
+                ("control records", f"{info.control_records:,}"),
+                ("missing offsets", f"{info.missing_offsets:,}"),
+                ("first time", iso_time(info.first_timestamp)),
+                ("last time", iso_time(info.last_timestamp)),
+                ("ingests", info.ingests),
+            ],
+        ),
+        counts_table("records by type", {**info.by_type, **info.control_by_type}),
+    ]
     if info.snapshots:
         shown, hidden = head(info.snapshots, limit)
-        parts += table(f"snapshots ({len(info.snapshots):,})",
-                       ("end offset", "epoch", "kind", "records", "last contained time"),
-                       ((str(s.end_offset), str(s.epoch), s.kind, f"{s.records:,}",
-                         iso_time(s.last_contained_timestamp)) for s in shown),
-                       right=("end offset", "epoch", "records"), hidden=hidden)
+        parts += table(
+            f"snapshots ({len(info.snapshots):,})",
+            ("end offset", "epoch", "kind", "records", "last contained time"),
+            (
+                (str(s.end_offset), str(s.epoch), s.kind, f"{s.records:,}", iso_time(s.last_contained_timestamp))
+                for s in shown
+            ),
+            right=("end offset", "epoch", "records"),
+            hidden=hidden,
+        )
     return Group(*parts)
 
 
@@ -244,11 +278,18 @@ def dump(records: Iterable[DumpRecord], limit: int | None) -> RenderableType:
     """Records one per line (the payload as ``key=value`` pairs); counts them all."""
     shown, total = take(records, limit)
     width = max((len(str(r.offset)) for r in shown), default=1)
-    lines: list[RenderableType] = [Text(count(total, "record") + (f", the first {len(shown):,} shown"
-                                                                    if len(shown) < total else ""), style="bold")]
+    lines: list[RenderableType] = [
+        Text(count(total, "record") + (f", the first {len(shown):,} shown" if len(shown) < total else ""), style="bold")
+    ]
     for r in shown:
-        heading = Text.assemble((f"{r.offset:>{width}}", "bold"), "  ", (iso_time(r.timestamp), "dim"), "  ",
-                                (r.type, "cyan"), f" v{r.version}")
+        heading = Text.assemble(
+            (f"{r.offset:>{width}}", "bold"),
+            "  ",
+            (iso_time(r.timestamp), "dim"),
+            "  ",
+            (r.type, "cyan"),
+            f" v{r.version}",
+        )
         lines.append(_RecordLine(heading, pairs(r.data, limit), width + 2))
     if len(shown) < total:
         lines.append(more(total - len(shown)))
@@ -257,30 +298,54 @@ def dump(records: Iterable[DumpRecord], limit: int | None) -> RenderableType:
 
 # ---------------------------------------------------------------------------------------------- image
 
+
 def image_summary(summary: ImageSummary, limit: int | None) -> RenderableType:
     """Provenance, metadata.version, broker and partition health, rows per part."""
     level = summary.metadata_version
     version = "none" if level is None else f"{level} ({summary.metadata_version_name or 'unknown'})"
     return Group(
-        kv_table(f"image at offset {summary.offset}", [
-            ("offset", summary.offset), ("epoch", summary.epoch), ("time", iso_time(summary.timestamp)),
-            ("metadata.version", version),
-            ("next producer id", summary.next_producer_id if summary.next_producer_id >= 0 else "none"),
-            ("fenced brokers", id_list(summary.fenced_brokers, limit)),
-            ("brokers in controlled shutdown", id_list(summary.brokers_in_controlled_shutdown, limit)),
-            ("leaderless partitions", f"{summary.leaderless_partitions:,}"),
-            ("under-replicated partitions", f"{summary.under_replicated_partitions:,}")]),
-        counts_table("parts", summary.counts, what="part"))
+        kv_table(
+            f"image at offset {summary.offset}",
+            [
+                ("offset", summary.offset),
+                ("epoch", summary.epoch),
+                ("time", iso_time(summary.timestamp)),
+                ("metadata.version", version),
+                ("next producer id", summary.next_producer_id if summary.next_producer_id >= 0 else "none"),
+                ("fenced brokers", id_list(summary.fenced_brokers, limit)),
+                ("brokers in controlled shutdown", id_list(summary.brokers_in_controlled_shutdown, limit)),
+                ("leaderless partitions", f"{summary.leaderless_partitions:,}"),
+                ("under-replicated partitions", f"{summary.under_replicated_partitions:,}"),
+            ],
+        ),
+        counts_table("parts", summary.counts, what="part"),
+    )
 
 
 SHOW_COLUMNS: dict[str, dict[str, str]] = {
-    "partitions": {"topic": "topic", "partitionId": "partition", "leader": "leader", "leaderEpoch": "leader epoch",
-                   "partitionEpoch": "partition epoch", "replicas": "replicas", "isr": "isr",
-                   "addingReplicas": "adding", "removingReplicas": "removing", "eligibleLeaderReplicas": "elr",
-                   "lastKnownElr": "last known elr", "leaderRecoveryState": "recovery state"},
-    "brokers": {"brokerId": "broker", "brokerEpoch": "epoch", "fenced": "fenced",
-                "inControlledShutdown": "controlled shutdown", "rack": "rack", "endPoints": "endpoints",
-                "incarnationId": "incarnation id"},
+    "partitions": {
+        "topic": "topic",
+        "partitionId": "partition",
+        "leader": "leader",
+        "leaderEpoch": "leader epoch",
+        "partitionEpoch": "partition epoch",
+        "replicas": "replicas",
+        "isr": "isr",
+        "addingReplicas": "adding",
+        "removingReplicas": "removing",
+        "eligibleLeaderReplicas": "elr",
+        "lastKnownElr": "last known elr",
+        "leaderRecoveryState": "recovery state",
+    },
+    "brokers": {
+        "brokerId": "broker",
+        "brokerEpoch": "epoch",
+        "fenced": "fenced",
+        "inControlledShutdown": "controlled shutdown",
+        "rack": "rack",
+        "endPoints": "endpoints",
+        "incarnationId": "incarnation id",
+    },
     "topics": {"name": "name", "topicId": "topic id"},
     "configs": {"resourceType": "resource type", "resourceName": "resource name", "name": "name", "value": "value"},
     "features": {"name": "name", "level": "level"},
@@ -294,9 +359,17 @@ def show(part: str, rows: Sequence[Mapping[str, Any]], limit: int | None) -> Ren
     """Rows of one image part; columns empty in every row shown are left out (and named)."""
     shown, hidden = head(rows, limit)
     columns = SHOW_COLUMNS[part]
-    return Group(*table(f"{part} ({len(rows):,})", list(columns.values()),
-                        ([cell(r[f], limit, f) for f in columns] for r in shown),
-                        right=_NUMERIC, names=("topic", "name"), hide_empty=True, hidden=hidden))
+    return Group(
+        *table(
+            f"{part} ({len(rows):,})",
+            list(columns.values()),
+            ([cell(r[f], limit, f) for f in columns] for r in shown),
+            right=_NUMERIC,
+            names=("topic", "name"),
+            hide_empty=True,
+            hidden=hidden,
+        )
+    )
 
 
 def _diff_key(section: str, entry: Mapping[str, Any], limit: int | None) -> str:
@@ -322,28 +395,38 @@ def diff(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
     """The summary table, then per section with differences its first changes (added, removed,
     changed, each ordered by key) and how many more of each kind."""
     start, end = doc["from"], doc["to"]
-    parts = table(f"diff offset {start['offset']} → {end['offset']} "
-                  f"({iso_time(start['timestamp'])} → {iso_time(end['timestamp'])})", ("section", *CHANGES),
-                  ((section, *(f"{counts[c]:,}" for c in CHANGES)) for section, counts in doc["summary"].items()),
-                  right=CHANGES)
+    parts = table(
+        f"diff offset {start['offset']} → {end['offset']} "
+        f"({iso_time(start['timestamp'])} → {iso_time(end['timestamp'])})",
+        ("section", *CHANGES),
+        ((section, *(f"{counts[c]:,}" for c in CHANGES)) for section, counts in doc["summary"].items()),
+        right=CHANGES,
+    )
     for section, counts in doc["summary"].items():
         if not any(counts.values()):
             continue
         entries = [(change, e) for change in CHANGES for e in doc[section][change]]
         shown, hidden = head(entries, limit)
-        left = Counter(change for change, _ in entries[len(shown):])
-        parts += table(f"{section}: " + ", ".join(f"{counts[c]:,} {c}" for c in CHANGES if counts[c]),
-                       ("change", "key", "details"),
-                       ((change, _diff_key(section, e, limit), _diff_details(section, change, e, limit))
-                        for change, e in shown), hidden=hidden,
-                       detail=", ".join(f"{left[c]:,} {c}" for c in CHANGES if left[c]))
+        left = Counter(change for change, _ in entries[len(shown) :])
+        parts += table(
+            f"{section}: " + ", ".join(f"{counts[c]:,} {c}" for c in CHANGES if counts[c]),
+            ("change", "key", "details"),
+            ((change, _diff_key(section, e, limit), _diff_details(section, change, e, limit)) for change, e in shown),
+            hidden=hidden,
+            detail=", ".join(f"{left[c]:,} {c}" for c in CHANGES if left[c]),
+        )
     return Group(*parts)
 
 
 # ---------------------------------------------------------------------------------------------- replica
 
-_MEMBERS = {"deletes": "deletes", "leaders": "leaders", "electedLeaders": "elected leaders",
-            "followers": "followers", "directoryIds": "directory ids"}
+_MEMBERS = {
+    "deletes": "deletes",
+    "leaders": "leaders",
+    "electedLeaders": "elected leaders",
+    "followers": "followers",
+    "directoryIds": "directory ids",
+}
 _EPOCHS = ("leader", "leader epoch", "partition epoch")
 
 
@@ -357,17 +440,45 @@ def _broker_changes(doc: Mapping[str, Any], limit: int | None) -> list[Renderabl
         shown, hidden = head(doc[member], limit)
         parts += table(
             f"broker {b}: {member} ({len(doc[member]):,})",
-            ("partition", "leader", "leader epoch", "elected", "partition epoch", "isr", "replicas", "adding",
-             "removing", "directory"),
-            ((f"{e['topic']}-{e['partitionId']}", str(e["leader"]), str(e["leaderEpoch"]),
-              "yes" if (e["topic"], e["partitionId"]) in elected else "", str(e["partitionEpoch"]),
-              compact(e["isr"], limit), compact(e["replicas"], limit), compact(e["addingReplicas"], limit),
-              compact(e["removingReplicas"], limit), directories.get((e["topic"], e["partitionId"]), ""))
-             for e in shown),
-            right=_EPOCHS, names=("partition",), hide_empty=True, hidden=hidden)
+            (
+                "partition",
+                "leader",
+                "leader epoch",
+                "elected",
+                "partition epoch",
+                "isr",
+                "replicas",
+                "adding",
+                "removing",
+                "directory",
+            ),
+            (
+                (
+                    f"{e['topic']}-{e['partitionId']}",
+                    str(e["leader"]),
+                    str(e["leaderEpoch"]),
+                    "yes" if (e["topic"], e["partitionId"]) in elected else "",
+                    str(e["partitionEpoch"]),
+                    compact(e["isr"], limit),
+                    compact(e["replicas"], limit),
+                    compact(e["addingReplicas"], limit),
+                    compact(e["removingReplicas"], limit),
+                    directories.get((e["topic"], e["partitionId"]), ""),
+                )
+                for e in shown
+            ),
+            right=_EPOCHS,
+            names=("partition",),
+            hide_empty=True,
+            hidden=hidden,
+        )
     shown, hidden = head(doc["deletes"], limit)
-    parts += table(f"broker {b}: deletes ({len(doc['deletes']):,})", ("partition",),
-                   ((f"{d['topic']}-{d['partitionId']}",) for d in shown), hidden=hidden)
+    parts += table(
+        f"broker {b}: deletes ({len(doc['deletes']):,})",
+        ("partition",),
+        ((f"{d['topic']}-{d['partitionId']}",) for d in shown),
+        hidden=hidden,
+    )
     return parts
 
 
@@ -375,14 +486,25 @@ def changes(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
     """Every broker's counts (each broker's partitions with ``--all``), or one broker's partitions."""
     window = f"offsets {doc['fromOffset']} → {doc['toOffset']}"
     if "brokers" not in doc:
-        return Group(kv_table(f"broker {doc['broker']}, {window}", [
-            *((label, f"{len(doc[m]):,}") for m, label in _MEMBERS.items()), ("topics", f"{len(doc['topicIds']):,}")]),
-            *_broker_changes(doc, limit))
+        return Group(
+            kv_table(
+                f"broker {doc['broker']}, {window}",
+                [
+                    *((label, f"{len(doc[m]):,}") for m, label in _MEMBERS.items()),
+                    ("topics", f"{len(doc['topicIds']):,}"),
+                ],
+            ),
+            *_broker_changes(doc, limit),
+        )
     brokers = doc["brokers"]
     shown, hidden = head(brokers, limit)
-    parts = table(f"local changes of {count(len(brokers), 'broker')}, {window}", ("broker", *_MEMBERS.values()),
-                  ((str(b["broker"]), *(f"{len(b[m]):,}" for m in _MEMBERS)) for b in shown),
-                  right=("broker", *_MEMBERS.values()), hidden=hidden)
+    parts = table(
+        f"local changes of {count(len(brokers), 'broker')}, {window}",
+        ("broker", *_MEMBERS.values()),
+        ((str(b["broker"]), *(f"{len(b[m]):,}" for m in _MEMBERS)) for b in shown),
+        right=("broker", *_MEMBERS.values()),
+        hidden=hidden,
+    )
     if limit is None:
         parts += [part for b in brokers for part in _broker_changes(b, None)]
     elif brokers:
@@ -392,10 +514,12 @@ def changes(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
 
 _PHASE_HEADINGS = {
     "delete": lambda rows: f"Deleting {sum(r['action'] == 'delete-log' for r in rows)} partition(s).",
-    "leader": lambda rows: f"Transitioning {sum(r['action'] != 'remove-fetcher' for r in rows)} partition(s) "
-                           "to local leaders.",
-    "follower": lambda rows: f"Transitioning {sum(r['action'] in ('make-follower', 'abort') for r in rows)} "
-                             "partition(s) to local followers.",
+    "leader": lambda rows: (
+        f"Transitioning {sum(r['action'] != 'remove-fetcher' for r in rows)} partition(s) to local leaders."
+    ),
+    "follower": lambda rows: (
+        f"Transitioning {sum(r['action'] in ('make-follower', 'abort') for r in rows)} partition(s) to local followers."
+    ),
     "directory": lambda rows: f"Checking the directory of {len(rows)} partition(s) (metadata.version ≥ 3.7-IV2).",
     "coordinator": lambda rows: "Coordinator hooks (BrokerMetadataPublisher):",
 }
@@ -414,24 +538,30 @@ def _plan(actions: Sequence[Mapping[str, Any]], limit: int | None) -> Iterator[s
             where = "" if r["topic"] is None else f"{r['topic']}-{r['partition']}"
             yield str(r["step"]), r["action"], where, r["reason"]
         if hidden:
-            left = Counter(r["action"] for r in rows[len(shown):])
+            left = Counter(r["action"] for r in rows[len(shown) :])
             yield "  " + more(hidden, ", ".join(f"{n:,} {a}" for a, n in left.items())).plain
 
 
 def plan_lines(actions: Sequence[Mapping[str, Any]], limit: int | None) -> list[str]:
     """An apply plan as the broker would log it, as plain lines: per phase a heading, then its first
     ``limit`` actions (``step  action  topic-partition  reason``) and how many more of which action."""
-    return [item if isinstance(item, str) else f"  {item[0]:>4}  {item[1]:<18} {item[2]:<24} {item[3]}"
-            for item in _plan(actions, limit)]
+    return [
+        item if isinstance(item, str) else f"  {item[0]:>4}  {item[1]:<18} {item[2]:<24} {item[3]}"
+        for item in _plan(actions, limit)
+    ]
 
 
 def apply(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
     """One broker's apply plan: the number of actions, then per phase what :func:`plan_lines` says,
     in columns (each reason wrapping in its own)."""
     actions = doc["actions"]
-    parts: list[RenderableType] = [Text(
-        f"broker {doc['broker']} applies the delta of offsets {doc['fromOffset']} → {doc['toOffset']}: "
-        f"{count(len(actions), 'action')}", style="bold")]
+    parts: list[RenderableType] = [
+        Text(
+            f"broker {doc['broker']} applies the delta of offsets {doc['fromOffset']} → {doc['toOffset']}: "
+            f"{count(len(actions), 'action')}",
+            style="bold",
+        )
+    ]
     grid: Table | None = None
     for item in _plan(actions, limit):
         if isinstance(item, str):
@@ -460,19 +590,44 @@ def _request_table(broker: int, request: Mapping[str, Any], limit: int | None) -
     """A StopReplica or LeaderAndIsr request as a table of its partitions."""
     states = _request_partitions(request)
     shown, hidden = head(states, limit)
-    title = (f"broker {broker}: {request['type']} of {count(len(states), 'partition')} (controller "
-             f"{request['controllerId']}, epoch {request['controllerEpoch']}, broker epoch {request['brokerEpoch']})")
+    title = (
+        f"broker {broker}: {request['type']} of {count(len(states), 'partition')} (controller "
+        f"{request['controllerId']}, epoch {request['controllerEpoch']}, broker epoch {request['brokerEpoch']})"
+    )
     if request["type"] == "StopReplica":
-        return table(title, ("partition", "leader epoch", "delete"),
-                     ((f"{t}-{p['partitionIndex']}", str(p["leaderEpoch"]), compact(p["deletePartition"], limit))
-                      for t, p in shown), right=("leader epoch",), names=("partition",), hidden=hidden)
-    return table(title, ("partition", "leader", "leader epoch", "isr", "zk version", "replicas", "adding", "removing",
-                         "new"),
-                 ((f"{t}-{s['partitionIndex']}", str(s["leader"]), str(s["leaderEpoch"]), compact(s["isr"], limit),
-                   str(s["partitionEpoch"]), compact(s["replicas"], limit), compact(s["addingReplicas"], limit),
-                   compact(s["removingReplicas"], limit), compact(s["isNew"], limit)) for t, s in shown),
-                 right=("leader", "leader epoch", "zk version"), names=("partition",), hide_empty=True,
-                 hidden=hidden)
+        return table(
+            title,
+            ("partition", "leader epoch", "delete"),
+            (
+                (f"{t}-{p['partitionIndex']}", str(p["leaderEpoch"]), compact(p["deletePartition"], limit))
+                for t, p in shown
+            ),
+            right=("leader epoch",),
+            names=("partition",),
+            hidden=hidden,
+        )
+    return table(
+        title,
+        ("partition", "leader", "leader epoch", "isr", "zk version", "replicas", "adding", "removing", "new"),
+        (
+            (
+                f"{t}-{s['partitionIndex']}",
+                str(s["leader"]),
+                str(s["leaderEpoch"]),
+                compact(s["isr"], limit),
+                str(s["partitionEpoch"]),
+                compact(s["replicas"], limit),
+                compact(s["addingReplicas"], limit),
+                compact(s["removingReplicas"], limit),
+                compact(s["isNew"], limit),
+            )
+            for t, s in shown
+        ),
+        right=("leader", "leader epoch", "zk version"),
+        names=("partition",),
+        hide_empty=True,
+        hidden=hidden,
+    )
 
 
 def leader_and_isr(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
@@ -486,9 +641,13 @@ def leader_and_isr(doc: Mapping[str, Any], limit: int | None) -> RenderableType:
         return f"{sum(len(_request_partitions(r)) for r in d['requests'] if r['type'] == kind):,}"
 
     columns = ("broker", "broker epoch", "StopReplica partitions", "LeaderAndIsr partitions")
-    parts = table(f"requests to {count(len(documents), 'broker')}, offsets {doc['fromOffset']} → {doc['toOffset']}",
-                  columns, ((str(d["brokerId"]), str(d["brokerEpoch"]), size(d, "StopReplica"),
-                             size(d, "LeaderAndIsr")) for d in shown), right=columns, hidden=hidden)
+    parts = table(
+        f"requests to {count(len(documents), 'broker')}, offsets {doc['fromOffset']} → {doc['toOffset']}",
+        columns,
+        ((str(d["brokerId"]), str(d["brokerEpoch"]), size(d, "StopReplica"), size(d, "LeaderAndIsr")) for d in shown),
+        right=columns,
+        hidden=hidden,
+    )
     if limit is None:
         parts += [part for d in documents for r in d["requests"] for part in _request_table(d["brokerId"], r, None)]
     elif documents:
@@ -501,10 +660,14 @@ def zk_replay(result: Mapping[str, Any], limit: int | None) -> RenderableType:
     parts: list[RenderableType] = []
     for i, response in enumerate(result["responses"], 1):
         shown, hidden = head(response["partitionErrors"], limit)
-        parts += table(f"request {i}: {response['type']}, error code {response['errorCode']}",
-                       ("partition", "error code"),
-                       ((f"{p['topicName']}-{p['partitionIndex']}", str(p["errorCode"])) for p in shown),
-                       right=("error code",), names=("partition",), hidden=hidden)
+        parts += table(
+            f"request {i}: {response['type']}, error code {response['errorCode']}",
+            ("partition", "error code"),
+            ((f"{p['topicName']}-{p['partitionIndex']}", str(p["errorCode"])) for p in shown),
+            right=("error code",),
+            names=("partition",),
+            hidden=hidden,
+        )
         events, hidden = head(response["events"], limit)
         parts += [Text(f"  {event}") for event in events] + ([more(hidden)] if hidden else [])
     state = result["broker"]
@@ -517,8 +680,21 @@ def zk_replay(result: Mapping[str, Any], limit: int | None) -> RenderableType:
         f"broker {result['brokerId']} after the requests (controller epoch {state['controllerEpoch']}): "
         f"{count(len(state['partitions']), 'partition')}",
         ("partition", "leader", "leader epoch", "partition epoch", "replicas", "isr", "log", "fetcher"),
-        ((f"{p['topicName']}-{p['partitionIndex']}", str(p["leader"]), str(p["leaderEpoch"]), str(p["partitionEpoch"]),
-          compact(p["replicas"], limit), compact(p["isr"], limit),
-          "offline" if p["offline"] else ("yes" if p["hasLog"] else "no"), fetcher(p["fetcher"])) for p in shown),
-        right=_EPOCHS, names=("partition",), hidden=hidden)
+        (
+            (
+                f"{p['topicName']}-{p['partitionIndex']}",
+                str(p["leader"]),
+                str(p["leaderEpoch"]),
+                str(p["partitionEpoch"]),
+                compact(p["replicas"], limit),
+                compact(p["isr"], limit),
+                "offline" if p["offline"] else ("yes" if p["hasLog"] else "no"),
+                fetcher(p["fetcher"]),
+            )
+            for p in shown
+        ),
+        right=_EPOCHS,
+        names=("partition",),
+        hidden=hidden,
+    )
     return Group(*parts)

@@ -46,15 +46,18 @@ class ChangesEngine(str, Enum):
     reference = "reference"
 
 
-def _window(store: TemporalSource, from_offset: int | None, to_offset: int | None, from_time: str | None,
-            to_time: str | None) -> tuple[int, int]:
+def _window(
+    store: TemporalSource, from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None
+) -> tuple[int, int]:
     from replica.inputs import resolve_window
+
     return resolve_window(store, from_offset, to_offset, from_time, to_time)
 
 
 def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
     """The Spark source of the lake (the one read already, or the same lake read on Spark)."""
     from image.spark.source import SparkSource
+
     if isinstance(store, SparkSource):
         return store
     if lake_location is None:
@@ -70,27 +73,41 @@ def _spark_engine(store: TemporalSource, save: Path | None) -> bool:
     if "image.spark.source" not in sys.modules:  # nothing was read on Spark
         return False
     from image.spark.source import SparkSource
+
     return isinstance(store, SparkSource)
 
 
 def _delta(store: TemporalSource, lake_location: str | None, a: int, b: int) -> DeltaFrames:
     from replica.inputs import delta_frames
+
     return delta_frames(_on_spark(store, lake_location), a, b)
 
 
 @app.command()
 @handles_errors
-def changes(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: FromOffset = None,
-            to_offset: ToOffset = None,
-            from_time: FromTime = None, to_time: ToTime = None,
-            broker: Annotated[int | None, typer.Option(help="Only this broker (default: every broker).")] = None,
-            engine: Annotated[ChangesEngine, typer.Option(help="spark: all brokers set-based on Spark; "
-                                                          "reference: the sequential engine from the window's "
-                                                          "start; auto: spark when the lake is read on Spark")]
-            = ChangesEngine.auto,
-            save: Annotated[Path | None, typer.Option(help="Also write the changes as a Delta table here "
-                                                      "(spark engine).")] = None,
-            limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def changes(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    broker: Annotated[int | None, typer.Option(help="Only this broker (default: every broker).")] = None,
+    engine: Annotated[
+        ChangesEngine,
+        typer.Option(
+            help="spark: all brokers set-based on Spark; "
+            "reference: the sequential engine from the window's "
+            "start; auto: spark when the lake is read on Spark"
+        ),
+    ] = ChangesEngine.auto,
+    save: Annotated[
+        Path | None, typer.Option(help="Also write the changes as a Delta table here (spark engine).")
+    ] = None,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
     store = source(lake_location, log)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
@@ -100,6 +117,7 @@ def changes(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: 
         if save is not None:
             raise ValueError("--save needs the spark engine")
         from replica.inputs import reference_changes_json
+
         doc = reference_changes_json(store, a, b, broker)
     else:
         delta = _delta(store, lake_location, a, b)
@@ -114,26 +132,37 @@ def changes(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: 
 
 @app.command("apply")
 @handles_errors
-def apply_command(broker: Annotated[int, typer.Option(help="The broker applying the delta.")],
-                  lake_location: ReadLakeOpt = None, log: LogOpt = None,
-                  from_offset: FromOffset = None, to_offset: ToOffset = None,
-                  from_time: FromTime = None, to_time: ToTime = None,
-                  num_replica_fetchers: Annotated[int, typer.Option(help="num.replica.fetchers.")] = 1,
-                  controlled_shutdown: Annotated[bool, typer.Option(
-                      help="The broker is in controlled shutdown (its local flag).")] = False,
-                  listener: Listener = "PLAINTEXT",
-                  share_coordinator: Annotated[bool, typer.Option(help="A share coordinator is configured.")] = False,
-                  save: Annotated[Path | None, typer.Option(help="Also write the actions as a Delta table here.")]
-                  = None,
-                  limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def apply_command(
+    broker: Annotated[int, typer.Option(help="The broker applying the delta.")],
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    num_replica_fetchers: Annotated[int, typer.Option(help="num.replica.fetchers.")] = 1,
+    controlled_shutdown: Annotated[
+        bool, typer.Option(help="The broker is in controlled shutdown (its local flag).")
+    ] = False,
+    listener: Listener = "PLAINTEXT",
+    share_coordinator: Annotated[bool, typer.Option(help="A share coordinator is configured.")] = False,
+    save: Annotated[Path | None, typer.Option(help="Also write the actions as a Delta table here.")] = None,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
     store = source(lake_location, log)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
-    options = {"num_replica_fetchers": num_replica_fetchers, "inter_broker_listener": listener,
-               "in_controlled_shutdown": [broker] if controlled_shutdown else [],
-               "share_coordinator": share_coordinator}
+    options = {
+        "num_replica_fetchers": num_replica_fetchers,
+        "inter_broker_listener": listener,
+        "in_controlled_shutdown": [broker] if controlled_shutdown else [],
+        "share_coordinator": share_coordinator,
+    }
     if _spark_engine(store, save):
         from replica.apply_plan import apply_plan, plan_rows
+
         actions = apply_plan(_delta(store, lake_location, a, b), brokers=[broker], **options)
         if save is not None:
             actions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(save))
@@ -141,6 +170,7 @@ def apply_command(broker: Annotated[int, typer.Option(help="The broker applying 
     else:
         from replica.inputs import reference_delta
         from replica.plan import apply_plan_rows
+
         rows = apply_plan_rows(*reference_delta(store, a, b), brokers=[broker], **options)
     doc = {"broker": broker, "fromOffset": a, "toOffset": b, "actions": rows}
     if as_json:
@@ -151,26 +181,39 @@ def apply_command(broker: Annotated[int, typer.Option(help="The broker applying 
 
 @app.command("leader-and-isr")
 @handles_errors
-def leader_and_isr(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_offset: FromOffset = None,
-                   to_offset: ToOffset = None,
-                   from_time: FromTime = None, to_time: ToTime = None,
-                   broker: Annotated[int | None, typer.Option(help="Only this broker's requests.")] = None,
-                   controller_epoch: Annotated[int, typer.Option(help="Controller epoch of the requests.")] = 1,
-                   controller_id: Annotated[int, typer.Option(help="Controller id of the requests.")] = 0,
-                   listener: Listener = "PLAINTEXT",
-                   limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def leader_and_isr(
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    broker: Annotated[int | None, typer.Option(help="Only this broker's requests.")] = None,
+    controller_epoch: Annotated[int, typer.Option(help="Controller epoch of the requests.")] = 1,
+    controller_id: Annotated[int, typer.Option(help="Controller id of the requests.")] = 0,
+    listener: Listener = "PLAINTEXT",
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
     store = source(lake_location, log)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
-    options = {"controller_epoch": controller_epoch, "controller_id": controller_id, "broker": broker,
-               "inter_broker_listener": listener}
+    options = {
+        "controller_epoch": controller_epoch,
+        "controller_id": controller_id,
+        "broker": broker,
+        "inter_broker_listener": listener,
+    }
     if _spark_engine(store, None):
         from replica.zk import leader_and_isr_json
+
         doc = leader_and_isr_json(_delta(store, lake_location, a, b), **options)
     else:
         from replica.inputs import reference_delta
         from replica.zk import leader_and_isr_doc
+
         doc = leader_and_isr_doc(*reference_delta(store, a, b), **options)
     if as_json:
         print_json(doc)
@@ -180,12 +223,22 @@ def leader_and_isr(lake_location: ReadLakeOpt = None, log: LogOpt = None, from_o
 
 @app.command("zk-replay")
 @handles_errors
-def zk_replay(document: Annotated[Path, typer.Argument(help="JSON: brokerId, brokerEpoch, aliveBrokers, requests "
-                                                       "(see replica/zk.py; `leader-and-isr --broker N --json`).")],
-              limit: LimitOpt = DEFAULT_LIMIT, show_all: AllOpt = False, as_json: JsonOpt = False) -> None:
+def zk_replay(
+    document: Annotated[
+        Path,
+        typer.Argument(
+            help="JSON: brokerId, brokerEpoch, aliveBrokers, requests "
+            "(see replica/zk.py; `leader-and-isr --broker N --json`)."
+        ),
+    ],
+    limit: LimitOpt = DEFAULT_LIMIT,
+    show_all: AllOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Replay LeaderAndIsr / StopReplica requests on one ZooKeeper-era broker (becomeLeaderOrFollower,
     stopReplicas): per-partition error codes, events, final partition state."""
     from replica.zk import replay_requests
+
     result = replay_requests(json.loads(document.read_text()))
     if as_json:
         print_json(result)

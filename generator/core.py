@@ -7,17 +7,19 @@ import os
 import re
 from typing import Any
 
-from metadata.codec.compression import CODECS
 from generator.report import GenerateReport, SegmentReport, SnapshotReport
 from generator.simulator import CONTROLLER_IDS, Simulator
 from generator.snapshot import write_snapshot
 from generator.state import METADATA_TOPIC_ID, ClusterState
 from generator.writer import LogWriter, RecordSink
+from metadata.codec.compression import CODECS
 
 LOG_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1 << 20
-_OWN_FILES = re.compile(r"^(\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint|partition\.metadata|"
-                        r"quorum-state)$")
+_OWN_FILES = re.compile(
+    r"^(\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint|partition\.metadata|"
+    r"quorum-state)$"
+)
 
 
 def generate(
@@ -74,12 +76,30 @@ def generate(
     snapshots: list[dict[str, Any]] = []
 
     def on_snapshot(state: ClusterState, end_offset: int, epoch: int, last_ts: int, now: int) -> None:
-        snapshots.append(write_snapshot(log_dir, state, end_offset=end_offset, epoch=epoch,
-                                        last_contained_log_timestamp=last_ts, now=now, compression=compression))
+        snapshots.append(
+            write_snapshot(
+                log_dir,
+                state,
+                end_offset=end_offset,
+                epoch=epoch,
+                last_contained_log_timestamp=last_ts,
+                now=now,
+                compression=compression,
+            )
+        )
 
-    sim = Simulator(seed=seed, brokers=brokers, topics=topics, partitions=partitions, churn=churn,
-                    replication_factor=replication_factor, noop_interval_ms=noop_interval_ms, writer=writer,
-                    snapshot_at=snapshot_at, on_snapshot=on_snapshot)
+    sim = Simulator(
+        seed=seed,
+        brokers=brokers,
+        topics=topics,
+        partitions=partitions,
+        churn=churn,
+        replication_factor=replication_factor,
+        noop_interval_ms=noop_interval_ms,
+        writer=writer,
+        snapshot_at=snapshot_at,
+        on_snapshot=on_snapshot,
+    )
     try:
         sim.run()
         if snapshot_at is not None and not sim.snapshot_taken:
@@ -93,21 +113,49 @@ def generate(
     state = sim.state
     epochs = [e for e, _ in writer.epoch_starts]
     return GenerateReport(
-        seed=seed, brokers=brokers, topics=topics, partitions=partitions, churn=churn,
-        replication_factor=replication_factor, noop_interval_ms=noop_interval_ms, compression=compression,
-        segment_bytes=segment_bytes, snapshot_at=snapshot_at, log_dir=log_dir,
-        total_records=writer.total_records, metadata_records=writer.metadata_records,
-        control_records=writer.control_records, by_type=dict(sorted(writer.by_type.items())),
+        seed=seed,
+        brokers=brokers,
+        topics=topics,
+        partitions=partitions,
+        churn=churn,
+        replication_factor=replication_factor,
+        noop_interval_ms=noop_interval_ms,
+        compression=compression,
+        segment_bytes=segment_bytes,
+        snapshot_at=snapshot_at,
+        log_dir=log_dir,
+        total_records=writer.total_records,
+        metadata_records=writer.metadata_records,
+        control_records=writer.control_records,
+        by_type=dict(sorted(writer.by_type.items())),
         control_by_type=dict(sorted(writer.control_by_type.items())),
-        batches=writer.data_batches + writer.control_batches, data_batches=writer.data_batches,
-        control_batches=writer.control_batches, first_offset=0, last_offset=writer.next_offset - 1,
-        first_timestamp=writer.first_timestamp, last_timestamp=writer.last_timestamp,
-        first_epoch=epochs[0], last_epoch=epochs[-1], epochs=epochs, bytes=writer.bytes_written,
+        batches=writer.data_batches + writer.control_batches,
+        data_batches=writer.data_batches,
+        control_batches=writer.control_batches,
+        first_offset=0,
+        last_offset=writer.next_offset - 1,
+        first_timestamp=writer.first_timestamp,
+        last_timestamp=writer.last_timestamp,
+        first_epoch=epochs[0],
+        last_epoch=epochs[-1],
+        epochs=epochs,
+        bytes=writer.bytes_written,
         segments_written=len(writer.segments),
-        segments=[SegmentReport(file=s.file, base_offset=s.base_offset, last_offset=s.last_offset,
-                                batches=s.batches, records=s.records, bytes=s.bytes) for s in writer.segments],
-        snapshots_written=len(snapshots), snapshots=[SnapshotReport(**s) for s in snapshots],
-        transactions_committed=writer.transactions_committed, transactions_aborted=writer.transactions_aborted,
+        segments=[
+            SegmentReport(
+                file=s.file,
+                base_offset=s.base_offset,
+                last_offset=s.last_offset,
+                batches=s.batches,
+                records=s.records,
+                bytes=s.bytes,
+            )
+            for s in writer.segments
+        ],
+        snapshots_written=len(snapshots),
+        snapshots=[SnapshotReport(**s) for s in snapshots],
+        transactions_committed=writer.transactions_committed,
+        transactions_aborted=writer.transactions_aborted,
         committed_transaction_records=writer.committed_transaction_records,
         aborted_transaction_records=writer.aborted_transaction_records,
         churn_events=dict(sorted(sim.churn_events.items())),
@@ -125,7 +173,14 @@ def _write_aux_files(log_dir: str, writer: LogWriter, sim: Simulator) -> None:
     with open(os.path.join(log_dir, "leader-epoch-checkpoint"), "w", newline="\n") as fh:
         fh.write(f"0\n{len(writer.epoch_starts)}\n")
         fh.writelines(f"{epoch} {start}\n" for epoch, start in writer.epoch_starts)
-    quorum = {"clusterId": "", "leaderId": sim.raft_leader, "leaderEpoch": sim.raft_epoch, "votedId": -1,
-              "appliedOffset": 0, "currentVoters": [{"voterId": c} for c in CONTROLLER_IDS], "data_version": 0}
+    quorum = {
+        "clusterId": "",
+        "leaderId": sim.raft_leader,
+        "leaderEpoch": sim.raft_epoch,
+        "votedId": -1,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": c} for c in CONTROLLER_IDS],
+        "data_version": 0,
+    }
     with open(os.path.join(log_dir, "quorum-state"), "w", newline="\n") as fh:
         fh.write(json.dumps(quorum, separators=(",", ":")))

@@ -83,10 +83,12 @@ class GenerateReport(BaseModel):
     transactions_committed: int
     transactions_aborted: int
     committed_transaction_records: int = Field(
-        description="metadata records strictly between a BeginTransactionRecord and its EndTransactionRecord")
+        description="metadata records strictly between a BeginTransactionRecord and its EndTransactionRecord"
+    )
     aborted_transaction_records: int = Field(
         description="metadata records strictly between a BeginTransactionRecord and its AbortTransactionRecord "
-                    "(never visible in any image); the Begin/Abort markers and control records are not counted")
+        "(never visible in any image); the Begin/Abort markers and control records are not counted"
+    )
 
     # what happened
     churn_events: dict[str, int] = Field(description="top-level churn events by kind (follow-ups not counted)")

@@ -76,8 +76,24 @@ CONTROLLER_FEATURES = (
 )
 UPDATABLE_FEATURES = {"group.version": (0, 1), "transaction.version": (0, 1, 2)}
 
-TOPIC_WORDS = ("orders", "payments", "clickstream", "inventory", "audit", "metrics", "app-logs", "events",
-               "sessions", "users", "shipments", "invoices", "alerts", "telemetry", "profiles", "search")
+TOPIC_WORDS = (
+    "orders",
+    "payments",
+    "clickstream",
+    "inventory",
+    "audit",
+    "metrics",
+    "app-logs",
+    "events",
+    "sessions",
+    "users",
+    "shipments",
+    "invoices",
+    "alerts",
+    "telemetry",
+    "profiles",
+    "search",
+)
 TOPIC_CONFIGS: dict[str, tuple[str, ...]] = {
     "retention.ms": ("3600000", "86400000", "259200000", "604800000", "-1"),
     "cleanup.policy": ("delete", "compact", "compact,delete"),
@@ -101,11 +117,23 @@ BROKER_CONFIGS: dict[str, tuple[str, ...]] = {
 
 # top-level churn events and their weights
 CHURN_KINDS: tuple[tuple[str, float], ...] = (
-    ("isr_shrink", 18), ("isr_expand", 3), ("preferred_election", 5), ("reassignment", 7),
-    ("broker_crash", 0.3), ("controlled_shutdown", 0.3), ("broker_decommission", 0.1),
-    ("topic_create", 2), ("topic_delete", 2), ("create_partitions", 0.6),
-    ("topic_config", 12), ("broker_config", 5), ("feature_update", 1), ("producer_ids", 8),
-    ("raft_election", 0.6), ("bulk_create", 0.4), ("aborted_transaction", 0.15),
+    ("isr_shrink", 18),
+    ("isr_expand", 3),
+    ("preferred_election", 5),
+    ("reassignment", 7),
+    ("broker_crash", 0.3),
+    ("controlled_shutdown", 0.3),
+    ("broker_decommission", 0.1),
+    ("topic_create", 2),
+    ("topic_delete", 2),
+    ("create_partitions", 0.6),
+    ("topic_config", 12),
+    ("broker_config", 5),
+    ("feature_update", 1),
+    ("producer_ids", 8),
+    ("raft_election", 0.6),
+    ("bulk_create", 0.4),
+    ("aborted_transaction", 0.15),
 )
 FALLBACK_KINDS = ("topic_config", "producer_ids", "broker_config")
 
@@ -114,10 +142,20 @@ class Simulator:
     """Drives the simulation; writes through ``writer``; ``on_snapshot`` is called (at a batch
     boundary, outside any transaction) once the log reaches ``snapshot_at``."""
 
-    def __init__(self, *, seed: int, brokers: int, topics: int, partitions: int, churn: int,
-                 replication_factor: int, noop_interval_ms: int, writer: LogWriter,
-                 snapshot_at: int | None = None,
-                 on_snapshot: Callable[[ClusterState, int, int, int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        brokers: int,
+        topics: int,
+        partitions: int,
+        churn: int,
+        replication_factor: int,
+        noop_interval_ms: int,
+        writer: LogWriter,
+        snapshot_at: int | None = None,
+        on_snapshot: Callable[[ClusterState, int, int, int, int], None] | None = None,
+    ) -> None:
         self.rng = DetRandom(seed)
         self.n_brokers = brokers
         self.n_topics = topics
@@ -189,8 +227,12 @@ class Simulator:
     def _at_boundary(self) -> None:
         """The writer is at a batch boundary between operations, outside transactions: the state is
         exactly the replay of every record written so far."""
-        if (self.snapshot_at is not None and not self.snapshot_taken and self.state.metadata_version is not None
-                and self.w.next_offset >= self.snapshot_at):
+        if (
+            self.snapshot_at is not None
+            and not self.snapshot_taken
+            and self.state.metadata_version is not None
+            and self.w.next_offset >= self.snapshot_at
+        ):
             self.take_snapshot()
 
     def take_snapshot(self) -> None:
@@ -296,17 +338,29 @@ class Simulator:
         while i < len(names):
             n = self.uniform(1, 6)
             self.advance_to(self.t + self.uniform(20, 600))
-            self._create_topics([(name, self.n_partitions, self._creation_configs()) for name in names[i:i + n]])
+            self._create_topics([(name, self.n_partitions, self._creation_configs()) for name in names[i : i + n]])
             i += n
 
     def _register_controller(self, cid: int) -> None:
         self.begin()
-        self.emit("REGISTER_CONTROLLER_RECORD", 0, {
-            "controllerId": cid, "incarnationId": random_uuid(self.rng), "zkMigrationReady": False,
-            "endPoints": [{"name": "CONTROLLER", "host": f"controller-{cid - CONTROLLER_IDS[0]}.kafka.internal",
-                           "port": 9093, "securityProtocol": 0}],
-            "features": [dict(f) for f in CONTROLLER_FEATURES],
-        })
+        self.emit(
+            "REGISTER_CONTROLLER_RECORD",
+            0,
+            {
+                "controllerId": cid,
+                "incarnationId": random_uuid(self.rng),
+                "zkMigrationReady": False,
+                "endPoints": [
+                    {
+                        "name": "CONTROLLER",
+                        "host": f"controller-{cid - CONTROLLER_IDS[0]}.kafka.internal",
+                        "port": 9093,
+                        "securityProtocol": 0,
+                    }
+                ],
+                "features": [dict(f) for f in CONTROLLER_FEATURES],
+            },
+        )
         self.end()
 
     # ================================================================== broker lifecycle
@@ -318,17 +372,25 @@ class Simulator:
             return  # still alive: a new incarnation could not register (duplicate registration)
         self.begin()
         epoch = self.w.next_offset
-        self.emit("REGISTER_BROKER_RECORD", REGISTER_BROKER_VERSION, {
-            "brokerId": b, "isMigratingZkBroker": False, "incarnationId": random_uuid(self.rng),
-            "brokerEpoch": epoch,
-            "endPoints": [
-                {"name": "PLAINTEXT", "host": f"broker-{b}.kafka.internal", "port": 9092, "securityProtocol": 0},
-                {"name": "SSL", "host": f"broker-{b}.kafka.internal", "port": 9094, "securityProtocol": 1},
-            ],
-            "features": [dict(f) for f in BROKER_FEATURES],
-            "rack": None, "fenced": True, "inControlledShutdown": False,
-            "logDirs": list(self.broker_dirs[b]),
-        })
+        self.emit(
+            "REGISTER_BROKER_RECORD",
+            REGISTER_BROKER_VERSION,
+            {
+                "brokerId": b,
+                "isMigratingZkBroker": False,
+                "incarnationId": random_uuid(self.rng),
+                "brokerEpoch": epoch,
+                "endPoints": [
+                    {"name": "PLAINTEXT", "host": f"broker-{b}.kafka.internal", "port": 9092, "securityProtocol": 0},
+                    {"name": "SSL", "host": f"broker-{b}.kafka.internal", "port": 9094, "securityProtocol": 1},
+                ],
+                "features": [dict(f) for f in BROKER_FEATURES],
+                "rack": None,
+                "fenced": True,
+                "inControlledShutdown": False,
+                "logDirs": list(self.broker_dirs[b]),
+            },
+        )
         self.end()
         self.schedule(self.uniform(600, 3000), self._unfence, b, epoch)
 
@@ -367,8 +429,11 @@ class Simulator:
         """``handleBrokerFenced`` as one operation: drop ``b`` from every ISR (electing new leaders), then fence it."""
         self.begin()
         self._drop_from_isrs(b)
-        self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 0,
-                  {"brokerId": b, "brokerEpoch": self.state.brokers[b].epoch, "fenced": 1})
+        self.emit(
+            "BROKER_REGISTRATION_CHANGE_RECORD",
+            0,
+            {"brokerId": b, "brokerEpoch": self.state.brokers[b].epoch, "fenced": 1},
+        )
         self.end()
 
     def _drop_from_isrs(self, b: int) -> None:
@@ -381,8 +446,14 @@ class Simulator:
         for topic in self.state.topics.values():
             for pid, part in enumerate(topic.parts):
                 if b in part.isr:
-                    rec = build_partition_change(self.state, topic.id, pid, part, acceptable=acceptable,
-                                                 target_isr=[r for r in part.isr if r != b])
+                    rec = build_partition_change(
+                        self.state,
+                        topic.id,
+                        pid,
+                        part,
+                        acceptable=acceptable,
+                        target_isr=[r for r in part.isr if r != b],
+                    )
                     if rec is not None:
                         self.emit("PARTITION_CHANGE_RECORD", PARTITION_CHANGE_VERSION, rec)
 
@@ -411,8 +482,9 @@ class Simulator:
             return False
         br = self.state.brokers[b]
         self.begin()
-        self.emit("BROKER_REGISTRATION_CHANGE_RECORD", 1,
-                  {"brokerId": b, "brokerEpoch": br.epoch, "inControlledShutdown": 1})
+        self.emit(
+            "BROKER_REGISTRATION_CHANGE_RECORD", 1, {"brokerId": b, "brokerEpoch": br.epoch, "inControlledShutdown": 1}
+        )
         self._drop_from_isrs(b)
         self.end()
         self.schedule(self.uniform(300, 4000), self._shutdown_now, b, br.epoch)
@@ -447,8 +519,9 @@ class Simulator:
 
     # ================================================================== ISR and leadership
 
-    def _random_partition(self, predicate: Callable[[Partition], bool], tries: int = 40
-                          ) -> tuple[Topic, int, Partition] | None:
+    def _random_partition(
+        self, predicate: Callable[[Partition], bool], tries: int = 40
+    ) -> tuple[Topic, int, Partition] | None:
         topics = self.state.topics
         if not topics:
             return None
@@ -471,8 +544,7 @@ class Simulator:
             return False
         topic, pid, part = found
         follower = self.rng.choice([r for r in part.isr if r != part.leader])
-        rec = build_partition_change(self.state, topic.id, pid, part,
-                                     target_isr=[r for r in part.isr if r != follower])
+        rec = build_partition_change(self.state, topic.id, pid, part, target_isr=[r for r in part.isr if r != follower])
         if rec is None:
             return False
         self.begin()
@@ -484,7 +556,8 @@ class Simulator:
     def _ev_isr_expand(self) -> bool:
         state = self.state
         found = self._random_partition(
-            lambda p: p.leader >= 0 and any(r not in p.isr and state.is_active(r) for r in p.replicas))
+            lambda p: p.leader >= 0 and any(r not in p.isr and state.is_active(r) for r in p.replicas)
+        )
         if found is None:
             return False
         topic, pid, part = found
@@ -519,7 +592,8 @@ class Simulator:
         self.begin()
         for _ in range(self.uniform(1, 3)):
             found = self._random_partition(
-                lambda p: p.leader != p.replicas[0] and p.replicas[0] in p.isr and state.is_active(p.replicas[0]))
+                lambda p: p.leader != p.replicas[0] and p.replicas[0] in p.isr and state.is_active(p.replicas[0])
+            )
             if found is None:
                 break
             topic, pid, part = found
@@ -568,8 +642,15 @@ class Simulator:
         if target == part.replicas:
             return False
         replicas, removing, adding = reassignment_target(part.replicas, target)
-        rec = build_partition_change(state, topic.id, pid, part, target_replicas=replicas,
-                                     target_removing=removing or None, target_adding=adding or None)
+        rec = build_partition_change(
+            state,
+            topic.id,
+            pid,
+            part,
+            target_replicas=replicas,
+            target_removing=removing or None,
+            target_adding=adding or None,
+        )
         if rec is None:
             return False
         self.begin()
@@ -605,8 +686,16 @@ class Simulator:
             # the operator gives up: cancelPartitionReassignment
             revert = reassignment_revert(part)
             if revert is not None:
-                rec = build_partition_change(state, topic_id, pid, part, target_isr=revert[1],
-                                             target_replicas=revert[0], target_removing=[], target_adding=[])
+                rec = build_partition_change(
+                    state,
+                    topic_id,
+                    pid,
+                    part,
+                    target_isr=revert[1],
+                    target_replicas=revert[0],
+                    target_removing=[],
+                    target_adding=[],
+                )
                 if rec is not None:
                     self.begin()
                     self.emit("PARTITION_CHANGE_RECORD", PARTITION_CHANGE_VERSION, rec)
@@ -675,12 +764,22 @@ class Simulator:
     def _partition_record(self, topic_id: str, pid: int, replicas: list[int]) -> dict[str, Any]:
         state = self.state
         isr = [r for r in replicas if state.is_active(r)]
-        return {"partitionId": pid, "topicId": topic_id, "replicas": replicas, "isr": isr,
-                "removingReplicas": [], "addingReplicas": [], "leader": isr[0], "leaderEpoch": 0,
-                "partitionEpoch": 0, "directories": [state.default_dir(r) for r in replicas]}
+        return {
+            "partitionId": pid,
+            "topicId": topic_id,
+            "replicas": replicas,
+            "isr": isr,
+            "removingReplicas": [],
+            "addingReplicas": [],
+            "leader": isr[0],
+            "leaderEpoch": 0,
+            "partitionEpoch": 0,
+            "directories": [state.default_dir(r) for r in replicas],
+        }
 
-    def _create_topics(self, specs: list[tuple[str, int, dict[str, str]]], *, transaction: bool | None = None,
-                       abort: bool = False) -> int:
+    def _create_topics(
+        self, specs: list[tuple[str, int, dict[str, str]]], *, transaction: bool | None = None, abort: bool = False
+    ) -> int:
         """``createTopics``: TopicRecord, its ConfigRecords, its PartitionRecords, per topic; written
         as a metadata transaction (in batches of ``TXN_CHUNK``) when large. Returns topics created."""
         planned = []
@@ -703,8 +802,12 @@ class Simulator:
             topic_id = random_uuid(self.rng)
             self._txn_emit(transaction, "TOPIC_RECORD", 0, {"name": name, "topicId": topic_id})
             for key, value in configs.items():
-                self._txn_emit(transaction, "CONFIG_RECORD", 0, {"resourceType": TOPIC_RESOURCE,
-                                                                 "resourceName": name, "name": key, "value": value})
+                self._txn_emit(
+                    transaction,
+                    "CONFIG_RECORD",
+                    0,
+                    {"resourceType": TOPIC_RESOURCE, "resourceName": name, "name": key, "value": value},
+                )
             for pid, replicas in enumerate(placement):
                 rec = self._partition_record(topic_id, pid, replicas)
                 self._txn_emit(transaction, "PARTITION_RECORD", PARTITION_RECORD_VERSION, rec)
@@ -739,15 +842,19 @@ class Simulator:
         """A large CreateTopics request, written as a committed metadata transaction."""
         if self._topic_population() < 0:
             return False
-        specs = [(self._new_topic_name(), max(1, self.n_partitions), self._creation_configs())
-                 for _ in range(self.uniform(3, 6))]
+        specs = [
+            (self._new_topic_name(), max(1, self.n_partitions), self._creation_configs())
+            for _ in range(self.uniform(3, 6))
+        ]
         return self._create_topics(specs, transaction=True) > 0
 
     def _ev_aborted_transaction(self) -> bool:
         """A big creation inside a metadata transaction; the active controller dies before End. The
         new leader aborts the transaction (``recordsForNonEmptyLog``: AbortTransaction "Controller failover")."""
-        specs = [(self._new_topic_name(), max(1, self.n_partitions), self._creation_configs())
-                 for _ in range(self.uniform(2, 4))]
+        specs = [
+            (self._new_topic_name(), max(1, self.n_partitions), self._creation_configs())
+            for _ in range(self.uniform(2, 4))
+        ]
         self.discard = True
         try:
             created = self._create_topics(specs, transaction=True, abort=True)
@@ -815,8 +922,9 @@ class Simulator:
             for key in rng.sample(sorted(TOPIC_CONFIGS), rng.randint(1, 2)):
                 value = rng.choice(TOPIC_CONFIGS[key])
                 if current.get(key) != value:
-                    records.append({"resourceType": TOPIC_RESOURCE, "resourceName": topic.name,
-                                    "name": key, "value": value})
+                    records.append(
+                        {"resourceType": TOPIC_RESOURCE, "resourceName": topic.name, "name": key, "value": value}
+                    )
         if not records:
             return False
         self.begin()
@@ -833,12 +941,28 @@ class Simulator:
         current = self.state.configs.get((BROKER_RESOURCE, name), {})
         self.begin()
         if current and rng.random() < 0.35:
-            self.emit("CONFIG_RECORD", 0, {"resourceType": BROKER_RESOURCE, "resourceName": name,
-                                           "name": rng.choice(sorted(current)), "value": None})
+            self.emit(
+                "CONFIG_RECORD",
+                0,
+                {
+                    "resourceType": BROKER_RESOURCE,
+                    "resourceName": name,
+                    "name": rng.choice(sorted(current)),
+                    "value": None,
+                },
+            )
         else:
             for key in rng.sample(sorted(BROKER_CONFIGS), rng.randint(1, 2)):
-                self.emit("CONFIG_RECORD", 0, {"resourceType": BROKER_RESOURCE, "resourceName": name,
-                                               "name": key, "value": rng.choice(BROKER_CONFIGS[key])})
+                self.emit(
+                    "CONFIG_RECORD",
+                    0,
+                    {
+                        "resourceType": BROKER_RESOURCE,
+                        "resourceName": name,
+                        "name": key,
+                        "value": rng.choice(BROKER_CONFIGS[key]),
+                    },
+                )
         self.end()
         return True
 
@@ -850,8 +974,9 @@ class Simulator:
         level = rng.choice([v for v in UPDATABLE_FEATURES[name] if v != current])
         for br in self.state.brokers.values():  # every registered broker must support the level
             supported = next((f for f in br.features if f["name"] == name), None)
-            if level and (supported is None
-                          or not supported["minSupportedVersion"] <= level <= supported["maxSupportedVersion"]):
+            if level and (
+                supported is None or not supported["minSupportedVersion"] <= level <= supported["maxSupportedVersion"]
+            ):
                 return False
         self.begin()
         self.emit("FEATURE_LEVEL_RECORD", 0, {"name": name, "featureLevel": level})
@@ -866,8 +991,15 @@ class Simulator:
         b = self.rng.choice(active)
         first = max(self.state.next_producer_id, 0)
         self.begin()
-        self.emit("PRODUCER_IDS_RECORD", 0, {"brokerId": b, "brokerEpoch": self.state.brokers[b].epoch,
-                                             "nextProducerId": first + PRODUCER_ID_BLOCK_SIZE})
+        self.emit(
+            "PRODUCER_IDS_RECORD",
+            0,
+            {
+                "brokerId": b,
+                "brokerEpoch": self.state.brokers[b].epoch,
+                "nextProducerId": first + PRODUCER_ID_BLOCK_SIZE,
+            },
+        )
         self.end()
         return True
 
@@ -888,10 +1020,16 @@ class Simulator:
         self.raft_epoch = epoch
         self.raft_leader = leader
         self.w.set_epoch(epoch)
-        self.w.control(self.t, "LEADER_CHANGE", {
-            "version": 0, "leaderId": leader, "voters": [{"voterId": c} for c in CONTROLLER_IDS],
-            "grantingVoters": [{"voterId": c} for c in granting],
-        })
+        self.w.control(
+            self.t,
+            "LEADER_CHANGE",
+            {
+                "version": 0,
+                "leaderId": leader,
+                "voters": [{"voterId": c} for c in CONTROLLER_IDS],
+                "grantingVoters": [{"voterId": c} for c in granting],
+            },
+        )
         if self.noop_interval > 0 and not initial:
             self.next_noop = self.t + self.noop_interval  # the new active controller's NoOp timer
 

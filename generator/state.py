@@ -129,9 +129,16 @@ class Partition:
     def to_record(self, topic_id: str, partition_id: int) -> dict[str, Any]:
         """The PartitionRecord (v1 shape) that describes this registration."""
         rec: dict[str, Any] = {
-            "partitionId": partition_id, "topicId": topic_id, "replicas": self.replicas, "isr": self.isr,
-            "removingReplicas": self.removing, "addingReplicas": self.adding, "leader": self.leader,
-            "leaderEpoch": self.leader_epoch, "partitionEpoch": self.partition_epoch, "directories": self.dirs,
+            "partitionId": partition_id,
+            "topicId": topic_id,
+            "replicas": self.replicas,
+            "isr": self.isr,
+            "removingReplicas": self.removing,
+            "addingReplicas": self.adding,
+            "leader": self.leader,
+            "leaderEpoch": self.leader_epoch,
+            "partitionEpoch": self.partition_epoch,
+            "directories": self.dirs,
         }
         if self.lrs:
             rec["leaderRecoveryState"] = self.lrs

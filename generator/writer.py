@@ -47,8 +47,15 @@ class SegmentStats:
 class LogWriter:
     """Accumulates records into batches and appends the batches to segment files."""
 
-    def __init__(self, log_dir: str, *, compression: str = "none", segment_bytes: int = 1 << 20,
-                 linger_ms: int = LINGER_MS, sink: RecordSink | None = None) -> None:
+    def __init__(
+        self,
+        log_dir: str,
+        *,
+        compression: str = "none",
+        segment_bytes: int = 1 << 20,
+        linger_ms: int = LINGER_MS,
+        sink: RecordSink | None = None,
+    ) -> None:
         self.log_dir = log_dir
         self.compression = compression
         self.segment_bytes = segment_bytes
@@ -114,9 +121,9 @@ class LogWriter:
     def end_op(self) -> None:
         """End an operation; if it overflowed the open batch, the records before it form their own batch."""
         if self._pending_bytes > MAX_BATCH_BYTES and self._op_start:
-            head, tail = self._pending[:self._op_start], self._pending[self._op_start:]
-            tail_types = self._pending_types[self._op_start:]
-            self._pending, self._pending_types = head, self._pending_types[:self._op_start]
+            head, tail = self._pending[: self._op_start], self._pending[self._op_start :]
+            tail_types = self._pending_types[self._op_start :]
+            self._pending, self._pending_types = head, self._pending_types[: self._op_start]
             self.flush()
             self._pending, self._pending_types = tail, tail_types
             self._pending_bytes = sum(len(v) + RECORD_OVERHEAD for _, v in tail)
@@ -126,8 +133,10 @@ class LogWriter:
     def add(self, type_name: str, version: int, data: dict[str, Any]) -> int:
         """Append a metadata record to the open batch; returns its offset."""
         value = encode_metadata_value(type_name, version, data) if type_name != "NO_OP_RECORD" else self._noop_value
-        if (self._pending_bytes > MAX_BATCH_BYTES // 2
-                and (len(self._pending) - self._op_start) % MAX_RECORDS_PER_BATCH == 0):
+        if (
+            self._pending_bytes > MAX_BATCH_BYTES // 2
+            and (len(self._pending) - self._op_start) % MAX_RECORDS_PER_BATCH == 0
+        ):
             # a huge non-atomic operation is appended in chunks of 10,000 records; a chunk that no
             # longer fits starts a new batch
             self.flush()
@@ -168,9 +177,14 @@ class LogWriter:
             return
         records = self._pending
         base = self.next_offset - len(records)
-        self._write_batch(base, len(records), encode_batch(base, records, leader_epoch=self.epoch,
-                                                           timestamp=self._pending_time,
-                                                           compression=self.compression), self._pending_time)
+        self._write_batch(
+            base,
+            len(records),
+            encode_batch(
+                base, records, leader_epoch=self.epoch, timestamp=self._pending_time, compression=self.compression
+            ),
+            self._pending_time,
+        )
         self.data_batches += 1
         self._read_batch(base, self._pending_types, self._pending_time, None)
         self._pending = []
@@ -184,8 +198,14 @@ class LogWriter:
         key, value = encode_control_record(control_type, data)
         offset = self.next_offset
         self.next_offset += 1
-        self._write_batch(offset, 1, encode_batch(offset, [(key, value)], leader_epoch=self.epoch, timestamp=t,
-                                                  control=True, compression=self.compression), t)
+        self._write_batch(
+            offset,
+            1,
+            encode_batch(
+                offset, [(key, value)], leader_epoch=self.epoch, timestamp=t, control=True, compression=self.compression
+            ),
+            t,
+        )
         self.control_batches += 1
         self._read_batch(offset, [None], t, control_type)
         self.control_records += 1
@@ -201,13 +221,17 @@ class LogWriter:
         self.epoch = epoch
         self.epoch_starts.append((epoch, self.next_offset))
 
-    def _read_batch(self, base_offset: int, types: list[str] | list[None], timestamp: int,
-                    control_type: str | None) -> None:
+    def _read_batch(
+        self, base_offset: int, types: list[str] | list[None], timestamp: int, control_type: str | None
+    ) -> None:
         """The batch loader reads the batch just written (data records by type, or one control record)."""
         last_offset = base_offset + len(types) - 1
         for offset, type_name in enumerate(types, base_offset):
-            self._delta_ends.replay(LogRecord(offset, base_offset, last_offset, self.epoch, timestamp, type_name, 0,
-                                              control_type=control_type))
+            self._delta_ends.replay(
+                LogRecord(
+                    offset, base_offset, last_offset, self.epoch, timestamp, type_name, 0, control_type=control_type
+                )
+            )
 
     def _delta_end(self, last_offset: int) -> None:
         if self.on_delta_end is not None:

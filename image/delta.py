@@ -26,10 +26,20 @@ class _PartDelta(Protocol):
     def build(self, in_place: bool) -> Any: ...
 
 
-_PARTS = ("features", "cluster", "topics", "configs", "client_quotas", "producer_ids", "acls", "scram",
-          "delegation_token")
-"""The nine parts in ``MetadataImage`` order: a part's delta is ``<part>_delta``, made by ``get_or_create_<part>_delta``;
-its image is the image's attribute of that name (``delegation_tokens`` for ``delegation_token``)."""
+_PARTS = (
+    "features",
+    "cluster",
+    "topics",
+    "configs",
+    "client_quotas",
+    "producer_ids",
+    "acls",
+    "scram",
+    "delegation_token",
+)
+"""The nine parts in ``MetadataImage`` order: a part's delta is ``<part>_delta``, made by
+``get_or_create_<part>_delta``; its image is the image's attribute of that name (``delegation_tokens`` for
+``delegation_token``)."""
 
 
 class MetadataDelta:
@@ -174,7 +184,8 @@ _IMAGE_PART = {"delegation_token": "delegation_tokens"}
 """A part's image attribute where its name differs from the part's (Kafka's ``delegationTokens``)."""
 
 _ALL_PARTS: tuple[Callable[[MetadataDelta], _PartDelta], ...] = tuple(
-    getattr(MetadataDelta, f"get_or_create_{part}_delta") for part in _PARTS)
+    getattr(MetadataDelta, f"get_or_create_{part}_delta") for part in _PARTS
+)
 
 _Handler = Callable[[MetadataDelta, Mapping[str, Any]], None]
 

@@ -47,8 +47,9 @@ def _entry(part: str, change: str, before: Row | None, after: Row | None) -> dic
     return {**head, "fields": fields, "before": {f: before[f] for f in fields}, "after": {f: after[f] for f in fields}}
 
 
-def diff_rows(before: Mapping[str, Iterable[Row]], after: Mapping[str, Iterable[Row]], from_provenance: Row,
-              to_provenance: Row) -> dict[str, Any]:
+def diff_rows(
+    before: Mapping[str, Iterable[Row]], after: Mapping[str, Iterable[Row]], from_provenance: Row, to_provenance: Row
+) -> dict[str, Any]:
     """``{from, to, summary, <part>: {added, removed, changed}}`` of two images given as rows per part
     (rows not mentioned on either side are equal on both), entries sorted by key."""
     doc: dict[str, Any] = {"from": from_provenance, "to": to_provenance, "summary": {}}
@@ -97,6 +98,9 @@ def diff_json(source: TemporalSource, from_offset: int, to_offset: int) -> dict[
     provenance = {}
     for side, offset in (("from", from_offset), ("to", to_offset)):
         p = provenance_at(source, offset)
-        provenance[side] = {"offset": p.last_contained_offset, "epoch": p.last_contained_epoch,
-                            "timestamp": p.last_contained_log_time_ms}
+        provenance[side] = {
+            "offset": p.last_contained_offset,
+            "epoch": p.last_contained_epoch,
+            "timestamp": p.last_contained_log_time_ms,
+        }
     return diff_rows(before, after, provenance["from"], provenance["to"])

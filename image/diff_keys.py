@@ -15,4 +15,5 @@ CHANGES = ("added", "removed", "changed")
 _CONTEXT: dict[str, tuple[str, ...]] = {"partitions": ("topic",)}
 
 DIFF_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    part: (keys, _CONTEXT.get(part, ())) for part, keys in PART_KEYS.items() if part != "topicNames"}
+    part: (keys, _CONTEXT.get(part, ())) for part, keys in PART_KEYS.items() if part != "topicNames"
+}

@@ -21,10 +21,25 @@ from image.summary import COUNTED_PARTS, ImageSummary
 
 _INT, _LONG, _STR, _BOOL = T.IntegerType(), T.LongType(), T.StringType(), T.BooleanType()
 _INTS, _STRS = T.ArrayType(_INT), T.ArrayType(_STR)
-_ENDPOINTS = T.ArrayType(T.StructType([T.StructField("name", _STR), T.StructField("host", _STR),
-                                       T.StructField("port", _INT), T.StructField("securityProtocol", _INT)]))
-_FEATURES = T.ArrayType(T.StructType([T.StructField("name", _STR), T.StructField("minSupportedVersion", _INT),
-                                      T.StructField("maxSupportedVersion", _INT)]))
+_ENDPOINTS = T.ArrayType(
+    T.StructType(
+        [
+            T.StructField("name", _STR),
+            T.StructField("host", _STR),
+            T.StructField("port", _INT),
+            T.StructField("securityProtocol", _INT),
+        ]
+    )
+)
+_FEATURES = T.ArrayType(
+    T.StructType(
+        [
+            T.StructField("name", _STR),
+            T.StructField("minSupportedVersion", _INT),
+            T.StructField("maxSupportedVersion", _INT),
+        ]
+    )
+)
 
 
 def _schema(*cols: tuple[str, T.DataType]) -> T.StructType:
@@ -34,25 +49,74 @@ def _schema(*cols: tuple[str, T.DataType]) -> T.StructType:
 SCHEMAS: dict[str, T.StructType] = {
     "provenance": _schema(("offset", _LONG), ("epoch", _INT), ("timestamp", _LONG)),
     "topics": _schema(("name", _STR), ("topicId", _STR)),
-    "partitions": _schema(("topic", _STR), ("topicId", _STR), ("partitionId", _INT), ("replicas", _INTS),
-                          ("isr", _INTS), ("removingReplicas", _INTS), ("addingReplicas", _INTS), ("leader", _INT),
-                          ("leaderRecoveryState", _INT), ("leaderEpoch", _INT), ("partitionEpoch", _INT),
-                          ("directories", _STRS), ("eligibleLeaderReplicas", _INTS), ("lastKnownElr", _INTS)),
-    "brokers": _schema(("brokerId", _INT), ("brokerEpoch", _LONG), ("incarnationId", _STR), ("fenced", _BOOL),
-                       ("inControlledShutdown", _BOOL), ("isMigratingZkBroker", _BOOL), ("rack", _STR),
-                       ("endPoints", _ENDPOINTS), ("features", _FEATURES), ("logDirs", _STRS)),
-    "controllers": _schema(("controllerId", _INT), ("incarnationId", _STR), ("zkMigrationReady", _BOOL),
-                           ("endPoints", _ENDPOINTS), ("features", _FEATURES)),
+    "partitions": _schema(
+        ("topic", _STR),
+        ("topicId", _STR),
+        ("partitionId", _INT),
+        ("replicas", _INTS),
+        ("isr", _INTS),
+        ("removingReplicas", _INTS),
+        ("addingReplicas", _INTS),
+        ("leader", _INT),
+        ("leaderRecoveryState", _INT),
+        ("leaderEpoch", _INT),
+        ("partitionEpoch", _INT),
+        ("directories", _STRS),
+        ("eligibleLeaderReplicas", _INTS),
+        ("lastKnownElr", _INTS),
+    ),
+    "brokers": _schema(
+        ("brokerId", _INT),
+        ("brokerEpoch", _LONG),
+        ("incarnationId", _STR),
+        ("fenced", _BOOL),
+        ("inControlledShutdown", _BOOL),
+        ("isMigratingZkBroker", _BOOL),
+        ("rack", _STR),
+        ("endPoints", _ENDPOINTS),
+        ("features", _FEATURES),
+        ("logDirs", _STRS),
+    ),
+    "controllers": _schema(
+        ("controllerId", _INT),
+        ("incarnationId", _STR),
+        ("zkMigrationReady", _BOOL),
+        ("endPoints", _ENDPOINTS),
+        ("features", _FEATURES),
+    ),
     "configs": _schema(("resourceType", _STR), ("resourceName", _STR), ("name", _STR), ("value", _STR)),
     "features": _schema(("name", _STR), ("level", _INT)),
-    "producerIds": _schema(("nextProducerId", _LONG),),
+    "producerIds": _schema(
+        ("nextProducerId", _LONG),
+    ),
     "clientQuotas": _schema(("entity", T.MapType(_STR, _STR, True)), ("key", _STR), ("value", T.DoubleType())),
-    "acls": _schema(("id", _STR), ("resourceType", _INT), ("resourceName", _STR), ("patternType", _INT),
-                    ("principal", _STR), ("host", _STR), ("operation", _INT), ("permissionType", _INT)),
-    "scram": _schema(("mechanism", _STR), ("name", _STR), ("salt", _STR), ("storedKey", _STR),
-                     ("serverKey", _STR), ("iterations", _INT)),
-    "delegationTokens": _schema(("tokenId", _STR), ("owner", _STR), ("requester", _STR), ("renewers", _STRS),
-                                ("issueTimestamp", _LONG), ("maxTimestamp", _LONG), ("expirationTimestamp", _LONG)),
+    "acls": _schema(
+        ("id", _STR),
+        ("resourceType", _INT),
+        ("resourceName", _STR),
+        ("patternType", _INT),
+        ("principal", _STR),
+        ("host", _STR),
+        ("operation", _INT),
+        ("permissionType", _INT),
+    ),
+    "scram": _schema(
+        ("mechanism", _STR),
+        ("name", _STR),
+        ("salt", _STR),
+        ("storedKey", _STR),
+        ("serverKey", _STR),
+        ("iterations", _INT),
+    ),
+    "delegationTokens": _schema(
+        ("tokenId", _STR),
+        ("owner", _STR),
+        ("requester", _STR),
+        ("renewers", _STRS),
+        ("issueTimestamp", _LONG),
+        ("maxTimestamp", _LONG),
+        ("expirationTimestamp", _LONG),
+    ),
 }
 
 
@@ -127,36 +191,49 @@ class ImageFrames:
         prov = collected.pop("provenance")[0]
         producer = collected.pop("producerIds")
         features = {r["name"]: r["level"] for r in collected.pop("features")}
-        return canonical({**prov, **collected, "features": features,
-                          "producerIds": producer[0] if producer else {"nextProducerId": -1}})
+        return canonical(
+            {
+                **prov,
+                **collected,
+                "features": features,
+                "producerIds": producer[0] if producer else {"nextProducerId": -1},
+            }
+        )
 
     def summary(self) -> ImageSummary:
         """:func:`image.summary.image_summary` of this image, from one Spark job that collects only
         ``(fact, value)`` rows: the row count of every counted part, provenance, metadata.version,
         the next producer id, fenced and in-controlled-shutdown broker ids (one row each) and the
         counts of leaderless and under-replicated partitions."""
+
         def fact(name: str, value: Column) -> tuple[Column, Column]:
             return F.lit(name).alias("fact"), value.cast("long").alias("value")
 
         p, b = self.partitions, self.brokers
         selects = [getattr(self, part).agg(*fact(f"count:{part}", F.count("*"))) for part in COUNTED_PARTS]
         selects += [self.provenance.select(*fact(c, F.col(c))) for c in ("offset", "epoch", "timestamp")]
-        selects += [self.features.where(F.col("name") == METADATA_VERSION).select(*fact(METADATA_VERSION,
-                                                                                         F.col("level"))),
-                    self.producerIds.select(*fact("nextProducerId", F.col("nextProducerId"))),
-                    b.where("fenced").select(*fact("fenced", F.col("brokerId"))),
-                    b.where("inControlledShutdown").select(*fact("inControlledShutdown", F.col("brokerId"))),
-                    p.agg(*fact("leaderless", F.count(F.when(F.col("leader") == -1, 1)))),
-                    p.agg(*fact("underReplicated", F.count(F.when(F.size("isr") < F.size("replicas"), 1))))]
+        selects += [
+            self.features.where(F.col("name") == METADATA_VERSION).select(*fact(METADATA_VERSION, F.col("level"))),
+            self.producerIds.select(*fact("nextProducerId", F.col("nextProducerId"))),
+            b.where("fenced").select(*fact("fenced", F.col("brokerId"))),
+            b.where("inControlledShutdown").select(*fact("inControlledShutdown", F.col("brokerId"))),
+            p.agg(*fact("leaderless", F.count(F.when(F.col("leader") == -1, 1)))),
+            p.agg(*fact("underReplicated", F.count(F.when(F.size("isr") < F.size("replicas"), 1)))),
+        ]
         facts = sorted((r["fact"], r["value"]) for r in reduce(DataFrame.unionByName, selects).collect())
         one = dict(facts)
         return ImageSummary(
-            offset=one["offset"], epoch=one["epoch"], timestamp=one["timestamp"],
-            metadata_version=one.get(METADATA_VERSION), next_producer_id=one.get("nextProducerId", -1),
+            offset=one["offset"],
+            epoch=one["epoch"],
+            timestamp=one["timestamp"],
+            metadata_version=one.get(METADATA_VERSION),
+            next_producer_id=one.get("nextProducerId", -1),
             fenced_brokers=[v for f, v in facts if f == "fenced"],
             brokers_in_controlled_shutdown=[v for f, v in facts if f == "inControlledShutdown"],
-            leaderless_partitions=one["leaderless"], under_replicated_partitions=one["underReplicated"],
-            counts={part: one[f"count:{part}"] for part in COUNTED_PARTS})
+            leaderless_partitions=one["leaderless"],
+            under_replicated_partitions=one["underReplicated"],
+            counts={part: one[f"count:{part}"] for part in COUNTED_PARTS},
+        )
 
     def save(self, location: str) -> None:
         """Write every part as a Delta table ``<location>/<part>`` (overwriting)."""

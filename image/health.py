@@ -77,9 +77,11 @@ def parse_min_insync(value: str, resource: tuple[str, str]) -> int:
 def min_insync_settings(configs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
     """``{(resourceType, resourceName): min.insync.replicas}`` of the TOPIC and BROKER resources
     of an image JSON ``configs`` list that set it."""
-    return {(c["resourceType"], c["resourceName"]): parse_min_insync(c["value"], (c["resourceType"], c["resourceName"]))
-            for c in configs
-            if c["name"] == MIN_INSYNC_REPLICAS and c["resourceType"] in ("TOPIC", "BROKER")}
+    return {
+        (c["resourceType"], c["resourceName"]): parse_min_insync(c["value"], (c["resourceType"], c["resourceName"]))
+        for c in configs
+        if c["name"] == MIN_INSYNC_REPLICAS and c["resourceType"] in ("TOPIC", "BROKER")
+    }
 
 
 def min_insync_replicas(settings: Mapping[tuple[str, str], int], topic: str, broker: int) -> int:
@@ -108,7 +110,8 @@ def image_gauges(image: Mapping[str, Any]) -> Gauges:
         offlinePartitions=sum(p["leader"] == NO_LEADER for p in partitions),
         underReplicatedPartitions=sum(len(p["isr"]) < len(p["replicas"]) for p in partitions),
         underMinIsrPartitions=sum(
-            is_under_min_isr(p, min_insync_replicas(settings, p["topic"], p["leader"])) for p in partitions),
+            is_under_min_isr(p, min_insync_replicas(settings, p["topic"], p["leader"])) for p in partitions
+        ),
         fencedBrokers=sorted(b["brokerId"] for b in brokers if b["fenced"]),
         controlledShutdownBrokers=sorted(b["brokerId"] for b in brokers if b["inControlledShutdown"]),
         reassigningPartitions=sum(bool(p["addingReplicas"] or p["removingReplicas"]) for p in partitions),

@@ -120,8 +120,12 @@ def partition_events(before: State | None, after: State | None, earlier_ids: set
         return [f"deleted with topic id {before['topicId']}"]
     if before is None:
         created = "re-created" if earlier_ids - {after["topicId"]} else "created"
-        return [(f"{created} (topic id {after['topicId']}): replicas {_list(after['replicas'])}, "
-                 f"leader {_leader(after['leader'])}, ISR {_list(after['isr'])}")]
+        return [
+            (
+                f"{created} (topic id {after['topicId']}): replicas {_list(after['replicas'])}, "
+                f"leader {_leader(after['leader'])}, ISR {_list(after['isr'])}"
+            )
+        ]
     words: list[str] = []
     if before["leader"] != after["leader"]:
         new = after["leader"]
@@ -137,15 +141,26 @@ def partition_events(before: State | None, after: State | None, earlier_ids: set
                 kind = f"unclean {how}"
         words.append(f"leader {_leader(before['leader'])}→{_leader(new)} ({kind})")
     elif before["leaderEpoch"] != after["leaderEpoch"]:
-        words.append(f"leader epoch {before['leaderEpoch']}→{after['leaderEpoch']} (leader {_leader(after['leader'])} kept)")
+        words.append(
+            f"leader epoch {before['leaderEpoch']}→{after['leaderEpoch']} (leader {_leader(after['leader'])} kept)"
+        )
     if before["leaderRecoveryState"] != after["leaderRecoveryState"]:
-        words.append("leader recovering (log may be truncated)" if after["leaderRecoveryState"] == 1
-                     else "leader recovery completed")
+        words.append(
+            "leader recovering (log may be truncated)"
+            if after["leaderRecoveryState"] == 1
+            else "leader recovery completed"
+        )
     lost = [r for r in before["isr"] if r not in after["isr"]]
     gained = [r for r in after["isr"] if r not in before["isr"]]
     if lost or gained:
-        delta = " ".join(part for part in (f"−{','.join(map(str, lost))}" if lost else "",
-                                           f"+{','.join(map(str, gained))}" if gained else "") if part)
+        delta = " ".join(
+            part
+            for part in (
+                f"−{','.join(map(str, lost))}" if lost else "",
+                f"+{','.join(map(str, gained))}" if gained else "",
+            )
+            if part
+        )
         words.append(f"ISR {delta} → {_list(after['isr'])}")
     if before["replicas"] != after["replicas"]:
         words.append(f"replicas {_list(before['replicas'])}→{_list(after['replicas'])}")
@@ -154,8 +169,11 @@ def partition_events(before: State | None, after: State | None, earlier_ids: set
         if before[name] != after[name]:
             words.append(f"{label} {_list(before[name])}→{_list(after[name])}")
     if before["directories"] != after["directories"] and before["replicas"] == after["replicas"]:
-        words += [f"replica {r} directory {d0}→{d1}" for r, d0, d1 in
-                  zip(after["replicas"], before["directories"], after["directories"], strict=True) if d0 != d1]
+        words += [
+            f"replica {r} directory {d0}→{d1}"
+            for r, d0, d1 in zip(after["replicas"], before["directories"], after["directories"], strict=True)
+            if d0 != d1
+        ]
     return words
 
 
@@ -163,8 +181,11 @@ def _reassignment_words(before: State, after: State) -> list[str]:
     was = bool(before["addingReplicas"] or before["removingReplicas"])
     now = bool(after["addingReplicas"] or after["removingReplicas"])
     if not was and now:
-        moves = [f"{label} {_list(after[name])}" for name, label in (("addingReplicas", "adding"),
-                                                                     ("removingReplicas", "removing")) if after[name]]
+        moves = [
+            f"{label} {_list(after[name])}"
+            for name, label in (("addingReplicas", "adding"), ("removingReplicas", "removing"))
+            if after[name]
+        ]
         return [f"reassignment started ({', '.join(moves)})"]
     if was and not now:
         replicas = set(after["replicas"])
@@ -173,9 +194,11 @@ def _reassignment_words(before: State, after: State) -> list[str]:
         if not set(before["addingReplicas"]) & replicas:
             return ["reassignment cancelled"]
         return ["reassignment ended"]
-    return [f"{label} {_list(before[name])}→{_list(after[name])}"
-            for name, label in (("addingReplicas", "adding replicas"), ("removingReplicas", "removing replicas"))
-            if before[name] != after[name]]
+    return [
+        f"{label} {_list(before[name])}→{_list(after[name])}"
+        for name, label in (("addingReplicas", "adding replicas"), ("removingReplicas", "removing replicas"))
+        if before[name] != after[name]
+    ]
 
 
 def _endpoints(endpoints: Iterable[Mapping[str, Any]]) -> str:
@@ -190,19 +213,29 @@ def broker_events(before: State | None, after: State | None) -> list[str]:
     """What changed from one broker state to the next, in words (see docs/health.md)."""
     if after is None:
         return [] if before is None else ["unregistered"]
-    details = (f"endpoints {_endpoints(after['endPoints'])}, rack {after['rack'] or 'none'}, "
-               f"features {_features(after['features'])}")
+    details = (
+        f"endpoints {_endpoints(after['endPoints'])}, rack {after['rack'] or 'none'}, "
+        f"features {_features(after['features'])}"
+    )
     if before is None:
-        return [f"registered (epoch {after['brokerEpoch']}, incarnation {after['incarnationId']}, {details})"
-                + ("; fenced" if after["fenced"] else "")]
+        return [
+            f"registered (epoch {after['brokerEpoch']}, incarnation {after['incarnationId']}, {details})"
+            + ("; fenced" if after["fenced"] else "")
+        ]
     words = []
     if before["brokerEpoch"] != after["brokerEpoch"] or before["incarnationId"] != after["incarnationId"]:
-        incarnation = ("same incarnation" if before["incarnationId"] == after["incarnationId"]
-                       else f"new incarnation {after['incarnationId']}")
+        incarnation = (
+            "same incarnation"
+            if before["incarnationId"] == after["incarnationId"]
+            else f"new incarnation {after['incarnationId']}"
+        )
         words.append(f"re-registered (epoch {before['brokerEpoch']}→{after['brokerEpoch']}, {incarnation}, {details})")
     else:
-        for name, label, show in (("endPoints", "endpoints", _endpoints), ("features", "features", _features),
-                                  ("rack", "rack", lambda v: v or "none")):
+        for name, label, show in (
+            ("endPoints", "endpoints", _endpoints),
+            ("features", "features", _features),
+            ("rack", "rack", lambda v: v or "none"),
+        ):
             if before[name] != after[name]:
                 words.append(f"{label} {show(before[name])} → {show(after[name])}")
     if before["fenced"] != after["fenced"]:
@@ -227,8 +260,10 @@ def topic_events(before: State | None, after: State | None, earlier_ids: set[str
         if new["topicId"] is not None:
             others = earlier_ids - {new["topicId"]}
             if others:
-                words.append(f"re-created under the same name with a new id {new['topicId']} "
-                             f"(was {', '.join(sorted(others))}), {new['partitions']} partitions")
+                words.append(
+                    f"re-created under the same name with a new id {new['topicId']} "
+                    f"(was {', '.join(sorted(others))}), {new['partitions']} partitions"
+                )
             else:
                 words.append(f"created (topic id {new['topicId']}, {new['partitions']} partitions)")
     elif old["partitions"] != new["partitions"]:
@@ -258,16 +293,21 @@ def _topic_changes(before: State | None, after: State | None) -> list[Change]:
     out = _changes(old, new, ("topicId", "partitions"))
     for name in sorted(old["configs"].keys() | new["configs"].keys()):
         if old["configs"].get(name) != new["configs"].get(name):
-            out.append(Change(field=f"configs.{name}", before=old["configs"].get(name),
-                              after=new["configs"].get(name)))
+            out.append(Change(field=f"configs.{name}", before=old["configs"].get(name), after=new["configs"].get(name)))
     return out
 
 
 Describe = Callable[[State | None, State | None, set[str]], tuple[list[Change], list[str]]]
 
 
-def _history(window: VersionWindow, segments: Sequence[_Segment], key: State, fields: Sequence[str],
-             describe: Describe, topic_id: Callable[[State], str | None]) -> History:
+def _history(
+    window: VersionWindow,
+    segments: Sequence[_Segment],
+    key: State,
+    fields: Sequence[str],
+    describe: Describe,
+    topic_id: Callable[[State], str | None],
+) -> History:
     """The entries of ``segments`` that overlap the window, each described against the segment
     before it (an absent state shows ``key`` and null ``fields``)."""
     versions = []
@@ -279,18 +319,30 @@ def _history(window: VersionWindow, segments: Sequence[_Segment], key: State, fi
             changes, events = describe(before, segment.state, seen)
             state = segment.state if segment.state is not None else {**key, **dict.fromkeys(fields)}
             time = segment.time if segment.time is not None else window.time_at(segment.start)
-            versions.append(HistoryVersion(fromOffset=segment.start, toOffset=segment.end,
-                                           fromTime=None if time is None else iso_time(time),
-                                           changes=changes, events=events, **state))
+            versions.append(
+                HistoryVersion(
+                    fromOffset=segment.start,
+                    toOffset=segment.end,
+                    fromTime=None if time is None else iso_time(time),
+                    changes=changes,
+                    events=events,
+                    **state,
+                )
+            )
         if segment.state is not None and topic_id(segment.state) is not None:
             seen.add(topic_id(segment.state))  # type: ignore[arg-type]
         previous = segment
     return History(versions=versions)
 
 
-def _part_history(window: VersionWindow, part: str, rows: list[dict[str, Any]], key: State,
-                  events: Callable[[State | None, State | None, set[str]], list[str]],
-                  topic_id: Callable[[State], str | None]) -> History:
+def _part_history(
+    window: VersionWindow,
+    part: str,
+    rows: list[dict[str, Any]],
+    key: State,
+    events: Callable[[State | None, State | None, set[str]], list[str]],
+    topic_id: Callable[[State], str | None],
+) -> History:
     fields = [c for c in window.part(part).column_names if c not in _VERSION_COLUMNS and c not in key]
     segments = _segments(rows, [*key, *fields])
 
@@ -304,15 +356,17 @@ def partition_history(window: VersionWindow, topic: str, partition: int) -> Hist
     """The states of partition ``partition`` of the topic named ``topic`` over the window (the
     window must hold every version of that partition: a topic and partition selection)."""
     rows = [r for r in _rows(window.partitions) if r["topic"] == topic and r["partitionId"] == partition]
-    return _part_history(window, "partitions", rows, {"topic": topic, "partitionId": partition},
-                         partition_events, lambda s: s["topicId"])
+    return _part_history(
+        window, "partitions", rows, {"topic": topic, "partitionId": partition}, partition_events, lambda s: s["topicId"]
+    )
 
 
 def broker_history(window: VersionWindow, broker: int) -> History:
     """The states of broker ``broker`` over the window (a broker selection)."""
     rows = [r for r in _rows(window.brokers) if r["brokerId"] == broker]
-    return _part_history(window, "brokers", rows, {"brokerId": broker}, lambda b, a, _: broker_events(b, a),
-                         lambda s: None)
+    return _part_history(
+        window, "brokers", rows, {"brokerId": broker}, lambda b, a, _: broker_events(b, a), lambda s: None
+    )
 
 
 def topic_states(window: VersionWindow, topic: str) -> list[_Segment]:
@@ -331,8 +385,11 @@ def topic_states(window: VersionWindow, topic: str) -> list[_Segment]:
 
     add((r for r in _rows(window.topics) if r["name"] == topic), "topic", lambda r: (r["from_offset"], r["topicId"]))
     add((r for r in _rows(window.partitions) if r["topic"] == topic), "partition", lambda r: r["topicId"])
-    add((r for r in _rows(window.configs) if r["resourceType"] == "TOPIC" and r["resourceName"] == topic),
-        "config", lambda r: (r["name"], r["value"]))
+    add(
+        (r for r in _rows(window.configs) if r["resourceType"] == "TOPIC" and r["resourceName"] == topic),
+        "config",
+        lambda r: (r["name"], r["value"]),
+    )
     live: set[tuple[int, str]] = set()
     partitions: dict[str, int] = defaultdict(int)
     configs: dict[str, str] = {}
@@ -354,8 +411,12 @@ def topic_states(window: VersionWindow, topic: str) -> list[_Segment]:
         topic_id = max(live)[1] if live else None
         state = None
         if topic_id is not None or configs:
-            state = {"name": topic, "topicId": topic_id, "partitions": partitions[topic_id] if topic_id else 0,
-                     "configs": dict(sorted(configs.items()))}
+            state = {
+                "name": topic,
+                "topicId": topic_id,
+                "partitions": partitions[topic_id] if topic_id else 0,
+                "configs": dict(sorted(configs.items())),
+            }
         if segments and segments[-1].state == state or not segments and state is None:
             continue
         if segments:
@@ -370,8 +431,10 @@ TOPIC_FIELDS = ("topicId", "partitions", "configs")
 
 def topic_history(window: VersionWindow, topic: str) -> History:
     """The states of the topic named ``topic`` over the window (a topic selection)."""
+
     def describe(before: State | None, after: State | None, seen: set[str]) -> tuple[list[Change], list[str]]:
         return _topic_changes(before, after), topic_events(before, after, seen)
 
-    return _history(window, topic_states(window, topic), {"name": topic}, TOPIC_FIELDS, describe,
-                    lambda s: s["topicId"])
+    return _history(
+        window, topic_states(window, topic), {"name": topic}, TOPIC_FIELDS, describe, lambda s: s["topicId"]
+    )

@@ -75,15 +75,16 @@ class MetadataImage:
             "partitions": [p.to_json(t.name, t.id, pid) for t in topics for pid, p in t.partitions.items()],
             "brokers": [b.to_json() for b in self.cluster.brokers.values()],
             "controllers": [c.to_json() for c in self.cluster.controllers.values()],
-            "configs": [parts.config_row(r, k, v) for r, data in self.configs.resource_data.items()
-                        for k, v in data.items()],
+            "configs": [
+                parts.config_row(r, k, v) for r, data in self.configs.resource_data.items() for k, v in data.items()
+            ],
             "features": features,
             "producerIds": [parts.producer_ids_row(self.producer_ids.next_producer_id)],
-            "clientQuotas": [parts.quota_row(e, k, v) for e, quotas in self.client_quotas.entities.items()
-                             for k, v in quotas.items()],
+            "clientQuotas": [
+                parts.quota_row(e, k, v) for e, quotas in self.client_quotas.entities.items() for k, v in quotas.items()
+            ],
             "acls": [acl.to_json(acl_id) for acl_id, acl in self.acls.acls.items()],
-            "scram": [parts.scram_row(m, u, c) for m, users in self.scram.mechanisms.items()
-                      for u, c in users.items()],
+            "scram": [parts.scram_row(m, u, c) for m, users in self.scram.mechanisms.items() for u, c in users.items()],
             "delegationTokens": [t.to_json() for t in self.delegation_tokens.tokens.values()],
             "topicNames": [parts.topic_name_row(n, t.id) for n, t in self.topics.topics_by_name.items()],
         }
@@ -95,11 +96,15 @@ class MetadataImage:
         partitions: dict[str, dict[int, PartitionRegistration]] = {}
         for r in rows.get("partitions", ()):
             partitions.setdefault(r["topicId"], {})[r["partitionId"]] = parts.partition(r)
-        by_id = {r["topicId"]: TopicImage(r["name"], r["topicId"], read_only(partitions.get(r["topicId"], {})))
-                 for r in rows.get("topics", ())}
+        by_id = {
+            r["topicId"]: TopicImage(r["name"], r["topicId"], read_only(partitions.get(r["topicId"], {})))
+            for r in rows.get("topics", ())
+        }
         # only the id of a name-index entry is ever read back (image.parts)
-        by_name = {r["name"]: by_id.get(r["topicId"]) or TopicImage(r["name"], r["topicId"])
-                   for r in rows.get("topicNames", ())}
+        by_name = {
+            r["name"]: by_id.get(r["topicId"]) or TopicImage(r["name"], r["topicId"])
+            for r in rows.get("topicNames", ())
+        }
         features = {r["name"]: r["level"] for r in rows.get("features", ())}
         metadata_version = features.pop(METADATA_VERSION, FeaturesImage.EMPTY.metadata_version_level)
         configs: dict[ConfigResource, dict[str, str]] = {}
@@ -116,24 +121,27 @@ class MetadataImage:
         return cls(
             provenance=provenance,
             features=FeaturesImage(read_only(features), metadata_version),
-            cluster=ClusterImage(read_only({r["brokerId"]: parts.broker(r) for r in rows.get("brokers", ())}),
-                                 read_only({r["controllerId"]: parts.controller(r)
-                                            for r in rows.get("controllers", ())})),
+            cluster=ClusterImage(
+                read_only({r["brokerId"]: parts.broker(r) for r in rows.get("brokers", ())}),
+                read_only({r["controllerId"]: parts.controller(r) for r in rows.get("controllers", ())}),
+            ),
             topics=TopicsImage(read_only(by_id), read_only(by_name)),
             configs=ConfigurationsImage(read_only({k: read_only(v) for k, v in configs.items()})),
             client_quotas=ClientQuotasImage(read_only({k: read_only(v) for k, v in quotas.items()})),
             producer_ids=ProducerIdsImage(producer[0]["nextProducerId"] if producer else -1),
             acls=AclsImage(read_only({r["id"]: parts.acl(r) for r in rows.get("acls", ())})),
             scram=ScramImage(read_only({k: read_only(v) for k, v in scram.items()})),
-            delegation_tokens=DelegationTokenImage(read_only({r["tokenId"]: parts.delegation_token(r)
-                                                              for r in rows.get("delegationTokens", ())})),
+            delegation_tokens=DelegationTokenImage(
+                read_only({r["tokenId"]: parts.delegation_token(r) for r in rows.get("delegationTokens", ())})
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
         """The image JSON document (``image/README.md``), assembled by :func:`image.parts.assemble`."""
         p = self.provenance
-        return parts.assemble(self.rows(), p.last_contained_offset, p.last_contained_epoch,
-                              p.last_contained_log_time_ms)
+        return parts.assemble(
+            self.rows(), p.last_contained_offset, p.last_contained_epoch, p.last_contained_log_time_ms
+        )
 
 
 MetadataImage.EMPTY = MetadataImage()

@@ -10,8 +10,9 @@ from pyspark.sql import functions as F
 from image.sources import reference_image
 from image.spark.source import SparkSource
 from image.temporal import image_at
-from metadata.check import CheckContext, Findings, listed, readable, lake_check
+from metadata.check import CheckContext, Findings, lake_check, listed, readable
 from metadata.version_tables import PART_KEYS, PART_TABLES
+
 
 def _key(name: str) -> Column:
     """A key column usable in a window (a map, e.g. a quota entity, as its sorted entries in JSON)."""
@@ -28,8 +29,10 @@ def check_versions(ctx: CheckContext) -> Findings:
     tables = {part: table for part, table in PART_TABLES.items() if table in ctx.state.versions}
     if not tables:
         if "records" in ctx.state.versions:
-            found.problems.append("the lake has records but no temporal image (image_* tables): "
-                                  "ingest anything (even the same sources again) to build it")
+            found.problems.append(
+                "the lake has records but no temporal image (image_* tables): "
+                "ingest anything (even the same sources again) to build it"
+            )
         return found
     bad = []
     for part, table in tables.items():
@@ -37,15 +40,25 @@ def check_versions(ctx: CheckContext) -> Findings:
             continue
         keys = [_key(k) for k in PART_KEYS[part]]
         chain = Window.partitionBy(*keys).orderBy("from_offset")
-        rows = (ctx.table(table).withColumn("_next", F.lead("from_offset").over(chain))
-                .where((F.col("to_offset").isNotNull() & (F.col("to_offset") <= F.col("from_offset")))
-                       | (F.col("_next").isNotNull()
-                          & (F.col("to_offset").isNull() | (F.col("to_offset") > F.col("_next")))))
-                .select("from_offset", "to_offset", "_next").orderBy("from_offset").limit(3).collect())
-        bad += [f"{table}: a version from offset {r['from_offset']} to {r['to_offset']} overlaps the next "
-                f"(from {r['_next']})" if r["_next"] is not None else
-                f"{table}: a version ends (offset {r['to_offset']}) before it begins ({r['from_offset']})"
-                for r in rows]
+        rows = (
+            ctx.table(table)
+            .withColumn("_next", F.lead("from_offset").over(chain))
+            .where(
+                (F.col("to_offset").isNotNull() & (F.col("to_offset") <= F.col("from_offset")))
+                | (F.col("_next").isNotNull() & (F.col("to_offset").isNull() | (F.col("to_offset") > F.col("_next"))))
+            )
+            .select("from_offset", "to_offset", "_next")
+            .orderBy("from_offset")
+            .limit(3)
+            .collect()
+        )
+        bad += [
+            f"{table}: a version from offset {r['from_offset']} to {r['to_offset']} overlaps the next "
+            f"(from {r['_next']})"
+            if r["_next"] is not None
+            else f"{table}: a version ends (offset {r['to_offset']}) before it begins ({r['from_offset']})"
+            for r in rows
+        ]
     found.problems += listed(bad, "version chain problems")
     if bad or not all(t in ctx.readable for t in tables.values()):
         return found
@@ -62,8 +75,10 @@ def check_versions(ctx: CheckContext) -> Findings:
         if [str(e) for e in errors] != [str(e) for e in expected.errors]:
             differ.append("replay errors")
         if differ:
-            found.problems.append(f"the temporal image at offset {offset} differs from a replay of the stored "
-                                  f"records ({', '.join(differ)}); ingest the sources into a new lake")
+            found.problems.append(
+                f"the temporal image at offset {offset} differs from a replay of the stored "
+                f"records ({', '.join(differ)}); ingest the sources into a new lake"
+            )
         else:
             found.notes.append(f"the image at offset {offset} equals a replay of the records")
     return found

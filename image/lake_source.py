@@ -13,8 +13,7 @@ import pyarrow.compute as pc
 
 from image.errors import ReplayError
 from image.parts import Row
-from image.temporal import (RecordPosition, SnapshotId, arrow_aggregates, dump_rows, log_bounds,
-                            version_filter)
+from image.temporal import RecordPosition, SnapshotId, arrow_aggregates, dump_rows, log_bounds, version_filter
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
 from metadata.log import LogRecord
@@ -30,8 +29,10 @@ def visible(offset: int) -> pc.Expression:
 def may_be_visible(offset: int):
     """File pruning for :func:`visible`: a file whose versions all start after ``offset`` or all end at
     or before it holds none."""
+
     def keep(f: DataFile) -> bool:
         return f.may_hold("from_offset", hi=offset) and f.may_hold("to_offset", lo=offset + 1, nulls=True)
+
     return keep
 
 
@@ -55,11 +56,14 @@ class ArrowSource:
 
     @cached_property
     def _snapshots(self) -> list[SnapshotId]:
-        t = self.files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind",
-                                                   "last_contained_timestamp"])
+        t = self.files.read(
+            "snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind", "last_contained_timestamp"]
+        )
         ids = {(r["snapshot_end_offset"], r["snapshot_epoch"]): r for r in t.to_pylist() if r["kind"] == "snapshot"}
-        return sorted(SnapshotId(e, p, r["last_contained_timestamp"] if r["last_contained_timestamp"] is not None
-                                 else -1) for (e, p), r in ids.items())
+        return sorted(
+            SnapshotId(e, p, r["last_contained_timestamp"] if r["last_contained_timestamp"] is not None else -1)
+            for (e, p), r in ids.items()
+        )
 
     def snapshots(self) -> Sequence[SnapshotId]:
         return self._snapshots
@@ -71,8 +75,12 @@ class ArrowSource:
             where = pc.field("offset") <= offset
             if lo is not None:
                 where &= pc.field("offset") >= lo
-            t = self.files.read("records", columns=["offset", "batch_leader_epoch", "timestamp"], where=where,
-                                prune=lambda f, lo=lo: f.may_hold("offset", lo=lo, hi=offset))
+            t = self.files.read(
+                "records",
+                columns=["offset", "batch_leader_epoch", "timestamp"],
+                where=where,
+                prune=lambda f, lo=lo: f.may_hold("offset", lo=lo, hi=offset),
+            )
             if t.num_rows:
                 row = t.slice(pc.index(t["offset"], pc.max(t["offset"])).as_py(), 1).to_pylist()[0]
                 return RecordPosition(row["offset"], row["batch_leader_epoch"], row["timestamp"])
@@ -84,33 +92,45 @@ class ArrowSource:
         log = pc.field("snapshot_end_offset").is_null() & (pc.field("offset") >= first) & (pc.field("offset") <= last)
         where = log
         if snapshot is not None:
-            where = log | ((pc.field("snapshot_end_offset") == snapshot.end_offset)
-                           & (pc.field("snapshot_epoch") == snapshot.epoch))
+            where = log | (
+                (pc.field("snapshot_end_offset") == snapshot.end_offset)
+                & (pc.field("snapshot_epoch") == snapshot.epoch)
+            )
         rows = self.files.read(REJECTIONS, where=where).to_pylist()
         rows.sort(key=lambda r: (r["snapshot_end_offset"] is None, r["offset"]))
-        return [ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
-                for r in rows]
+        return [
+            ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
+            for r in rows
+        ]
 
-    def versions(self, part: str, during: tuple[int, int] | None = None,
-                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+    def versions(
+        self, part: str, during: tuple[int, int] | None = None, equal: Mapping[str, Any] | None = None
+    ) -> pa.Table:
         def keep(f: DataFile) -> bool:
-            if during is not None and not (f.may_hold("from_offset", hi=during[1])
-                                           and f.may_hold("to_offset", lo=during[0] + 1, nulls=True)):
+            if during is not None and not (
+                f.may_hold("from_offset", hi=during[1]) and f.may_hold("to_offset", lo=during[0] + 1, nulls=True)
+            ):
                 return False
             return all(f.may_hold(c, lo=v, hi=v) for c, v in (equal or {}).items())
+
         return self.files.read(PART_TABLES[part], where=version_filter(during, equal), prune=keep)
 
     def records(self, first: int, last: int) -> pa.Table:
-        t = self.files.read("records", columns=["offset", "timestamp", "type", "control_type"],
-                            where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
-                            prune=lambda f: f.may_hold("offset", lo=first, hi=last))
+        t = self.files.read(
+            "records",
+            columns=["offset", "timestamp", "type", "control_type"],
+            where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
+            prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+        )
         t = t.sort_by("offset")
-        return pa.table({"offset": t["offset"], "timestamp": t["timestamp"],
-                         "type": pc.coalesce(t["type"], t["control_type"])})
+        return pa.table(
+            {"offset": t["offset"], "timestamp": t["timestamp"], "type": pc.coalesce(t["type"], t["control_type"])}
+        )
 
     def bounds(self) -> tuple[int, int] | None:
-        offsets = [v for f in self.files.files("records") for v in f.stats.get("offset", (None, None, 0))[:2]
-                   if v is not None]
+        offsets = [
+            v for f in self.files.files("records") for v in f.stats.get("offset", (None, None, 0))[:2] if v is not None
+        ]
         return log_bounds(min(offsets, default=None), max(offsets, default=None), self.snapshots())
 
     def offset_at_time(self, ms: int) -> int | None:
@@ -120,50 +140,91 @@ class ArrowSource:
             high = f.stats.get("offset", (None, None, 0))[1]
             if best is not None and high is not None and high <= best:
                 break
-            t = self.files.read("records", columns=["offset", "batch_last_offset"], where=pc.field("timestamp") <= ms,
-                                prune=lambda g, f=f: g.uri == f.uri)
+            t = self.files.read(
+                "records",
+                columns=["offset", "batch_last_offset"],
+                where=pc.field("timestamp") <= ms,
+                prune=lambda g, f=f: g.uri == f.uri,
+            )
             if t.num_rows:
                 last = pc.max(t["batch_last_offset"]).as_py()
                 best = last if best is None else max(best, last)
         return best
 
     def batch_start(self, offset: int) -> int:
-        t = self.files.read("records", columns=["batch_base_offset"], where=pc.field("offset") == offset,
-                            prune=lambda f: f.may_hold("offset", lo=offset, hi=offset))
+        t = self.files.read(
+            "records",
+            columns=["batch_base_offset"],
+            where=pc.field("offset") == offset,
+            prune=lambda f: f.may_hold("offset", lo=offset, hi=offset),
+        )
         return t["batch_base_offset"][0].as_py() if t.num_rows else offset
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
-        t = self.files.read("records", where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
-                            prune=lambda f: f.may_hold("offset", lo=first, hi=last))
+        t = self.files.read(
+            "records",
+            where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
+            prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+        )
         return [LogRecord.from_row(r) for r in t.sort_by("offset").to_pylist()]
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
-        t = self.files.read("snapshots", where=(pc.field("snapshot_end_offset") == end_offset)
-                            & (pc.field("snapshot_epoch") == epoch),
-                            prune=lambda f: f.may_hold("snapshot_end_offset", lo=end_offset, hi=end_offset))
+        t = self.files.read(
+            "snapshots",
+            where=(pc.field("snapshot_end_offset") == end_offset) & (pc.field("snapshot_epoch") == epoch),
+            prune=lambda f: f.may_hold("snapshot_end_offset", lo=end_offset, hi=end_offset),
+        )
         rows = t.sort_by("position").to_pylist()
-        return [LogRecord.from_row({**r, "batch_base_offset": r["position"], "batch_last_offset": r["position"],
-                                    "is_transactional": False, "producer_id": -1, "producer_epoch": -1},
-                                   "position") for r in rows]
+        return [
+            LogRecord.from_row(
+                {
+                    **r,
+                    "batch_base_offset": r["position"],
+                    "batch_last_offset": r["position"],
+                    "is_transactional": False,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+                "position",
+            )
+            for r in rows
+        ]
 
     def log_info(self) -> LogInfo:
-        snaps = self.files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind",
-                                                       "last_contained_timestamp"])
-        grouped = snaps.group_by(["snapshot_end_offset", "snapshot_epoch", "kind"]).aggregate(
-            [("snapshot_end_offset", "count"), ("last_contained_timestamp", "max")]).to_pylist()
-        snapshots = sorted((SnapshotInfo(end_offset=r["snapshot_end_offset"], epoch=r["snapshot_epoch"],
-                                         kind=r["kind"], records=r["snapshot_end_offset_count"],
-                                         last_contained_timestamp=r["last_contained_timestamp_max"]) for r in grouped),
-                           key=lambda s: (s.end_offset, s.epoch))
+        snaps = self.files.read(
+            "snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind", "last_contained_timestamp"]
+        )
+        grouped = (
+            snaps.group_by(["snapshot_end_offset", "snapshot_epoch", "kind"])
+            .aggregate([("snapshot_end_offset", "count"), ("last_contained_timestamp", "max")])
+            .to_pylist()
+        )
+        snapshots = sorted(
+            (
+                SnapshotInfo(
+                    end_offset=r["snapshot_end_offset"],
+                    epoch=r["snapshot_epoch"],
+                    kind=r["kind"],
+                    records=r["snapshot_end_offset_count"],
+                    last_contained_timestamp=r["last_contained_timestamp_max"],
+                )
+                for r in grouped
+            ),
+            key=lambda s: (s.end_offset, s.epoch),
+        )
         records = self.files.read("records", columns=["offset", "timestamp", "is_control", "type", "control_type"])
-        return compose(self.files.uri, arrow_aggregates(records, newest_snapshot_end(snapshots)), snapshots,
-                       self.files.state().seq)
+        return compose(
+            self.files.uri, arrow_aggregates(records, newest_snapshot_end(snapshots)), snapshots, self.files.state().seq
+        )
 
-    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
-             include_control: bool = False) -> Iterator[DumpRecord]:
+    def dump(
+        self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False
+    ) -> Iterator[DumpRecord]:
         lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
-        t = self.files.read("records", columns=["offset", "timestamp", "is_control", "type", "control_type",
-                                                "version", "payload"],
-                            where=(pc.field("offset") >= lo) & (pc.field("offset") <= hi),
-                            prune=lambda f: f.may_hold("offset", lo=lo, hi=hi))
+        t = self.files.read(
+            "records",
+            columns=["offset", "timestamp", "is_control", "type", "control_type", "version", "payload"],
+            where=(pc.field("offset") >= lo) & (pc.field("offset") <= hi),
+            prune=lambda f: f.may_hold("offset", lo=lo, hi=hi),
+        )
         return dump_rows(t, types, include_control)

@@ -62,6 +62,7 @@ def row_key(part: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
 
 # --- rows of image objects ------------------------------------------------------------------------
 
+
 def topic_row(topic: TopicImage) -> Row:
     return {"name": topic.name, "topicId": topic.id}
 
@@ -83,9 +84,14 @@ def quota_row(entity: ClientQuotaEntity, key: str, value: float) -> Row:
 
 
 def scram_row(mechanism: int, name: str, credential: ScramCredentialData) -> Row:
-    return {"mechanism": SCRAM_MECHANISMS[mechanism], "name": name, "salt": credential.salt,
-            "storedKey": credential.stored_key, "serverKey": credential.server_key,
-            "iterations": credential.iterations}
+    return {
+        "mechanism": SCRAM_MECHANISMS[mechanism],
+        "name": name,
+        "salt": credential.salt,
+        "storedKey": credential.stored_key,
+        "serverKey": credential.server_key,
+        "iterations": credential.iterations,
+    }
 
 
 def topic_name_row(name: str, topic_id: str) -> Row:
@@ -106,8 +112,14 @@ def assemble(rows: Mapping[str, Iterable[Row]], offset: int, epoch: int, timesta
             doc[part] = dict(part_rows[0]) if part_rows else producer_ids_row(-1)
         else:
             if part in ("brokers", "controllers"):
-                part_rows = [{**r, "endPoints": sorted(r["endPoints"], key=_by_name),
-                              "features": sorted(r["features"], key=_by_name)} for r in part_rows]
+                part_rows = [
+                    {
+                        **r,
+                        "endPoints": sorted(r["endPoints"], key=_by_name),
+                        "features": sorted(r["features"], key=_by_name),
+                    }
+                    for r in part_rows
+                ]
             doc[part] = sorted(part_rows, key=SORT_KEYS[part])
     return doc
 
@@ -118,13 +130,21 @@ def _by_name(entry: Mapping[str, Any]) -> str:
 
 # --- image objects from rows ----------------------------------------------------------------------
 
+
 def partition(row: Row) -> PartitionRegistration:
     return PartitionRegistration(
-        replicas=tuple(row["replicas"]), directories=tuple(row["directories"]), isr=tuple(row["isr"]),
-        removing_replicas=tuple(row["removingReplicas"]), adding_replicas=tuple(row["addingReplicas"]),
-        elr=tuple(row["eligibleLeaderReplicas"]), last_known_elr=tuple(row["lastKnownElr"]),
-        leader=row["leader"], leader_recovery_state=row["leaderRecoveryState"], leader_epoch=row["leaderEpoch"],
-        partition_epoch=row["partitionEpoch"])
+        replicas=tuple(row["replicas"]),
+        directories=tuple(row["directories"]),
+        isr=tuple(row["isr"]),
+        removing_replicas=tuple(row["removingReplicas"]),
+        adding_replicas=tuple(row["addingReplicas"]),
+        elr=tuple(row["eligibleLeaderReplicas"]),
+        last_known_elr=tuple(row["lastKnownElr"]),
+        leader=row["leader"],
+        leader_recovery_state=row["leaderRecoveryState"],
+        leader_epoch=row["leaderEpoch"],
+        partition_epoch=row["partitionEpoch"],
+    )
 
 
 def _endpoints(rows: Iterable[Row]) -> tuple[Endpoint, ...]:
@@ -132,38 +152,67 @@ def _endpoints(rows: Iterable[Row]) -> tuple[Endpoint, ...]:
 
 
 def _ranges(rows: Iterable[Row]) -> tuple[VersionRange, ...]:
-    return tuple(VersionRange(f["name"], f["minSupportedVersion"], f["maxSupportedVersion"])
-                 for f in sorted(rows, key=_by_name))
+    return tuple(
+        VersionRange(f["name"], f["minSupportedVersion"], f["maxSupportedVersion"]) for f in sorted(rows, key=_by_name)
+    )
 
 
 def broker(row: Row) -> BrokerRegistration:
     return BrokerRegistration(
-        id=row["brokerId"], epoch=row["brokerEpoch"], incarnation_id=row["incarnationId"],
-        listeners=_endpoints(row["endPoints"]), supported_features=_ranges(row["features"]), rack=row["rack"],
-        fenced=row["fenced"], in_controlled_shutdown=row["inControlledShutdown"],
-        is_migrating_zk_broker=row["isMigratingZkBroker"], directories=tuple(row["logDirs"]))
+        id=row["brokerId"],
+        epoch=row["brokerEpoch"],
+        incarnation_id=row["incarnationId"],
+        listeners=_endpoints(row["endPoints"]),
+        supported_features=_ranges(row["features"]),
+        rack=row["rack"],
+        fenced=row["fenced"],
+        in_controlled_shutdown=row["inControlledShutdown"],
+        is_migrating_zk_broker=row["isMigratingZkBroker"],
+        directories=tuple(row["logDirs"]),
+    )
 
 
 def controller(row: Row) -> ControllerRegistration:
     return ControllerRegistration(
-        id=row["controllerId"], incarnation_id=row["incarnationId"], zk_migration_ready=row["zkMigrationReady"],
-        listeners=_endpoints(row["endPoints"]), supported_features=_ranges(row["features"]))
+        id=row["controllerId"],
+        incarnation_id=row["incarnationId"],
+        zk_migration_ready=row["zkMigrationReady"],
+        listeners=_endpoints(row["endPoints"]),
+        supported_features=_ranges(row["features"]),
+    )
 
 
 def acl(row: Row) -> StandardAcl:
-    return StandardAcl(row["resourceType"], row["resourceName"], row["patternType"], row["principal"], row["host"],
-                       row["operation"], row["permissionType"])
+    return StandardAcl(
+        row["resourceType"],
+        row["resourceName"],
+        row["patternType"],
+        row["principal"],
+        row["host"],
+        row["operation"],
+        row["permissionType"],
+    )
 
 
 def scram_credential(row: Row) -> tuple[int, str, ScramCredentialData]:
     """(mechanism code, user name, credential) of a ``scram`` row."""
-    return (MECHANISM_CODES[row["mechanism"]], row["name"],
-            ScramCredentialData(row["salt"], row["storedKey"], row["serverKey"], row["iterations"]))
+    return (
+        MECHANISM_CODES[row["mechanism"]],
+        row["name"],
+        ScramCredentialData(row["salt"], row["storedKey"], row["serverKey"], row["iterations"]),
+    )
 
 
 def delegation_token(row: Row) -> DelegationTokenData:
-    return DelegationTokenData(row["tokenId"], row["owner"], row["requester"], tuple(row["renewers"]),
-                               row["issueTimestamp"], row["maxTimestamp"], row["expirationTimestamp"])
+    return DelegationTokenData(
+        row["tokenId"],
+        row["owner"],
+        row["requester"],
+        tuple(row["renewers"]),
+        row["issueTimestamp"],
+        row["maxTimestamp"],
+        row["expirationTimestamp"],
+    )
 
 
 def quota_entity_key(entity: Mapping[str, str | None]) -> ClientQuotaEntity:
@@ -173,8 +222,9 @@ def quota_entity_key(entity: Mapping[str, str | None]) -> ClientQuotaEntity:
 
 def json_rows(doc: Mapping[str, Any]) -> dict[str, list[Row]]:
     """The rows of an image JSON document (the inverse of :func:`assemble`, hidden parts left out)."""
-    rows = {part: [dict(r) for r in doc.get(part, [])] for part in JSON_PARTS
-            if part not in ("features", "producerIds")}
+    rows = {
+        part: [dict(r) for r in doc.get(part, [])] for part in JSON_PARTS if part not in ("features", "producerIds")
+    }
     rows["features"] = [feature_row(n, v) for n, v in doc.get("features", {}).items()]
     rows["producerIds"] = [dict(doc["producerIds"])] if "producerIds" in doc else []
     return rows

@@ -10,7 +10,6 @@ from image.image import MetadataImage
 from image.loader import DeltaCollector, MetadataLoader
 from metadata.log import LogRecord, Snapshot
 
-
 SnapshotSource = Snapshot
 """A snapshot to start from (:class:`metadata.log.Snapshot`)."""
 

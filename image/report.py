@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from image.diff_keys import DIFF_KEYS
 from image.health import TimelinePoint
 from image.history import broker_history
 from image.timeline import points_at_changes, points_every, timeline
-from image.diff_keys import DIFF_KEYS
 from image.times import iso_time, parse_time
 from image.version_rows import VersionWindow
 
@@ -38,8 +38,11 @@ MAX_PLOT_POINTS = 5000
 MAX_DIFF_ROWS = 200
 """Rows shown per diff section and kind of change (the count says how many there are)."""
 
-_EPISODES = (("offlinePartitions", "offline partitions"), ("underMinIsrPartitions", "under-min-ISR partitions"),
-             ("underReplicatedPartitions", "under-replicated partitions"))
+_EPISODES = (
+    ("offlinePartitions", "offline partitions"),
+    ("underMinIsrPartitions", "under-min-ISR partitions"),
+    ("underReplicatedPartitions", "under-replicated partitions"),
+)
 
 
 class ReportEvent(BaseModel):
@@ -85,9 +88,16 @@ def _broker_events(window: VersionWindow, points: Sequence[TimelinePoint]) -> li
             previous = _before(points, version.fromOffset)
             led = previous.leadersPerBroker.get(str(broker), 0) if previous else 0
             time = version.fromTime or (previous.time if previous else "")
-            out += [ReportEvent(offset=version.fromOffset, time=time, kind="broker",
-                                text=f"broker {broker}: {_short(event, version.state)}", weight=max(led, 1))
-                    for event in version.events]
+            out += [
+                ReportEvent(
+                    offset=version.fromOffset,
+                    time=time,
+                    kind="broker",
+                    text=f"broker {broker}: {_short(event, version.state)}",
+                    weight=max(led, 1),
+                )
+                for event in version.events
+            ]
     return out
 
 
@@ -103,20 +113,31 @@ def _short(event: str, state: dict[str, Any]) -> str:
 def _topic_events(window: VersionWindow) -> list[ReportEvent]:
     """Topic creations and deletions inside the window; weight = the topic's partitions."""
     partitions: dict[str, set[int]] = defaultdict(set)
-    for topic_id, pid in zip(window.partitions.column("topicId").to_pylist(),
-                             window.partitions.column("partitionId").to_pylist(), strict=True):
+    for topic_id, pid in zip(
+        window.partitions.column("topicId").to_pylist(),
+        window.partitions.column("partitionId").to_pylist(),
+        strict=True,
+    ):
         partitions[topic_id].add(pid)
     out = []
     for row in window.topics.to_pylist():
         count = len(partitions[row["topicId"]])
-        for offset, verb, time in ((row["from_offset"], "created", row["from_time"]),
-                                   (row["to_offset"], "deleted", None)):
+        for offset, verb, time in (
+            (row["from_offset"], "created", row["from_time"]),
+            (row["to_offset"], "deleted", None),
+        ):
             if offset is None or not window.first_offset <= offset <= window.last_offset:
                 continue
             at = time if time is not None else window.time_at(offset)
-            out.append(ReportEvent(offset=offset, time=iso_time(at) if at is not None else "", kind="topic",
-                                   text=f"topic {row['name']} {verb} (id {row['topicId']}, {count} partitions)",
-                                   weight=max(count, 1)))
+            out.append(
+                ReportEvent(
+                    offset=offset,
+                    time=iso_time(at) if at is not None else "",
+                    kind="topic",
+                    text=f"topic {row['name']} {verb} (id {row['topicId']}, {count} partitions)",
+                    weight=max(count, 1),
+                )
+            )
     return out
 
 
@@ -134,8 +155,15 @@ def _episodes(points: Sequence[TimelinePoint]) -> list[ReportEvent]:
                 peak = max(peak, value)
             elif start is not None:
                 until = f"until {point.time} (offset {point.offset})" if point is not None else "until the window's end"
-                out.append(ReportEvent(offset=start.offset, time=start.time, kind="partitions",
-                                       text=f"{label}: up to {peak}, {until}", weight=peak))
+                out.append(
+                    ReportEvent(
+                        offset=start.offset,
+                        time=start.time,
+                        kind="partitions",
+                        text=f"{label}: up to {peak}, {until}",
+                        weight=peak,
+                    )
+                )
                 start = None
     return out
 
@@ -153,9 +181,15 @@ def _election_bursts(points: Sequence[TimelinePoint]) -> list[ReportEvent]:
     out = []
     for minute, count in elections_per_minute(points).items():
         first = next(p for p in points if p.elections and parse_time(p.time) >= minute)
-        out.append(ReportEvent(offset=first.offset, time=iso_time(minute), kind="elections",
-                               text=f"{count} leader election{'s' if count > 1 else ''} in the minute from "
-                                    f"{iso_time(minute)[11:16]}", weight=count))
+        out.append(
+            ReportEvent(
+                offset=first.offset,
+                time=iso_time(minute),
+                kind="elections",
+                text=f"{count} leader election{'s' if count > 1 else ''} in the minute from {iso_time(minute)[11:16]}",
+                weight=count,
+            )
+        )
     return out
 
 
@@ -175,21 +209,36 @@ def report_points(window: VersionWindow) -> list[TimelinePoint]:
     return timeline(window, points).points
 
 
-def incident_report(window: VersionWindow, points: Sequence[TimelinePoint], diff: dict[str, Any],
-                    title: str = "kraft-replay incident report") -> IncidentReport:
+def incident_report(
+    window: VersionWindow,
+    points: Sequence[TimelinePoint],
+    diff: dict[str, Any],
+    title: str = "kraft-replay incident report",
+) -> IncidentReport:
     """The report's data from a window's version rows, its timeline and the ``diff --json``
     document of the images at its first and last offsets."""
     if not points:
         raise ValueError("the report needs a timeline with at least one point")
     first, last = points[0], points[-1]
-    events = biggest([*_broker_events(window, points), *_topic_events(window), *_episodes(points),
-                      *_election_bursts(points)])
+    events = biggest(
+        [*_broker_events(window, points), *_topic_events(window), *_episodes(points), *_election_bursts(points)]
+    )
     brokers = sorted(first.leadersPerBroker.keys() | last.leadersPerBroker.keys(), key=int)
-    leaders = [LeaderCount(broker=b, before=first.leadersPerBroker.get(b, 0), after=last.leadersPerBroker.get(b, 0))
-               for b in brokers]
-    return IncidentReport(title=title, fromOffset=window.first_offset, toOffset=window.last_offset,
-                          fromTime=first.time, toTime=last.time, points=list(points), events=events,
-                          leaders=leaders, diff=diff)
+    leaders = [
+        LeaderCount(broker=b, before=first.leadersPerBroker.get(b, 0), after=last.leadersPerBroker.get(b, 0))
+        for b in brokers
+    ]
+    return IncidentReport(
+        title=title,
+        fromOffset=window.first_offset,
+        toOffset=window.last_offset,
+        fromTime=first.time,
+        toTime=last.time,
+        points=list(points),
+        events=events,
+        leaders=leaders,
+        diff=diff,
+    )
 
 
 # ---- HTML -----------------------------------------------------------------------------------------
@@ -215,9 +264,15 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
         fig.add_trace(go.Scatter(x=times, y=values, name=name, mode="lines", line_shape="hv"))
 
     def layout(fig: Any, title: str, y: str) -> Any:
-        fig.update_layout(title=title, yaxis_title=y, template="plotly_white", height=320,
-                          margin={"l": 60, "r": 20, "t": 50, "b": 40}, legend={"orientation": "h", "y": -0.2},
-                          font={"family": "system-ui, sans-serif"})
+        fig.update_layout(
+            title=title,
+            yaxis_title=y,
+            template="plotly_white",
+            height=320,
+            margin={"l": 60, "r": 20, "t": 50, "b": 40},
+            legend={"orientation": "h", "y": -0.2},
+            font={"family": "system-ui, sans-serif"},
+        )
         fig.update_yaxes(rangemode="tozero")
         return fig
 
@@ -232,12 +287,13 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
     for broker in sorted({b for p in report.points for b in p.leadersPerBroker}, key=int):
         steps(leaders, f"broker {broker}", [p.leadersPerBroker.get(broker, 0) for p in report.points])
     per_minute = elections_per_minute(report.points)
-    elections = go.Figure(go.Bar(x=[iso_time(m) for m in per_minute], y=list(per_minute.values()),
-                                 name="elections"))
-    return [("partitions", layout(partitions, "Partitions", "partitions")),
-            ("brokers", layout(brokers, "Brokers fenced / in controlled shutdown", "brokers")),
-            ("leaders", layout(leaders, "Leaders per broker", "leaders")),
-            ("elections", layout(elections, "Leader elections per minute", "elections"))]
+    elections = go.Figure(go.Bar(x=[iso_time(m) for m in per_minute], y=list(per_minute.values()), name="elections"))
+    return [
+        ("partitions", layout(partitions, "Partitions", "partitions")),
+        ("brokers", layout(brokers, "Brokers fenced / in controlled shutdown", "brokers")),
+        ("leaders", layout(leaders, "Leaders per broker", "leaders")),
+        ("elections", layout(elections, "Leader elections per minute", "elections")),
+    ]
 
 
 def _cell(value: Any) -> str:
@@ -249,8 +305,14 @@ def _cell(value: Any) -> str:
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td class=\"n\">{_cell(v)}</td>" if i in numeric else f"<td>{_cell(v)}</td>"
-                                    for i, v in enumerate(row)) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{_cell(v)}</td>' if i in numeric else f"<td>{_cell(v)}</td>" for i, v in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -258,9 +320,14 @@ def _diff_html(diff: dict[str, Any]) -> str:
     if not diff.get("summary"):
         return "<p>No diff.</p>"
     ends = f"offset {diff['from']['offset']} → {diff['to']['offset']}" if diff.get("from") and diff.get("to") else ""
-    parts = [f"<p class=\"meta\">{html.escape(ends)}</p>",
-             _table(("section", "added", "removed", "changed"),
-                    ((s, c["added"], c["removed"], c["changed"]) for s, c in diff["summary"].items()), (1, 2, 3))]
+    parts = [
+        f'<p class="meta">{html.escape(ends)}</p>',
+        _table(
+            ("section", "added", "removed", "changed"),
+            ((s, c["added"], c["removed"], c["changed"]) for s, c in diff["summary"].items()),
+            (1, 2, 3),
+        ),
+    ]
     for section, counts in diff["summary"].items():
         if not any(counts.values()):
             continue
@@ -271,11 +338,11 @@ def _diff_html(diff: dict[str, Any]) -> str:
             for entry in entries[:MAX_DIFF_ROWS]:
                 key = " / ".join(_plain(entry[k]) for k in (*context, *keys))
                 if change == "changed":
-                    details = "; ".join(f"{f}: {_plain(entry['before'][f])} → {_plain(entry['after'][f])}"
-                                        for f in entry["fields"])
+                    details = "; ".join(
+                        f"{f}: {_plain(entry['before'][f])} → {_plain(entry['after'][f])}" for f in entry["fields"]
+                    )
                 else:
-                    details = ", ".join(f"{k}={_plain(v)}" for k, v in entry.items()
-                                        if k not in (*keys, *context))
+                    details = ", ".join(f"{k}={_plain(v)}" for k, v in entry.items() if k not in (*keys, *context))
                 rows.append((change, key, details))
             if len(entries) > MAX_DIFF_ROWS:
                 rows.append((change, "…", f"{len(entries) - MAX_DIFF_ROWS} more"))
@@ -291,12 +358,20 @@ def render_html(report: IncidentReport) -> str:
     """The report as one HTML page (plotly.js inlined once; nothing is fetched)."""
     plots = []
     for i, (name, figure) in enumerate(_figures(report)):
-        plots.append(figure.to_html(full_html=False, include_plotlyjs=i == 0, div_id=f"plot-{name}",
-                                    config={"displaylogo": False, "responsive": True}))
-    leader_rows = [(l.broker, l.before, l.after, f"{l.after - l.before:+d}") for l in report.leaders]
-    events = _table(("time", "offset", "kind", "event"),
-                    ((e.time, e.offset, e.kind, e.text) for e in report.events), (1,)) if report.events \
+        plots.append(
+            figure.to_html(
+                full_html=False,
+                include_plotlyjs=i == 0,
+                div_id=f"plot-{name}",
+                config={"displaylogo": False, "responsive": True},
+            )
+        )
+    leader_rows = [(c.broker, c.before, c.after, f"{c.after - c.before:+d}") for c in report.leaders]
+    events = (
+        _table(("time", "offset", "kind", "event"), ((e.time, e.offset, e.kind, e.text) for e in report.events), (1,))
+        if report.events
         else "<p>No broker, topic or partition events in the window.</p>"
+    )
     title = html.escape(report.title)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -306,7 +381,7 @@ def render_html(report: IncidentReport) -> str:
 <p class="meta">Window: offsets {report.fromOffset} … {report.toOffset}, {html.escape(report.fromTime)} …
 {html.escape(report.toTime)} UTC; {len(report.points)} timeline points.</p>
 <h2>Timeline</h2>
-{''.join(f'<div class="plot-wrap">{p}</div>' for p in plots)}
+{"".join(f'<div class="plot-wrap">{p}</div>' for p in plots)}
 <h2>Biggest events</h2>
 {events}
 <h2>Leaders per broker</h2>

@@ -10,8 +10,8 @@ ClearElrRecord by name. So topic ids and names are nodes joined by every (id, na
 TopicRecords of the log and of snapshots, and in the rows a replay resumes from — and each connected
 component goes to one shard whole (:class:`ShardPlan`). Every other key (a broker, a controller, a
 feature, a quota entity, an ACL, a SCRAM user, a token, a non-topic config resource, the producer-id
-block; client quotas together) is independent. Transaction markers and ClearElrRecords with an empty name go to every shard
-(:data:`EVERY_SHARD`); NoOps and control records never reach a shard (they change no key; provenance
+block; client quotas together) is independent. Transaction markers and ClearElrRecords with an empty name go to
+every shard (:data:`EVERY_SHARD`); NoOps and control records never reach a shard (they change no key; provenance
 comes from the ``records`` table, see :func:`image.versions.provenance_at`).
 
 Each shard also sees every snapshot boundary (it loads the snapshot's records routed to it), and only
@@ -37,13 +37,20 @@ EVERY_SHARD = ""
 TOPIC_ID, TOPIC_NAME = "id:", "name:"
 
 _BY_FIELD = {
-    "PARTITION_RECORD": ("id:", "topicId"), "PARTITION_CHANGE_RECORD": ("id:", "topicId"),
-    "REMOVE_TOPIC_RECORD": ("id:", "topicId"), "TOPIC_RECORD": ("id:", "topicId"),
-    "REGISTER_BROKER_RECORD": ("broker:", "brokerId"), "UNREGISTER_BROKER_RECORD": ("broker:", "brokerId"),
-    "BROKER_REGISTRATION_CHANGE_RECORD": ("broker:", "brokerId"), "FENCE_BROKER_RECORD": ("broker:", "id"),
-    "UNFENCE_BROKER_RECORD": ("broker:", "id"), "REGISTER_CONTROLLER_RECORD": ("controller:", "controllerId"),
-    "FEATURE_LEVEL_RECORD": ("feature:", "name"), "ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"),
-    "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"), "DELEGATION_TOKEN_RECORD": ("token:", "tokenId"),
+    "PARTITION_RECORD": ("id:", "topicId"),
+    "PARTITION_CHANGE_RECORD": ("id:", "topicId"),
+    "REMOVE_TOPIC_RECORD": ("id:", "topicId"),
+    "TOPIC_RECORD": ("id:", "topicId"),
+    "REGISTER_BROKER_RECORD": ("broker:", "brokerId"),
+    "UNREGISTER_BROKER_RECORD": ("broker:", "brokerId"),
+    "BROKER_REGISTRATION_CHANGE_RECORD": ("broker:", "brokerId"),
+    "FENCE_BROKER_RECORD": ("broker:", "id"),
+    "UNFENCE_BROKER_RECORD": ("broker:", "id"),
+    "REGISTER_CONTROLLER_RECORD": ("controller:", "controllerId"),
+    "FEATURE_LEVEL_RECORD": ("feature:", "name"),
+    "ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"),
+    "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"),
+    "DELEGATION_TOKEN_RECORD": ("token:", "tokenId"),
     "REMOVE_DELEGATION_TOKEN_RECORD": ("token:", "tokenId"),
 }
 """Record types routed by one field: (key prefix, field)."""
@@ -118,41 +125,59 @@ def _json(field: str, payload: str) -> str:
 
 
 def _resource_type_sql(code: str) -> str:
-    return "CASE " + " ".join(f"WHEN {code} = '{c}' THEN '{n}'" for c, n in RESOURCE_TYPES.items()) + " ELSE 'UNKNOWN' END"
+    return (
+        "CASE " + " ".join(f"WHEN {code} = '{c}' THEN '{n}'" for c, n in RESOURCE_TYPES.items()) + " ELSE 'UNKNOWN' END"
+    )
 
 
 def route_key_sql(type_column: str = "type", payload: str = "payload") -> str:
     """:func:`route_key` as a Spark SQL expression over a record's type and payload JSON."""
-    cases = [f"WHEN '{kind}' THEN concat('{prefix}', {_json(name, payload)})"
-             for kind, (prefix, name) in _BY_FIELD.items()]
+    cases = [
+        f"WHEN '{kind}' THEN concat('{prefix}', {_json(name, payload)})" for kind, (prefix, name) in _BY_FIELD.items()
+    ]
     cases += [f"WHEN '{kind}' THEN '{EVERY_SHARD}'" for kind in _MARKERS]
     topic_name = _json("topicName", payload)
-    cases.append(f"WHEN 'CLEAR_ELR_RECORD' THEN CASE WHEN coalesce({topic_name}, '') = '' THEN '{EVERY_SHARD}' "
-                 f"ELSE concat('{TOPIC_NAME}', {topic_name}) END")
+    cases.append(
+        f"WHEN 'CLEAR_ELR_RECORD' THEN CASE WHEN coalesce({topic_name}, '') = '' THEN '{EVERY_SHARD}' "
+        f"ELSE concat('{TOPIC_NAME}', {topic_name}) END"
+    )
     resource = _resource_type_sql(_json("resourceType", payload))
-    cases.append(f"WHEN 'CONFIG_RECORD' THEN CASE WHEN {resource} = 'TOPIC' THEN concat('{TOPIC_NAME}', "
-                 f"{_json('resourceName', payload)}) ELSE concat('config:', {resource}, ':', "
-                 f"{_json('resourceName', payload)}) END")
+    cases.append(
+        f"WHEN 'CONFIG_RECORD' THEN CASE WHEN {resource} = 'TOPIC' THEN concat('{TOPIC_NAME}', "
+        f"{_json('resourceName', payload)}) ELSE concat('config:', {resource}, ':', "
+        f"{_json('resourceName', payload)}) END"
+    )
     cases.append(f"WHEN 'CLIENT_QUOTA_RECORD' THEN '{QUOTAS}'")
     mechanism = _json("mechanism", payload)
     for kind in ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"):
-        cases.append(f"WHEN '{kind}' THEN concat('scram:', CASE WHEN {mechanism} IN ('1', '2') THEN {mechanism} "
-                     f"ELSE '0' END, ':', {_json('name', payload)})")
+        cases.append(
+            f"WHEN '{kind}' THEN concat('scram:', CASE WHEN {mechanism} IN ('1', '2') THEN {mechanism} "
+            f"ELSE '0' END, ':', {_json('name', payload)})"
+        )
     cases.append("WHEN 'PRODUCER_IDS_RECORD' THEN 'producerIds'")
     return f"CASE {type_column} " + " ".join(cases) + f" ELSE concat('other:', {type_column}) END"
 
 
 def row_route_key_sql(part: str) -> str:
     """:func:`row_route_key` as a Spark SQL expression over the columns of ``part``'s versions table."""
-    simple = {"topics": "concat('id:', topicId)", "partitions": "concat('id:', topicId)",
-              "topicNames": "concat('name:', name)", "brokers": "concat('broker:', brokerId)",
-              "controllers": "concat('controller:', controllerId)", "features": "concat('feature:', name)",
-              "producerIds": "'producerIds'", "clientQuotas": f"'{QUOTAS}'", "acls": "concat('acl:', id)",
-              "delegationTokens": "concat('token:', tokenId)",
-              "configs": "CASE WHEN resourceType = 'TOPIC' THEN concat('name:', resourceName) "
-                         "ELSE concat('config:', resourceType, ':', resourceName) END",
-              "scram": "concat('scram:', " + "CASE mechanism " + " ".join(
-                  f"WHEN '{n}' THEN '{c}'" for n, c in _MECHANISMS.items()) + " END, ':', name)"}
+    simple = {
+        "topics": "concat('id:', topicId)",
+        "partitions": "concat('id:', topicId)",
+        "topicNames": "concat('name:', name)",
+        "brokers": "concat('broker:', brokerId)",
+        "controllers": "concat('controller:', controllerId)",
+        "features": "concat('feature:', name)",
+        "producerIds": "'producerIds'",
+        "clientQuotas": f"'{QUOTAS}'",
+        "acls": "concat('acl:', id)",
+        "delegationTokens": "concat('token:', tokenId)",
+        "configs": "CASE WHEN resourceType = 'TOPIC' THEN concat('name:', resourceName) "
+        "ELSE concat('config:', resourceType, ':', resourceName) END",
+        "scram": "concat('scram:', "
+        + "CASE mechanism "
+        + " ".join(f"WHEN '{n}' THEN '{c}'" for n, c in _MECHANISMS.items())
+        + " END, ':', name)",
+    }
     return simple[part]
 
 
@@ -169,6 +194,7 @@ def partition_keys(partitions: int) -> list[int]:
 
 def _murmur3_int(value: int, seed: int = 42) -> int:
     """Spark's ``Murmur3_x86_32.hashInt`` (signed result)."""
+
     def rotl(x: int, r: int) -> int:
         return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
 
@@ -185,8 +211,9 @@ def _murmur3_int(value: int, seed: int = 42) -> int:
     return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
-def topic_edges(records: Iterable[LogRecord] = (), rows: Mapping[str, Iterable[Row]] | None = None
-                ) -> Iterator[tuple[str, str]]:
+def topic_edges(
+    records: Iterable[LogRecord] = (), rows: Mapping[str, Iterable[Row]] | None = None
+) -> Iterator[tuple[str, str]]:
     """(id node, name node) pairs that couple topics: TopicRecords, and the ``topics`` and
     ``topicNames`` rows a replay resumes from."""
     for r in records:
@@ -213,8 +240,9 @@ class ShardPlan:
         return self.assignment.get(key, spread(key, self.shards)) if key else 0
 
     @classmethod
-    def make(cls, weights: Mapping[str, int], edges: Iterable[tuple[str, str]], shards: int,
-             seed: int | None = None) -> ShardPlan:
+    def make(
+        cls, weights: Mapping[str, int], edges: Iterable[tuple[str, str]], shards: int, seed: int | None = None
+    ) -> ShardPlan:
         """Components of the topic nodes (union-find over ``edges``) and every other weighted key,
         placed heaviest first on the lightest shard (ties broken by ``seed`` when given, else by key),
         so that a hot topic is one shard's whole load but many topics spread evenly."""
@@ -248,8 +276,13 @@ class ShardPlan:
         return cls(shards, assignment)
 
 
-def plan_for(records: Sequence[LogRecord], snapshots: Iterable[Sequence[LogRecord]] = (),
-             rows: Mapping[str, Iterable[Row]] | None = None, shards: int = 2, seed: int | None = None) -> ShardPlan:
+def plan_for(
+    records: Sequence[LogRecord],
+    snapshots: Iterable[Sequence[LogRecord]] = (),
+    rows: Mapping[str, Iterable[Row]] | None = None,
+    shards: int = 2,
+    seed: int | None = None,
+) -> ShardPlan:
     """A plan for an in-memory log (tests, small logs): weights = records per route key."""
     weights: dict[str, int] = {}
     snapshot_records = [r for s in snapshots for r in s]
@@ -267,17 +300,33 @@ def record_sharded(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], plan
     """:func:`image.versions.record_versions` as ``plan.shards`` independent shards, merged: what the
     Spark build does, in process (tests of the routing)."""
     merged = VersionLog()
-    ordered = sorted({s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
-                     key=lambda s: s.end_offset)
+    ordered = sorted(
+        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
+        key=lambda s: s.end_offset,
+    )
     for shard in range(plan.shards):
+
         def mine(record: LogRecord) -> bool:
-            return record.type is not None and plan.shard(route_key(record)) == shard or (
-                record.type is not None and route_key(record) == EVERY_SHARD)
+            return (
+                record.type is not None
+                and plan.shard(route_key(record)) == shard
+                or (record.type is not None and route_key(record) == EVERY_SHARD)
+            )
 
         shard_log = [r for r in log if r.type != "NO_OP_RECORD" and mine(r)]
-        shard_snapshots = [Snapshot([r for r in s.records if r.type != "NO_OP_RECORD" and mine(r)], s.end_offset,
-                                    s.epoch, s.last_contained_timestamp) for s in ordered]
-        recorder = VersionRecorder(merged, owns=lambda part, row, shard=shard: plan.shard(
-            row_route_key(part, row)) == shard, report_shared=shard == 0)
+        shard_snapshots = [
+            Snapshot(
+                [r for r in s.records if r.type != "NO_OP_RECORD" and mine(r)],
+                s.end_offset,
+                s.epoch,
+                s.last_contained_timestamp,
+            )
+            for s in ordered
+        ]
+        recorder = VersionRecorder(
+            merged,
+            owns=lambda part, row, shard=shard: plan.shard(row_route_key(part, row)) == shard,
+            report_shared=shard == 0,
+        )
         replay_with_snapshots(recorder, shard_log, shard_snapshots)
     return merged

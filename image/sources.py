@@ -35,6 +35,7 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
     """The reader of a lake: ``reader`` or ``KRAFT_REPLAY_READER`` when forced, else pyarrow for a local
     lake unless a Spark master is named."""
     from metadata.lake_files import reachable
+
     forced = reader if reader != "auto" else os.environ.get("KRAFT_REPLAY_READER", "auto")
     if forced not in ("auto", "arrow", "spark"):
         raise ValueError(f"unknown reader {forced!r} (auto, arrow or spark)")
@@ -43,14 +44,21 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
     return "arrow" if reachable(lake) and not spark_named(master) else "spark"
 
 
-def open_source(*, lake: str | None = None, log: str | None = None, reader: Reader = "auto",
-                master: str | None = None, spark: Callable[[], Any] | None = None) -> TemporalSource:
+def open_source(
+    *,
+    lake: str | None = None,
+    log: str | None = None,
+    reader: Reader = "auto",
+    master: str | None = None,
+    spark: Callable[[], Any] | None = None,
+) -> TemporalSource:
     """The source of a read: a lake (``reader`` as :func:`choose_reader`; ``spark`` makes the session) or a
     log read in process."""
     if (lake is None) == (log is None):
         raise ValueError("give --lake or --log")
     if log is not None:
         from image.version_rows import log_source
+
         if not os.path.exists(log):
             raise FileNotFoundError(f"{log}: no such file or directory")
         return log_source(log)
@@ -58,13 +66,16 @@ def open_source(*, lake: str | None = None, log: str | None = None, reader: Read
     if choose_reader(lake, reader, master) == "arrow":
         from image.lake_source import ArrowSource
         from metadata.lake_files import LakeFiles
+
         files = LakeFiles(lake)
         files.state()  # a clear error now if there is no lake
         return ArrowSource(files)
     from image.spark.source import SparkSource
     from metadata.lake import Lake
+
     if spark is None:
         from metadata.spark import get_spark
+
         spark = lambda: get_spark(master)  # noqa: E731
     return SparkSource(Lake(lake, spark()))
 
@@ -76,10 +87,13 @@ def reference_image(source: TemporalSource, offset: int, *, lenient: bool = Fals
     snapshot = None
     first = -1
     if base is not None:
-        snapshot = Snapshot(source.snapshot_records(base.end_offset, base.epoch), base.end_offset, base.epoch,
-                            base.last_contained_timestamp)
+        snapshot = Snapshot(
+            source.snapshot_records(base.end_offset, base.epoch),
+            base.end_offset,
+            base.epoch,
+            base.last_contained_timestamp,
+        )
         first = base.end_offset
     bounds = source.bounds()
     records = source.log_records(max(first, bounds[0]) if bounds else first, offset)
     return replay_to(records, offset, snapshot=snapshot, lenient=lenient)
-

@@ -14,8 +14,18 @@ from pydantic import BaseModel
 
 from image.features import METADATA_VERSION, METADATA_VERSIONS
 
-COUNTED_PARTS = ("topics", "partitions", "brokers", "controllers", "configs", "features", "clientQuotas", "acls",
-                 "scram", "delegationTokens")
+COUNTED_PARTS = (
+    "topics",
+    "partitions",
+    "brokers",
+    "controllers",
+    "configs",
+    "features",
+    "clientQuotas",
+    "acls",
+    "scram",
+    "delegationTokens",
+)
 """The image parts whose rows :attr:`ImageSummary.counts` counts (``producerIds`` is one value)."""
 
 
@@ -47,18 +57,22 @@ def image_summary(image: Mapping[str, Any]) -> ImageSummary:
     """The summary of an image JSON document."""
     brokers, partitions = image["brokers"], image["partitions"]
     return ImageSummary(
-        offset=image["offset"], epoch=image["epoch"], timestamp=image["timestamp"],
+        offset=image["offset"],
+        epoch=image["epoch"],
+        timestamp=image["timestamp"],
         metadata_version=image["features"].get(METADATA_VERSION),
         next_producer_id=image["producerIds"]["nextProducerId"],
         fenced_brokers=[b["brokerId"] for b in brokers if b["fenced"]],
         brokers_in_controlled_shutdown=[b["brokerId"] for b in brokers if b["inControlledShutdown"]],
         leaderless_partitions=sum(p["leader"] == -1 for p in partitions),
         under_replicated_partitions=sum(len(p["isr"]) < len(p["replicas"]) for p in partitions),
-        counts={part: len(image[part]) for part in COUNTED_PARTS})
+        counts={part: len(image[part]) for part in COUNTED_PARTS},
+    )
 
 
-def part_rows(image: Mapping[str, Any], part: str, *, topic: str | None = None,
-              broker: int | None = None) -> list[dict[str, Any]]:
+def part_rows(
+    image: Mapping[str, Any], part: str, *, topic: str | None = None, broker: int | None = None
+) -> list[dict[str, Any]]:
     """The rows of one part of an image JSON (``show``), in the document's order, restricted to a topic
     (partitions, topics; its TOPIC configs) or a broker (partitions and topics it replicates, the broker; its
     BROKER configs). ValueError where a filter does not apply."""
@@ -72,10 +86,14 @@ def part_rows(image: Mapping[str, Any], part: str, *, topic: str | None = None,
         raise ValueError("configs: give --topic or --broker, not both")
     rows = list(image[part])
     if part == "partitions":
-        return [r for r in rows if (topic is None or r["topic"] == topic) and (broker is None or broker in r["replicas"])]
+        return [
+            r for r in rows if (topic is None or r["topic"] == topic) and (broker is None or broker in r["replicas"])
+        ]
     if part == "topics":
         hosting = None if broker is None else {p["topicId"] for p in image["partitions"] if broker in p["replicas"]}
-        return [r for r in rows if (topic is None or r["name"] == topic) and (hosting is None or r["topicId"] in hosting)]
+        return [
+            r for r in rows if (topic is None or r["name"] == topic) and (hosting is None or r["topicId"] in hosting)
+        ]
     if part == "brokers":
         return [r for r in rows if broker is None or r["brokerId"] == broker]
     if part == "configs" and topic is not None:

@@ -67,8 +67,9 @@ class TemporalSource(Protocol):
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
         """The rejected records of ``snapshot`` (by position), then of the log in ``[first, last]`` (by offset)."""
 
-    def versions(self, part: str, during: tuple[int, int] | None = None,
-                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+    def versions(
+        self, part: str, during: tuple[int, int] | None = None, equal: Mapping[str, Any] | None = None
+    ) -> pa.Table:
         """Versions of ``part`` (Arrow, :func:`metadata.version_tables.version_schema`) that hold at some
         offset of ``during`` (inclusive; all if None) and whose columns equal ``equal``."""
 
@@ -95,8 +96,9 @@ class TemporalSource(Protocol):
     def log_info(self) -> LogInfo:
         """The ``log-info`` summary of the stored log."""
 
-    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
-             include_control: bool = False) -> Iterator[DumpRecord]:
+    def dump(
+        self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False
+    ) -> Iterator[DumpRecord]:
         """The records in ``[first, last]`` (unbounded where None) for ``dump``: metadata records, control
         records too with ``include_control``, or only ``types`` (record or control type names)."""
 
@@ -153,16 +155,25 @@ def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAg
     """The :class:`~metadata.log_summary.RecordAggregates` of a records table (``offset``, ``timestamp``,
     ``is_control``, ``type``, ``control_type``)."""
     n = records.num_rows
-    kinds = pa.table({"is_control": records["is_control"],
-                      "t": pc.coalesce(records["type"], records["control_type"])}) \
-        .group_by(["is_control", "t"]).aggregate([([], "count_all")]).to_pylist()
-    after = pc.sum(pc.greater_equal(records["offset"], newest_snapshot)).as_py() if newest_snapshot is not None and n \
-        else n
+    kinds = (
+        pa.table({"is_control": records["is_control"], "t": pc.coalesce(records["type"], records["control_type"])})
+        .group_by(["is_control", "t"])
+        .aggregate([([], "count_all")])
+        .to_pylist()
+    )
+    after = (
+        pc.sum(pc.greater_equal(records["offset"], newest_snapshot)).as_py() if newest_snapshot is not None and n else n
+    )
     return RecordAggregates(
-        n=n, control=pc.sum(records["is_control"]).as_py() or 0 if n else 0,
-        lo=pc.min(records["offset"]).as_py() if n else None, hi=pc.max(records["offset"]).as_py() if n else None,
-        t0=pc.min(records["timestamp"]).as_py() if n else None, t1=pc.max(records["timestamp"]).as_py() if n else None,
-        kinds=[(r["is_control"], r["t"], r["count_all"]) for r in kinds], after_snapshot=after or 0)
+        n=n,
+        control=pc.sum(records["is_control"]).as_py() or 0 if n else 0,
+        lo=pc.min(records["offset"]).as_py() if n else None,
+        hi=pc.max(records["offset"]).as_py() if n else None,
+        t0=pc.min(records["timestamp"]).as_py() if n else None,
+        t1=pc.max(records["timestamp"]).as_py() if n else None,
+        kinds=[(r["is_control"], r["t"], r["count_all"]) for r in kinds],
+        after_snapshot=after or 0,
+    )
 
 
 def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) -> Iterator[DumpRecord]:
@@ -175,8 +186,13 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
     elif not include_control:
         records = records.filter(pc.invert(records["is_control"]))
     for r in records.sort_by("offset").to_pylist():
-        yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["type"] or r["control_type"] or "UNKNOWN",
-                         version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
+        yield DumpRecord(
+            offset=r["offset"],
+            timestamp=r["timestamp"],
+            type=r["type"] or r["control_type"] or "UNKNOWN",
+            version=r["version"],
+            data=json.loads(r["payload"]) if r["payload"] else {},
+        )
 
 
 def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
@@ -193,8 +209,9 @@ def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | No
 def base_snapshot(snapshots: Sequence[SnapshotId], offset: int) -> SnapshotId | None:
     """The snapshot a replay to ``offset`` starts from: the latest with end offset ≤ offset + 1 (the
     highest epoch among equal end offsets)."""
-    return max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
-               default=None)
+    return max(
+        (s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch), default=None
+    )
 
 
 def provenance_at(source: TemporalSource, offset: int) -> MetadataProvenance:
@@ -228,8 +245,12 @@ def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> t
     if errors and not lenient:
         raise errors[0]
     p = provenance_at(source, offset)
-    doc = assemble({part: source.rows_at(part, offset) for part in JSON_PARTS}, p.last_contained_offset,
-                   p.last_contained_epoch, p.last_contained_log_time_ms)
+    doc = assemble(
+        {part: source.rows_at(part, offset) for part in JSON_PARTS},
+        p.last_contained_offset,
+        p.last_contained_epoch,
+        p.last_contained_log_time_ms,
+    )
     return doc, errors
 
 
@@ -249,9 +270,18 @@ class MemorySource:
         """Record the versions of ``log`` and ``snapshots`` (:func:`image.versions.record_versions`)."""
         recorded = record_versions(log, snapshots)
         assert isinstance(recorded, VersionLog)
-        return cls(recorded, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp
-                                              if s.last_contained_timestamp is not None else -1) for s in snapshots],
-                   snapshots, location)
+        return cls(
+            recorded,
+            log,
+            [
+                SnapshotId(
+                    s.end_offset, s.epoch, s.last_contained_timestamp if s.last_contained_timestamp is not None else -1
+                )
+                for s in snapshots
+            ],
+            snapshots,
+            location,
+        )
 
     @cached_property
     def positions(self) -> list[RecordPosition]:
@@ -259,12 +289,17 @@ class MemorySource:
 
     @cached_property
     def _tables(self) -> dict[str, pa.Table]:
-        return {part: pa.Table.from_pylist(rows, schema=version_schema(part))
-                for part, rows in self.recorded.versions.items()}
+        return {
+            part: pa.Table.from_pylist(rows, schema=version_schema(part))
+            for part, rows in self.recorded.versions.items()
+        }
 
     def rows_at(self, part: str, offset: int) -> list[Row]:
-        return [row for row in self.recorded.versions[part] if row["from_offset"] <= offset
-                and (row["to_offset"] is None or offset < row["to_offset"])]
+        return [
+            row
+            for row in self.recorded.versions[part]
+            if row["from_offset"] <= offset and (row["to_offset"] is None or offset < row["to_offset"])
+        ]
 
     def spans(self) -> Sequence[Span]:
         return self.recorded.spans
@@ -279,20 +314,26 @@ class MemorySource:
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
         return ordered_rejections(self.recorded.rejections, snapshot, first, last)
 
-    def versions(self, part: str, during: tuple[int, int] | None = None,
-                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+    def versions(
+        self, part: str, during: tuple[int, int] | None = None, equal: Mapping[str, Any] | None = None
+    ) -> pa.Table:
         where = version_filter(during, equal)
         return self._tables[part] if where is None else self._tables[part].filter(where)
 
     def records(self, first: int, last: int) -> pa.Table:
         chosen = [r for r in self.log if first <= r.offset <= last]
-        return pa.table({"offset": pa.array([r.offset for r in chosen], pa.int64()),
-                         "timestamp": pa.array([r.timestamp for r in chosen], pa.int64()),
-                         "type": pa.array([r.type or r.control_type for r in chosen], pa.string())})
+        return pa.table(
+            {
+                "offset": pa.array([r.offset for r in chosen], pa.int64()),
+                "timestamp": pa.array([r.timestamp for r in chosen], pa.int64()),
+                "type": pa.array([r.type or r.control_type for r in chosen], pa.string()),
+            }
+        )
 
     def bounds(self) -> tuple[int, int] | None:
-        return log_bounds(self.log[0].offset if self.log else None, self.log[-1].offset if self.log else None,
-                          self.snapshot_ids)
+        return log_bounds(
+            self.log[0].offset if self.log else None, self.log[-1].offset if self.log else None, self.snapshot_ids
+        )
 
     def offset_at_time(self, ms: int) -> int | None:
         return max((r.batch_last_offset for r in self.log if r.timestamp <= ms), default=None)
@@ -309,36 +350,51 @@ class MemorySource:
 
     @cached_property
     def _records(self) -> pa.Table:
-        return pa.table({
-            "offset": pa.array([r.offset for r in self.log], pa.int64()),
-            "timestamp": pa.array([r.timestamp for r in self.log], pa.int64()),
-            "is_control": pa.array([r.is_control for r in self.log], pa.bool_()),
-            "type": pa.array([r.type for r in self.log], pa.string()),
-            "control_type": pa.array([r.control_type for r in self.log], pa.string()),
-            "version": pa.array([r.version for r in self.log], pa.int32()),
-            "payload": pa.array([json.dumps(r.data, separators=(",", ":")) if r.data else None for r in self.log],
-                                pa.string())})
+        return pa.table(
+            {
+                "offset": pa.array([r.offset for r in self.log], pa.int64()),
+                "timestamp": pa.array([r.timestamp for r in self.log], pa.int64()),
+                "is_control": pa.array([r.is_control for r in self.log], pa.bool_()),
+                "type": pa.array([r.type for r in self.log], pa.string()),
+                "control_type": pa.array([r.control_type for r in self.log], pa.string()),
+                "version": pa.array([r.version for r in self.log], pa.int32()),
+                "payload": pa.array(
+                    [json.dumps(r.data, separators=(",", ":")) if r.data else None for r in self.log], pa.string()
+                ),
+            }
+        )
 
     def log_info(self) -> LogInfo:
-        snapshots = [SnapshotInfo(end_offset=s.end_offset, epoch=s.epoch, kind="snapshot", records=len(s.records),
-                                  last_contained_timestamp=s.last_contained_timestamp) for s in self.stored_snapshots]
+        snapshots = [
+            SnapshotInfo(
+                end_offset=s.end_offset,
+                epoch=s.epoch,
+                kind="snapshot",
+                records=len(s.records),
+                last_contained_timestamp=s.last_contained_timestamp,
+            )
+            for s in self.stored_snapshots
+        ]
         return compose(self.location, arrow_aggregates(self._records, newest_snapshot_end(snapshots)), snapshots, 0)
 
-    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
-             include_control: bool = False) -> Iterator[DumpRecord]:
+    def dump(
+        self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False
+    ) -> Iterator[DumpRecord]:
         lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
         t = self._records
         return dump_rows(t.filter((pc.field("offset") >= lo) & (pc.field("offset") <= hi)), types, include_control)
 
 
-def ordered_rejections(rejections: Sequence[Rejection], snapshot: SnapshotId | None, first: int,
-                       last: int) -> list[ReplayError]:
+def ordered_rejections(
+    rejections: Sequence[Rejection], snapshot: SnapshotId | None, first: int, last: int
+) -> list[ReplayError]:
     """The rejections of ``snapshot`` (in position order), then of the log in ``[first, last]``."""
     own = (snapshot.end_offset, snapshot.epoch) if snapshot is not None else None
-    from_snapshot = sorted((r.error for r in rejections if own is not None and r.snapshot == own),
-                           key=lambda e: e.offset or 0)
-    from_log = sorted((r.error for r in rejections if r.snapshot is None and first <= (r.error.offset or 0) <= last),
-                      key=lambda e: e.offset or 0)
+    from_snapshot = sorted(
+        (r.error for r in rejections if own is not None and r.snapshot == own), key=lambda e: e.offset or 0
+    )
+    from_log = sorted(
+        (r.error for r in rejections if r.snapshot is None and first <= (r.error.offset or 0) <= last),
+        key=lambda e: e.offset or 0,
+    )
     return from_snapshot + from_log
-
-

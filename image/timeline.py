@@ -72,16 +72,19 @@ class _Sweep:
     def gauge(self, start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """Per point, the sum of ``weight`` over the rows with ``start <= point < end``."""
         size = self.n + 1
-        acc = (np.bincount(self.bucket(start), weights=weight, minlength=size)
-               - np.bincount(self.bucket(end), weights=weight, minlength=size))
+        acc = np.bincount(self.bucket(start), weights=weight, minlength=size) - np.bincount(
+            self.bucket(end), weights=weight, minlength=size
+        )
         return np.rint(np.cumsum(acc)[: self.n]).astype(np.int64)
 
-    def gauge_by(self, start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int,
-                 weight: np.ndarray) -> np.ndarray:
+    def gauge_by(
+        self, start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int, weight: np.ndarray
+    ) -> np.ndarray:
         """Like :meth:`gauge`, per group: a ``(points, groups)`` matrix."""
         size = (self.n + 1) * groups
-        acc = (np.bincount(self.bucket(start) * groups + group, weights=weight, minlength=size)
-               - np.bincount(self.bucket(end) * groups + group, weights=weight, minlength=size))
+        acc = np.bincount(self.bucket(start) * groups + group, weights=weight, minlength=size) - np.bincount(
+            self.bucket(end) * groups + group, weights=weight, minlength=size
+        )
         return np.rint(np.cumsum(acc.reshape(self.n + 1, groups), axis=0)[: self.n]).astype(np.int64)
 
     def count(self, offsets: np.ndarray, first: int) -> np.ndarray:
@@ -91,8 +94,10 @@ class _Sweep:
 
 
 def _min_isr_settings(configs: pa.Table) -> pa.Table:
-    kept = pc.and_(pc.equal(configs.column("name"), MIN_INSYNC_REPLICAS),
-                   pc.is_in(configs.column("resourceType"), pa.array(["TOPIC", "BROKER"])))
+    kept = pc.and_(
+        pc.equal(configs.column("name"), MIN_INSYNC_REPLICAS),
+        pc.is_in(configs.column("resourceType"), pa.array(["TOPIC", "BROKER"])),
+    )
     return configs.filter(kept)
 
 
@@ -120,24 +125,35 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
     for resource in names:
         columns.setdefault(resource, len(columns))
     values = np.full((len(cuts) + 1, max(len(columns), 1)), -1, dtype=np.int64)
-    for r, (kind, name, value) in enumerate(zip(settings.column("resourceType").to_pylist(),
-                                                settings.column("resourceName").to_pylist(),
-                                                settings.column("value").to_pylist(), strict=True)):
-        epochs = slice(np.searchsorted(cuts, c_start[r], side="right"),
-                       np.searchsorted(cuts, c_end[r] - 1, side="right") + 1)
+    for r, (kind, name, value) in enumerate(
+        zip(
+            settings.column("resourceType").to_pylist(),
+            settings.column("resourceName").to_pylist(),
+            settings.column("value").to_pylist(),
+            strict=True,
+        )
+    ):
+        epochs = slice(
+            np.searchsorted(cuts, c_start[r], side="right"), np.searchsorted(cuts, c_end[r] - 1, side="right") + 1
+        )
         values[epochs, columns[(kind, name)]] = parse_min_insync(value, (kind, name))
 
     # each piece's topic, leader and cluster-default column (-1: never configured), lowest precedence first
     topic = led.column("topic").combine_chunks().dictionary_encode()
-    topic_column = np.array([columns.get(("TOPIC", t), -1) for t in topic.dictionary.to_pylist()] + [-1],
-                            dtype=np.int64)[topic.indices.to_numpy()]
+    topic_column = np.array(
+        [columns.get(("TOPIC", t), -1) for t in topic.dictionary.to_pylist()] + [-1], dtype=np.int64
+    )[topic.indices.to_numpy()]
     leader = _ints(led.column("leader"))
     leaders = np.unique(leader)
-    leader_column = np.array([columns.get(("BROKER", str(b)), -1) for b in leaders] + [-1],
-                             dtype=np.int64)[np.searchsorted(leaders, leader)]
+    leader_column = np.array([columns.get(("BROKER", str(b)), -1) for b in leaders] + [-1], dtype=np.int64)[
+        np.searchsorted(leaders, leader)
+    ]
     min_isr = np.full(len(row), DEFAULT_MIN_INSYNC_REPLICAS, dtype=np.int64)
-    for column in (np.full(len(row), columns.get(("BROKER", CLUSTER_DEFAULT), -1)), leader_column[row],
-                   topic_column[row]):
+    for column in (
+        np.full(len(row), columns.get(("BROKER", CLUSTER_DEFAULT), -1)),
+        leader_column[row],
+        topic_column[row],
+    ):
         configured = np.flatnonzero(column >= 0)
         found = values[epoch[configured], column[configured]]
         min_isr[configured[found >= 0]] = found[found >= 0]
@@ -153,9 +169,13 @@ def _successions(partitions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarr
         nothing = np.zeros(0, dtype=np.int64)
         return nothing, nothing.astype(bool), nothing.astype(bool), nothing.astype(bool)
     prev, this = rows.slice(0, rows.num_rows - 1), rows.slice(1)
-    follows = pc.and_(pc.and_(pc.equal(prev.column("topicId"), this.column("topicId")),
-                              pc.equal(prev.column("partitionId"), this.column("partitionId"))),
-                      pc.equal(pc.fill_null(prev.column("to_offset"), OPEN), this.column("from_offset")))
+    follows = pc.and_(
+        pc.and_(
+            pc.equal(prev.column("topicId"), this.column("topicId")),
+            pc.equal(prev.column("partitionId"), this.column("partitionId")),
+        ),
+        pc.equal(pc.fill_null(prev.column("to_offset"), OPEN), this.column("from_offset")),
+    )
     prev, this = prev.filter(follows), this.filter(follows)
     before, after = _ints(prev.column("leader")), _ints(this.column("leader"))
     elections = (after != NO_LEADER) & (after != before)
@@ -191,8 +211,10 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     if np.any(np.diff(offsets) < 0):
         raise ValueError("timeline points must be in offset order")
     if offsets[0] < window.first_offset or offsets[-1] > window.last_offset:
-        raise ValueError(f"timeline points {offsets[0]} … {offsets[-1]} are outside the window "
-                         f"{window.first_offset} … {window.last_offset}")
+        raise ValueError(
+            f"timeline points {offsets[0]} … {offsets[-1]} are outside the window "
+            f"{window.first_offset} … {window.last_offset}"
+        )
     sweep = _Sweep(offsets)
     parts, brokers = window.partitions, window.brokers
     p_start, p_end = _ints(parts.column("from_offset")), _ints(parts.column("to_offset"))
@@ -200,7 +222,8 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     adding, removing = _lengths(parts.column("addingReplicas")), _lengths(parts.column("removingReplicas"))
     offline = sweep.gauge(p_start, p_end, (leader == NO_LEADER).astype(np.float64))
     under_replicated = sweep.gauge(
-        p_start, p_end, (_lengths(parts.column("isr")) < _lengths(parts.column("replicas"))).astype(np.float64))
+        p_start, p_end, (_lengths(parts.column("isr")) < _lengths(parts.column("replicas"))).astype(np.float64)
+    )
     reassigning = sweep.gauge(p_start, p_end, ((adding > 0) | (removing > 0)).astype(np.float64))
     under_min_isr = _under_min_isr(sweep, parts, window.configs)
 
@@ -210,11 +233,13 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     b_group, ones = np.searchsorted(ids, broker_id), np.ones(brokers.num_rows)
     registered = sweep.gauge_by(b_start, b_end, b_group, len(ids), ones)
     fenced = sweep.gauge_by(b_start, b_end, b_group, len(ids), _ints(brokers.column("fenced"), 0).astype(np.float64))
-    shutting = sweep.gauge_by(b_start, b_end, b_group, len(ids),
-                              _ints(brokers.column("inControlledShutdown"), 0).astype(np.float64))
+    shutting = sweep.gauge_by(
+        b_start, b_end, b_group, len(ids), _ints(brokers.column("inControlledShutdown"), 0).astype(np.float64)
+    )
     led = leader != NO_LEADER
-    leaders = sweep.gauge_by(p_start[led], p_end[led], np.searchsorted(ids, leader[led]), len(ids),
-                             np.ones(int(led.sum())))
+    leaders = sweep.gauge_by(
+        p_start[led], p_end[led], np.searchsorted(ids, leader[led]), len(ids), np.ones(int(led.sum()))
+    )
 
     first = window.first_offset
     changed_at, elections, shrinks, expansions = _successions(parts)
@@ -227,26 +252,34 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     in_range = (r_offsets >= first) & (r_offsets <= offsets[-1])
     types = pc.fill_null(records.column("type"), "UNKNOWN").filter(pa.array(in_range))
     names = pc.unique(types).to_pylist()
-    by_type = np.bincount(sweep.bucket(r_offsets[in_range]) * len(names)
-                          + pc.index_in(types, pa.array(names, pa.string())).to_numpy().astype(np.int64),
-                          minlength=(sweep.n + 1) * len(names)).reshape(sweep.n + 1, len(names))
+    by_type = np.bincount(
+        sweep.bucket(r_offsets[in_range]) * len(names)
+        + pc.index_in(types, pa.array(names, pa.string())).to_numpy().astype(np.int64),
+        minlength=(sweep.n + 1) * len(names),
+    ).reshape(sweep.n + 1, len(names))
     type_order = sorted(range(len(names)), key=lambda i: names[i])
 
     out = []
     for i, (offset, time) in enumerate(points):
-        out.append(TimelinePoint(
-            offset=offset, time=iso_time(time),
-            offlinePartitions=int(offline[i]), underReplicatedPartitions=int(under_replicated[i]),
-            underMinIsrPartitions=int(under_min_isr[i]),
-            fencedBrokers=[int(b) for b in ids[fenced[i] > 0]],
-            controlledShutdownBrokers=[int(b) for b in ids[shutting[i] > 0]],
-            reassigningPartitions=int(reassigning[i]),
-            leadersPerBroker={str(b): int(n) for b, n, r in zip(ids, leaders[i], registered[i], strict=True)
-                              if n > 0 or r > 0},
-            elections=int(election_counts[i]), isrShrinks=int(shrink_counts[i]),
-            isrExpansions=int(expansion_counts[i]),
-            recordsByType={names[t]: int(by_type[i, t]) for t in type_order if by_type[i, t] > 0},
-        ))
+        out.append(
+            TimelinePoint(
+                offset=offset,
+                time=iso_time(time),
+                offlinePartitions=int(offline[i]),
+                underReplicatedPartitions=int(under_replicated[i]),
+                underMinIsrPartitions=int(under_min_isr[i]),
+                fencedBrokers=[int(b) for b in ids[fenced[i] > 0]],
+                controlledShutdownBrokers=[int(b) for b in ids[shutting[i] > 0]],
+                reassigningPartitions=int(reassigning[i]),
+                leadersPerBroker={
+                    str(b): int(n) for b, n, r in zip(ids, leaders[i], registered[i], strict=True) if n > 0 or r > 0
+                },
+                elections=int(election_counts[i]),
+                isrShrinks=int(shrink_counts[i]),
+                isrExpansions=int(expansion_counts[i]),
+                recordsByType={names[t]: int(by_type[i, t]) for t in type_order if by_type[i, t] > 0},
+            )
+        )
     return Timeline(points=out)
 
 
@@ -276,8 +309,9 @@ def points_by_count(window: VersionWindow, count: int) -> list[Point]:
     return _with_times(window, r_offsets[at])
 
 
-def points_every(window: VersionWindow, step_ms: int, from_time: int | None = None,
-                 to_time: int | None = None) -> list[Point]:
+def points_every(
+    window: VersionWindow, step_ms: int, from_time: int | None = None, to_time: int | None = None
+) -> list[Point]:
     """A point every ``step_ms`` from ``from_time`` (default: the window's first append time) to
     ``to_time`` (default: its last); each at the last offset appended at or before its time
     (as ``--at-time``), with that grid time. Grid times before the window's first record are

@@ -116,10 +116,16 @@ def resolve(source: TemporalSource, window: Window) -> tuple[int, int]:
     for side in ("from", "to"):
         if getattr(window, f"{side}_offset") is not None and getattr(window, f"{side}_time") is not None:
             raise ValueError(f"give --{side}-offset or --{side}-time, not both")
-    start = window.from_offset if window.from_offset is not None else (
-        at_time(window.from_time, "from") if window.from_time is not None else first)
-    end = window.to_offset if window.to_offset is not None else (
-        at_time(window.to_time, "to") if window.to_time is not None else last)
+    start = (
+        window.from_offset
+        if window.from_offset is not None
+        else (at_time(window.from_time, "from") if window.from_time is not None else first)
+    )
+    end = (
+        window.to_offset
+        if window.to_offset is not None
+        else (at_time(window.to_time, "to") if window.to_time is not None else last)
+    )
     start, end = max(start, first), min(end, last)
     if start > end:
         raise ValueError(f"the window {start} … {end} holds no offset of the log ({first} … {last})")
@@ -132,8 +138,9 @@ def _equal(part: str, selection: Selection) -> dict[str, Any] | None:
         if part == "topics":
             return {"name": selection.topic}
         if part == "partitions":
-            return {"topic": selection.topic} | ({} if selection.partition is None
-                                                 else {"partitionId": selection.partition})
+            return {"topic": selection.topic} | (
+                {} if selection.partition is None else {"partitionId": selection.partition}
+            )
         if part == "configs":
             return {"resourceType": "TOPIC", "resourceName": selection.topic}
         return None
@@ -153,20 +160,23 @@ def load(source: TemporalSource, window: Window, selection: Selection) -> Versio
     tables = {}
     for part in PARTS:
         equal = _equal(part, selection) if part in selection.parts else None
-        tables[part] = empty(part) if equal is None else source.versions(
-            part, None if keyed else (first - 1, last), equal)
+        tables[part] = (
+            empty(part) if equal is None else source.versions(part, None if keyed else (first - 1, last), equal)
+        )
     return VersionWindow(first, last, records=source.records(first, last).select(RECORDS_SCHEMA.names), **tables)
 
 
 def image_diff(source: TemporalSource, from_offset: int, to_offset: int) -> dict[str, Any]:
     """The ``diff --json`` document of the images at the two offsets (from the versions, no replay)."""
     from image.diff import diff_json
+
     return diff_json(source, from_offset, to_offset)
 
 
 def log_source(path: str | os.PathLike[str]) -> MemorySource:
     """A log directory, segment or snapshot read in process, every key's versions recorded once."""
     from metadata.readers import read_log, read_snapshots
+
     records, snapshots = read_log(path), read_snapshots(path)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")

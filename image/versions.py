@@ -88,12 +88,12 @@ class VersionLog:
     spans: list[Span] = field(default_factory=list)
 
     def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
-        self.versions[part].append({**row, "from_offset": from_offset, "to_offset": to_offset,
-                                    "from_time": from_time})
+        self.versions[part].append({**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time})
 
     def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
-        self.closings[part].append({**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset,
-                                    "to_offset": to_offset})
+        self.closings[part].append(
+            {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset}
+        )
 
     def rejection(self, rejection: Rejection) -> None:
         self.rejections.append(rejection)
@@ -115,14 +115,21 @@ class Version:
 
 # --- what a record can change ---------------------------------------------------------------------
 
-_BROKER_RECORDS = {"REGISTER_BROKER_RECORD": "brokerId", "UNREGISTER_BROKER_RECORD": "brokerId",
-                   "FENCE_BROKER_RECORD": "id", "UNFENCE_BROKER_RECORD": "id",
-                   "BROKER_REGISTRATION_CHANGE_RECORD": "brokerId"}
-_SIMPLE = {"REGISTER_CONTROLLER_RECORD": ("controllers", "controllerId"),
-           "ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"), "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
-           "DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
-           "REMOVE_DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
-           "FEATURE_LEVEL_RECORD": ("features", "name")}
+_BROKER_RECORDS = {
+    "REGISTER_BROKER_RECORD": "brokerId",
+    "UNREGISTER_BROKER_RECORD": "brokerId",
+    "FENCE_BROKER_RECORD": "id",
+    "UNFENCE_BROKER_RECORD": "id",
+    "BROKER_REGISTRATION_CHANGE_RECORD": "brokerId",
+}
+_SIMPLE = {
+    "REGISTER_CONTROLLER_RECORD": ("controllers", "controllerId"),
+    "ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
+    "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
+    "DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
+    "REMOVE_DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
+    "FEATURE_LEVEL_RECORD": ("features", "name"),
+}
 
 Candidate = tuple[str, Key]
 """(part, key), or a wide candidate: ``("partitions*", (topic id,))`` every partition of a topic,
@@ -174,6 +181,7 @@ def candidates(record: LogRecord, image: MetadataImage, delta: MetadataDelta | N
 
 # --- the visible row of a key: the base image overlaid with the open delta ------------------------
 
+
 def _topic(image: MetadataImage, delta: MetadataDelta | None, topic_id: str) -> Row | None:
     td = delta.topics_delta if delta is not None else None
     if td is not None:
@@ -213,8 +221,9 @@ def _partition_ids(image: MetadataImage, delta: MetadataDelta | None, topic_id: 
     return set(topic.partitions) if topic is not None else set()
 
 
-def _overlay(changes: Mapping[Any, Mapping[Any, Any]] | None, base: Mapping[Any, Mapping[Any, Any]],
-             outer: Any, inner: Any) -> Any:
+def _overlay(
+    changes: Mapping[Any, Mapping[Any, Any]] | None, base: Mapping[Any, Mapping[Any, Any]], outer: Any, inner: Any
+) -> Any:
     """A two-level delta lookup: the delta's change if it has one (None = removed), else the base."""
     if changes is not None and outer in changes and inner in changes[outer]:
         return changes[outer][inner]
@@ -248,8 +257,9 @@ def visible_row(part: str, key: Key, image: MetadataImage, delta: MetadataDelta 
         fd = delta.features_delta if delta is not None else None
         if key[0] == METADATA_VERSION:
             change = fd.metadata_version_change if fd is not None else None
-            return parts.feature_row(METADATA_VERSION, image.features.metadata_version_level
-                                     if change is None else change)
+            return parts.feature_row(
+                METADATA_VERSION, image.features.metadata_version_level if change is None else change
+            )
         if fd is not None and key[0] in fd.changes:
             level = fd.changes[key[0]]
         else:
@@ -273,12 +283,17 @@ def visible_row(part: str, key: Key, image: MetadataImage, delta: MetadataDelta 
         return parts.scram_row(code, key[1], credential) if credential is not None else None
     if part == "delegationTokens":
         dd = delta.delegation_token_delta if delta is not None else None
-        t = dd.changes[key[0]] if dd is not None and key[0] in dd.changes else image.delegation_tokens.tokens.get(key[0])
+        t = (
+            dd.changes[key[0]]
+            if dd is not None and key[0] in dd.changes
+            else image.delegation_tokens.tokens.get(key[0])
+        )
         return t.to_json() if t is not None else None
     raise ValueError(f"no visible row for part {part!r}")
 
 
 # --- the recorder ---------------------------------------------------------------------------------
+
 
 class VersionRecorder(MetadataLoader):
     """The batch loader, recording every key's versions into ``sink`` (always lenient: rejected
@@ -295,9 +310,15 @@ class VersionRecorder(MetadataLoader):
     misplaced transaction markers.
     """
 
-    def __init__(self, sink: VersionSink, image: MetadataImage = MetadataImage.EMPTY,
-                 stored: Mapping[str, Iterable[Row]] | None = None, *,
-                 owns: Callable[[str, Row], bool] | None = None, report_shared: bool = True) -> None:
+    def __init__(
+        self,
+        sink: VersionSink,
+        image: MetadataImage = MetadataImage.EMPTY,
+        stored: Mapping[str, Iterable[Row]] | None = None,
+        *,
+        owns: Callable[[str, Row], bool] | None = None,
+        report_shared: bool = True,
+    ) -> None:
         super().__init__(image, lenient=True)
         self.sink = sink
         self.owns = owns
@@ -319,8 +340,9 @@ class VersionRecorder(MetadataLoader):
             for part, rows in stored.items():
                 for row in rows:
                     state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
-                    self._add(part, row_key(part, state), Version(state, row["from_offset"], row["from_time"],
-                                                                  stored=True))
+                    self._add(
+                        part, row_key(part, state), Version(state, row["from_offset"], row["from_time"], stored=True)
+                    )
 
     # bookkeeping of the current versions
     def _add(self, part: str, key: Key, version: Version) -> None:
@@ -380,8 +402,9 @@ class VersionRecorder(MetadataLoader):
         if part == "partitions*":
             topic_ids = [key[0]] if key else list(self._all_topic_ids())
             for topic_id in topic_ids:
-                ids = self._partitions_by_topic.get(topic_id, set()) | _partition_ids(self._image, self._delta,
-                                                                                      topic_id)
+                ids = self._partitions_by_topic.get(topic_id, set()) | _partition_ids(
+                    self._image, self._delta, topic_id
+                )
                 for partition_id in ids:
                     yield "partitions", (topic_id, partition_id)
         elif part == "configs*":
@@ -458,16 +481,22 @@ class VersionRecorder(MetadataLoader):
         by_name = self._image.topics.topics_by_name
         for name in names:
             topic = by_name.get(name)
-            self._set("topicNames", (name,), parts.topic_name_row(name, topic.id) if topic is not None else None,
-                      offset, provenance.last_contained_log_time_ms)
+            self._set(
+                "topicNames",
+                (name,),
+                parts.topic_name_row(name, topic.id) if topic is not None else None,
+                offset,
+                provenance.last_contained_log_time_ms,
+            )
 
     def _fail(self, error: ReplayError) -> None:
         super()._fail(error)
         if self.report_shared or error.record_type not in (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION):
             self.sink.rejection(Rejection(error, None))
 
-    def load_snapshot(self, records: Iterable[LogRecord], end_offset: int, epoch: int,
-                      last_contained_timestamp: int | None = None) -> MetadataDelta:
+    def load_snapshot(
+        self, records: Iterable[LogRecord], end_offset: int, epoch: int, last_contained_timestamp: int | None = None
+    ) -> MetadataDelta:
         """Load a snapshot as the reference engine does (onto the empty image); every key is compared."""
         if self._batch_last_offset is not None and self._batch_last_offset < end_offset:
             self._end_batch()  # a whole batch before the snapshot (a shard may not have read its last record)
@@ -503,8 +532,9 @@ class VersionRecorder(MetadataLoader):
                     self.sink.version(part, version.row, version.from_offset, None, version.from_time)
 
 
-def record_versions(log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = (), *,
-                    sink: VersionSink | None = None) -> VersionSink:
+def record_versions(
+    log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = (), *, sink: VersionSink | None = None
+) -> VersionSink:
     """Record the versions of a whole log from the empty image (see :func:`replay_with_snapshots`).
     Returns the sink (a :class:`VersionLog` by default)."""
     sink = sink if sink is not None else VersionLog()
@@ -516,8 +546,10 @@ def replay_with_snapshots(recorder: VersionRecorder, log: Iterable[LogRecord], s
     """Feed ``recorder`` the log records in offset order with each snapshot loaded at its last contained
     offset (of several snapshots with one end offset, the highest epoch, as the reference engine
     chooses), then finish it."""
-    pending = sorted({s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
-                     key=lambda s: s.end_offset)
+    pending = sorted(
+        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
+        key=lambda s: s.end_offset,
+    )
     for record in log:
         while pending and pending[0].end_offset - 1 < record.offset:
             snap = pending.pop(0)

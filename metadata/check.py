@@ -58,9 +58,11 @@ CHECKS: dict[str, Callable[[CheckContext], Findings]] = {}
 
 def lake_check(name: str) -> Callable[[Callable[[CheckContext], Findings]], Callable[[CheckContext], Findings]]:
     """Register a check (run by :func:`check_lake` in registration order)."""
+
     def register(fn: Callable[[CheckContext], Findings]) -> Callable[[CheckContext], Findings]:
         CHECKS[name] = fn
         return fn
+
     return register
 
 
@@ -96,17 +98,23 @@ def check_tables(ctx: CheckContext) -> Findings:
             continue
         ctx.readable.add(name)
         if (current := latest.get(name)) is not None and current > version:
-            found.notes.append(f"table {name}: versions {version + 1}–{current} are not committed (an interrupted "
-                               "writer's, or one in progress; the next ingest undoes leftovers)")
+            found.notes.append(
+                f"table {name}: versions {version + 1}–{current} are not committed (an interrupted "
+                "writer's, or one in progress; the next ingest undoes leftovers)"
+            )
     for name, current in latest.items():
         if name != LEASE and name not in state.versions and current is not None:
-            found.notes.append(f"table {name} exists but no ingest committed it (an interrupted first ingest's; "
-                               "the next ingest replaces it)")
+            found.notes.append(
+                f"table {name} exists but no ingest committed it (an interrupted first ingest's; "
+                "the next ingest replaces it)"
+            )
     if latest[LEASE] is not None:
         lease = lake.lease()
         if lease is not None and not lease.free(state.seq):
-            found.notes.append(f"the lease is held by {lease.holder} (run {lease.owner}) until "
-                               f"{lease.expires_at:%Y-%m-%d %H:%M:%S} UTC: a writer is at work")
+            found.notes.append(
+                f"the lease is held by {lease.holder} (run {lease.owner}) until "
+                f"{lease.expires_at:%Y-%m-%d %H:%M:%S} UTC: a writer is at work"
+            )
     return found
 
 
@@ -114,15 +122,18 @@ def check_tables(ctx: CheckContext) -> Findings:
 def check_ingests(ctx: CheckContext) -> Findings:
     """The ``_ingests`` chain is linear: seqs 1 … N, each once."""
     found = Findings()
-    rows = ctx.lake.spark.read.format("delta").load(ctx.lake.path(INGESTS)) \
-        .groupBy("seq").count().orderBy("seq").collect()
+    rows = (
+        ctx.lake.spark.read.format("delta").load(ctx.lake.path(INGESTS)).groupBy("seq").count().orderBy("seq").collect()
+    )
     seqs = [r["seq"] for r in rows]
     twice = [f"seq {r['seq']} was committed {r['count']} times" for r in rows if r["count"] > 1]
     found.problems += listed(twice, "seqs committed more than once")
     missing = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
     if missing:
-        found.problems.append(f"seqs missing from the chain: {', '.join(map(str, missing[:_SHOWN]))}"
-                              + (f" (and {len(missing) - _SHOWN} more)" if len(missing) > _SHOWN else ""))
+        found.problems.append(
+            f"seqs missing from the chain: {', '.join(map(str, missing[:_SHOWN]))}"
+            + (f" (and {len(missing) - _SHOWN} more)" if len(missing) > _SHOWN else "")
+        )
     return found
 
 
@@ -133,27 +144,40 @@ def check_offsets(ctx: CheckContext) -> Findings:
     if not readable(ctx, "records", found):
         return found
     records = ctx.table("records")
-    s = records.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
-                    F.countDistinct("offset").alias("distinct")).first()
+    s = records.agg(
+        F.min("offset").alias("lo"),
+        F.max("offset").alias("hi"),
+        F.count("*").alias("n"),
+        F.countDistinct("offset").alias("distinct"),
+    ).first()
     if s["n"] == 0:
         return found
     if s["distinct"] != s["n"]:
         dupes = records.groupBy("offset").count().where("count > 1").orderBy("offset").limit(_SHOWN).collect()
-        found.problems.append(f"{s['n'] - s['distinct']} duplicate record rows, e.g. offset "
-                              + ", ".join(f"{r['offset']} ({r['count']} rows)" for r in dupes))
+        found.problems.append(
+            f"{s['n'] - s['distinct']} duplicate record rows, e.g. offset "
+            + ", ".join(f"{r['offset']} ({r['count']} rows)" for r in dupes)
+        )
     if s["hi"] != ctx.state.high_water_mark:
-        found.problems.append(f"the last offset in records is {s['hi']}, the committed high-water mark "
-                              f"{ctx.state.high_water_mark}")
+        found.problems.append(
+            f"the last offset in records is {s['hi']}, the committed high-water mark {ctx.state.high_water_mark}"
+        )
     if s["hi"] - s["lo"] + 1 != s["distinct"]:
         offsets = records.select("offset").distinct()
-        gaps = (offsets.withColumn("prev", F.lag("offset").over(Window.orderBy("offset")))
-                .where(F.col("offset") > F.col("prev") + 1)
-                .select((F.col("prev") + 1).alias("from"), (F.col("offset") - 1).alias("to")).orderBy("from"))
+        gaps = (
+            offsets.withColumn("prev", F.lag("offset").over(Window.orderBy("offset")))
+            .where(F.col("offset") > F.col("prev") + 1)
+            .select((F.col("prev") + 1).alias("from"), (F.col("offset") - 1).alias("to"))
+            .orderBy("from")
+        )
         total = s["hi"] - s["lo"] + 1 - s["distinct"]
-        shown = [f"{r['from']}–{r['to']}" if r["from"] != r["to"] else str(r["from"])
-                 for r in gaps.limit(_SHOWN).collect()]
-        found.problems.append(f"{total} offsets missing between {s['lo']} and {s['hi']}: {', '.join(shown)}"
-                              + (" …" if gaps.count() > _SHOWN else ""))
+        shown = [
+            f"{r['from']}–{r['to']}" if r["from"] != r["to"] else str(r["from"]) for r in gaps.limit(_SHOWN).collect()
+        ]
+        found.problems.append(
+            f"{total} offsets missing between {s['lo']} and {s['hi']}: {', '.join(shown)}"
+            + (" …" if gaps.count() > _SHOWN else "")
+        )
     return found
 
 
@@ -178,8 +202,10 @@ def check_typed(ctx: CheckContext) -> Findings:
         actual = part if actual is None else actual.unionByName(part)
     if actual is None:
         actual = expected.limit(0)
-    for what, rows in (("lacks {n} rows of records", expected.exceptAll(actual)),
-                       ("holds {n} rows not in records", actual.exceptAll(expected))):
+    for what, rows in (
+        ("lacks {n} rows of records", expected.exceptAll(actual)),
+        ("holds {n} rows not in records", actual.exceptAll(expected)),
+    ):
         for r in rows.groupBy("t").agg(F.count("*").alias("n"), F.min("offset").alias("first")).orderBy("t").collect():
             found.problems.append(f"table {r['t']} {what.format(n=r['n'])} (first at offset {r['first']})")
     return found
@@ -191,12 +217,20 @@ def check_snapshots(ctx: CheckContext) -> Findings:
     found = Findings()
     if not readable(ctx, "snapshots", found):
         return found
-    rows = (ctx.table("snapshots").groupBy("snapshot_end_offset", "snapshot_epoch")
-            .agg(F.count("*").alias("n"), F.countDistinct("position").alias("distinct"), F.min("position").alias("lo"),
-                 F.max("position").alias("hi"),
-                 F.max(F.when(F.col("control_type") == "SNAPSHOT_HEADER", F.col("position"))).alias("header"),
-                 F.max(F.when(F.col("control_type") == "SNAPSHOT_FOOTER", F.col("position"))).alias("footer"))
-            .orderBy("snapshot_end_offset", "snapshot_epoch").collect())
+    rows = (
+        ctx.table("snapshots")
+        .groupBy("snapshot_end_offset", "snapshot_epoch")
+        .agg(
+            F.count("*").alias("n"),
+            F.countDistinct("position").alias("distinct"),
+            F.min("position").alias("lo"),
+            F.max("position").alias("hi"),
+            F.max(F.when(F.col("control_type") == "SNAPSHOT_HEADER", F.col("position"))).alias("header"),
+            F.max(F.when(F.col("control_type") == "SNAPSHOT_FOOTER", F.col("position"))).alias("footer"),
+        )
+        .orderBy("snapshot_end_offset", "snapshot_epoch")
+        .collect()
+    )
     bad = []
     for r in rows:
         name = f"snapshot {r['snapshot_end_offset']}-{r['snapshot_epoch']}"
@@ -235,8 +269,13 @@ def check_lake(lake: Lake) -> CheckReport:
     except LakeError as exc:
         if not lake.exists():
             raise
-        return CheckReport(lake=lake.uri, seq=None, high_water_mark=None, ok=False,
-                           checks=[CheckResult(name="ingests", ok=False, problems=[str(exc)], notes=[])])
+        return CheckReport(
+            lake=lake.uri,
+            seq=None,
+            high_water_mark=None,
+            ok=False,
+            checks=[CheckResult(name="ingests", ok=False, problems=[str(exc)], notes=[])],
+        )
     ctx = CheckContext(lake, state)
     results = []
     for name, fn in CHECKS.items():
@@ -245,5 +284,10 @@ def check_lake(lake: Lake) -> CheckReport:
         except Exception as exc:  # noqa: BLE001 — a check that cannot run is a finding
             found = Findings(problems=[_failure(exc, lake, name, None)])
         results.append(CheckResult(name=name, ok=not found.problems, problems=found.problems, notes=found.notes))
-    return CheckReport(lake=lake.uri, seq=state.seq, high_water_mark=state.high_water_mark,
-                       ok=all(r.ok for r in results), checks=results)
+    return CheckReport(
+        lake=lake.uri,
+        seq=state.seq,
+        high_water_mark=state.high_water_mark,
+        ok=all(r.ok for r in results),
+        checks=results,
+    )

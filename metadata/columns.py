@@ -18,20 +18,37 @@ from metadata.codec.message import json_text
 from metadata.errors import DecodeError
 from metadata.readers import Batch, InputFile, Issue, NoOpRun, ReadOptions, iter_file_items
 
-DECODED_SCHEMA = pa.schema([
-    ("offset", pa.int64()), ("batch_base_offset", pa.int64()), ("batch_last_offset", pa.int64()),
-    ("batch_leader_epoch", pa.int32()), ("timestamp", pa.int64()), ("producer_id", pa.int64()),
-    ("producer_epoch", pa.int32()), ("is_transactional", pa.bool_()), ("is_control", pa.bool_()),
-    ("control_type", pa.string()), ("type", pa.string()), ("api_key", pa.int32()), ("version", pa.int32()),
-    ("payload", pa.string()), ("raw", pa.binary()), ("position", pa.int64()), ("source_file", pa.string()),
-    ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
-])
+DECODED_SCHEMA = pa.schema(
+    [
+        ("offset", pa.int64()),
+        ("batch_base_offset", pa.int64()),
+        ("batch_last_offset", pa.int64()),
+        ("batch_leader_epoch", pa.int32()),
+        ("timestamp", pa.int64()),
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int32()),
+        ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()),
+        ("control_type", pa.string()),
+        ("type", pa.string()),
+        ("api_key", pa.int32()),
+        ("version", pa.int32()),
+        ("payload", pa.string()),
+        ("raw", pa.binary()),
+        ("position", pa.int64()),
+        ("source_file", pa.string()),
+        ("snapshot_end_offset", pa.int64()),
+        ("snapshot_epoch", pa.int32()),
+    ]
+)
 _TYPES = [f.type for f in DECODED_SCHEMA]
 # batch-level columns (one value per batch) and record-level columns, as DECODED_SCHEMA indexes
 _BATCH_COLUMNS = (1, 2, 3, 4, 5, 6, 7, 8, 15)
 _RECORD_COLUMNS = (0, 9, 10, 11, 12, 13, 14)
-_NUMPY = {i: {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}[_TYPES[i]]
-          for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 15)}  # columns of numbers that are never null in record rows
+_NUMPY = {
+    i: {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}[_TYPES[i]]
+    for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 15)
+}  # columns of numbers that are never null in record rows
 
 
 def payload_json(data: dict | None) -> str | None:
@@ -103,17 +120,35 @@ def _run_batch(run: NoOpRun, source: str, section: str) -> pa.RecordBatch:
     """The Arrow record batch of a NoOp run: straight from its numpy arrays."""
     n = len(run)
     offset = pa.array(run.offset)
-    columns = {0: offset, 1: offset, 2: offset, 3: pa.array(run.leader_epoch), 4: pa.array(run.timestamp),
-               5: pa.array(run.producer_id), 6: pa.array(run.producer_epoch),
-               7: _constant(run.transactional, n, pa.bool_()), 8: _constant(False, n, pa.bool_()),
-               9: pa.nulls(n, pa.string()), 10: _constant("NO_OP_RECORD", n, pa.string()),
-               11: _constant(20, n, pa.int32()), 12: _constant(0, n, pa.int32()), 13: _constant("{}", n, pa.string()),
-               14: pa.nulls(n, pa.binary()), 15: pa.array(run.position)}
+    columns = {
+        0: offset,
+        1: offset,
+        2: offset,
+        3: pa.array(run.leader_epoch),
+        4: pa.array(run.timestamp),
+        5: pa.array(run.producer_id),
+        6: pa.array(run.producer_epoch),
+        7: _constant(run.transactional, n, pa.bool_()),
+        8: _constant(False, n, pa.bool_()),
+        9: pa.nulls(n, pa.string()),
+        10: _constant("NO_OP_RECORD", n, pa.string()),
+        11: _constant(20, n, pa.int32()),
+        12: _constant(0, n, pa.int32()),
+        13: _constant("{}", n, pa.string()),
+        14: pa.nulls(n, pa.binary()),
+        15: pa.array(run.position),
+    }
     return _record_batch(columns, n, source, section)
 
 
-def decode_to_arrow(f: InputFile, options: ReadOptions, issues: list[Issue], start: int = 0,
-                    end: int | None = None, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+def decode_to_arrow(
+    f: InputFile,
+    options: ReadOptions,
+    issues: list[Issue],
+    start: int = 0,
+    end: int | None = None,
+    batch_rows: int = 65536,
+) -> Iterator[pa.RecordBatch]:
     """Decode one input file (or byte range) into Arrow batches of :data:`DECODED_SCHEMA`.
 
     What the readers report is appended to ``issues``; a fatal decode error is not raised but
@@ -133,8 +168,11 @@ def decode_to_arrow(f: InputFile, options: ReadOptions, issues: list[Issue], sta
             if len(pending.records) >= batch_rows:
                 yield pending.flush()
     except DecodeError as exc:  # the file, byte position and offset, as the readers name them
-        issues.append(Issue(file=exc.file or source, severity="fatal", message=exc.message, position=exc.position,
-                            offset=exc.offset))
+        issues.append(
+            Issue(
+                file=exc.file or source, severity="fatal", message=exc.message, position=exc.position, offset=exc.offset
+            )
+        )
     except Exception as exc:  # noqa: BLE001 — not expected from any input; still one reported error
         issues.append(Issue(file=source, severity="fatal", message=f"{type(exc).__name__}: {exc}"))
     if pending.records:

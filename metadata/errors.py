@@ -6,20 +6,25 @@ from __future__ import annotations
 class DecodeError(ValueError):
     """Bytes that do not follow the format. ``where`` is filled in by the reader that knows the file."""
 
-    def __init__(self, message: str, *, file: str | None = None, position: int | None = None,
-                 offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | None = None, position: int | None = None, offset: int | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
         self.position = position
         self.offset = offset
 
-    def located(self, *, file: str | None = None, position: int | None = None,
-                offset: int | None = None) -> "DecodeError":
+    def located(
+        self, *, file: str | None = None, position: int | None = None, offset: int | None = None
+    ) -> "DecodeError":
         """A copy that also names the file / byte position / log offset (keeping any already known)."""
-        return type(self)(self.message, file=self.file or file,
-                          position=self.position if self.position is not None else position,
-                          offset=self.offset if self.offset is not None else offset)
+        return type(self)(
+            self.message,
+            file=self.file or file,
+            position=self.position if self.position is not None else position,
+            offset=self.offset if self.offset is not None else offset,
+        )
 
     def __str__(self) -> str:
         where = []

@@ -27,9 +27,8 @@ from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql import Window
 
 from metadata.lake import COMPACT_AT_FILES, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
 from metadata.progress import spark_progress
@@ -96,8 +95,9 @@ def split_size(total_bytes: int, parallelism: int) -> int:
 Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
 
 
-def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2,
-         stored: tuple[int, int] | None = None) -> tuple[list[Task], list[Task]]:
+def plan(
+    paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2, stored: tuple[int, int] | None = None
+) -> tuple[list[Task], list[Task]]:
     """(decode tasks, skipped tasks) for ``paths``; ``split_bytes`` defaults to :func:`split_size` of
     the inputs' total size.
 
@@ -112,18 +112,26 @@ def plan(paths: Sequence[str], split_bytes: int | None = None, parallelism: int 
     unique = list({(f.path, s, e): (f, s, e) for f, s, e in tasks}.values())  # a file named twice is read once
     if stored is None:
         return unique, []
-    segments = sorted({f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
-                      key=lambda f: (os.path.dirname(f.path), f.base_offset))
-    following = {a.path: b for a, b in zip(segments, segments[1:])
-                 if os.path.dirname(a.path) == os.path.dirname(b.path)}
+    segments = sorted(
+        {f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
+        key=lambda f: (os.path.dirname(f.path), f.base_offset),
+    )
+    following = {
+        a.path: b for a, b in zip(segments, segments[1:]) if os.path.dirname(a.path) == os.path.dirname(b.path)
+    }
     keep: list[Task] = []
     skip: list[Task] = []
     for task in unique:
         f, start, end = task
         if f.kind is InputKind.SEGMENT:
             lo = batch_offset_at(f, start)
-            after = (batch_offset_at(f, end) if end is not None
-                     else batch_offset_at(following[f.path], 0) if f.path in following else None)
+            after = (
+                batch_offset_at(f, end)
+                if end is not None
+                else batch_offset_at(following[f.path], 0)
+                if f.path in following
+                else None
+            )
             if lo is not None and after is not None and stored[0] <= lo and after - 1 <= stored[1]:
                 skip.append(task)
                 continue
@@ -141,27 +149,47 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
 
 def _check_conflicts(log: DataFrame) -> None:
     """Two inputs holding different metadata records at one offset (divergent logs) is an error."""
-    clash = (log.where("NOT is_control").groupBy("offset")
-             .agg(F.countDistinct(F.coalesce("payload", F.lit("")), "type").alias("n"),
-                                       F.collect_set("source_file").alias("files"))
-             .where("n > 1").orderBy("offset").limit(1).collect())
+    clash = (
+        log.where("NOT is_control")
+        .groupBy("offset")
+        .agg(
+            F.countDistinct(F.coalesce("payload", F.lit("")), "type").alias("n"),
+            F.collect_set("source_file").alias("files"),
+        )
+        .where("n > 1")
+        .orderBy("offset")
+        .limit(1)
+        .collect()
+    )
     if clash:
-        raise IngestError(f"offset {clash[0]['offset']} holds different records in {', '.join(clash[0]['files'])}"
-                          " (divergent logs?)")
+        raise IngestError(
+            f"offset {clash[0]['offset']} holds different records in {', '.join(clash[0]['files'])} (divergent logs?)"
+        )
 
 
-def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | None = None,
-           spark: SparkSession | None = None, split_bytes: int | None = None, progress: bool = True,
-           wait: float = 600.0, commit_empty: bool = True, on_wait: Callable[[Lease], None] | None = None,
-           derive: Derive | None = None, compactors: Mapping[str, Compactor] | None = None) -> IngestReport:
+def ingest(
+    paths: Sequence[str],
+    lake_location: str,
+    *,
+    options: ReadOptions | None = None,
+    spark: SparkSession | None = None,
+    split_bytes: int | None = None,
+    progress: bool = True,
+    wait: float = 600.0,
+    commit_empty: bool = True,
+    on_wait: Callable[[Lease], None] | None = None,
+    derive: Derive | None = None,
+    compactors: Mapping[str, Compactor] | None = None,
+) -> IngestReport:
     """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent.
 
     The inputs are decoded and staged first; then, as one lake transaction (:meth:`Lake.transact`, which
     waits at most ``wait`` seconds for another writer's lease), what the committed state lacks is
     appended, ``derive`` writes what is derived from the records (the temporal image) in the same
-    transaction, a table the transaction wrote that now has more than :data:`~metadata.lake.COMPACT_AT_FILES`
-    data files is compacted (``compactors``: per table, else Delta ``OPTIMIZE``), and all is committed. ``commit_empty=False``: when the inputs hold nothing new, nothing is
-    committed (``seq`` None in the report).
+    transaction, a table the transaction wrote that now has more than
+    :data:`~metadata.lake.COMPACT_AT_FILES` data files is compacted (``compactors``: per table, else Delta
+    ``OPTIMIZE``), and all is committed. ``commit_empty=False``: when the inputs hold nothing new,
+    nothing is committed (``seq`` None in the report).
     """
     options = options or ReadOptions()
     started = time.monotonic()
@@ -180,52 +208,94 @@ def ingest(paths: Sequence[str], lake_location: str, *, options: ReadOptions | N
         if fatal:
             raise IngestError(fatal[0] + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
         log = staged.where("snapshot_end_offset IS NULL")
-        spans, by_type, stats = _summarise([r for r in summary if r["issue_severity"] is None
-                                            and r["snapshot_end_offset"] is None])
+        spans, by_type, stats = _summarise(
+            [r for r in summary if r["issue_severity"] is None and r["snapshot_end_offset"] is None]
+        )
         if any(b["lo"] <= a["hi"] for a, b in zip(spans, spans[1:])):  # inputs overlap: check, then dedupe
             _check_conflicts(log)
             # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
-            pick = Window.partitionBy("offset").orderBy(F.length(F.coalesce("payload", F.lit(""))).desc(),
-                                                        "source_file")
+            pick = Window.partitionBy("offset").orderBy(
+                F.length(F.coalesce("payload", F.lit(""))).desc(), "source_file"
+            )
             log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
             _, by_type, stats = _summarise(_groups(log))
-        snapshot_ids = sorted({(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in summary
-                               if r["issue_severity"] is None and r["snapshot_end_offset"] is not None})
+        snapshot_ids = sorted(
+            {
+                (r["snapshot_end_offset"], r["snapshot_epoch"])
+                for r in summary
+                if r["issue_severity"] is None and r["snapshot_end_offset"] is not None
+            }
+        )
         written: dict = {"added": 0, "snap_added": 0, "snapshots": [], "hwm": committed.high_water_mark}
         seq: int | None = None
 
         def body(txn: LakeTransaction) -> Commit:
-            added, snap_added, snapshots, first_added, new_ids = _write(txn, log, staged, stats, by_type,
-                                                                        snapshot_ids)
+            added, snap_added, snapshots, first_added, new_ids = _write(txn, log, staged, stats, by_type, snapshot_ids)
             if derive is not None:
-                derive(LakeChange(txn=txn, after=txn.state(), first_added=first_added, snapshots_added=new_ids,
-                                  staging=os.path.join(staging, f"derived-{txn.attempt}")))
+                derive(
+                    LakeChange(
+                        txn=txn,
+                        after=txn.state(),
+                        first_added=first_added,
+                        snapshots_added=new_ids,
+                        staging=os.path.join(staging, f"derived-{txn.attempt}"),
+                    )
+                )
             txn.compact(txn.written, compactors, at_files=COMPACT_AT_FILES)
-            written.update(added=added, snap_added=snap_added, snapshots=snapshots,
-                           hwm=max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1))
-            return Commit(inputs=[os.path.abspath(p) for p in paths], records_added=added,
-                          snapshots_added=len(snapshots), high_water_mark=written["hwm"])
+            written.update(
+                added=added,
+                snap_added=snap_added,
+                snapshots=snapshots,
+                hwm=max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1),
+            )
+            return Commit(
+                inputs=[os.path.abspath(p) for p in paths],
+                records_added=added,
+                snapshots_added=len(snapshots),
+                high_water_mark=written["hwm"],
+            )
 
         if commit_empty or _holds_news(lake, committed, log, staged, stats, snapshot_ids):
             with spark_progress(spark, "writing Delta tables", enabled=progress):
                 seq = lake.transact(body, run_id=run_id, wait=wait, on_wait=on_wait).seq
-        gaps = [f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
-                for a, b in zip(spans, spans[1:]) if b["lo"] > a["hi"] + 1]
+        gaps = [
+            f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
+            for a, b in zip(spans, spans[1:])
+            if b["lo"] > a["hi"] + 1
+        ]
     finally:
         remove(staging)
     return IngestReport(
-        lake=lake.uri, run_id=run_id, files=sorted({t[0].path for t in tasks + skipped}),
-        bytes_read=_bytes(tasks), bytes_skipped=_bytes(skipped), records_decoded=stats["n"],
-        records_added=written["added"], snapshot_records_added=written["snap_added"], snapshots=written["snapshots"],
-        by_type=dict(sorted(by_type.items())), control_records=int(stats["control"] or 0), first_offset=stats["lo"],
-        last_offset=stats["hi"], high_water_mark=written["hwm"],
+        lake=lake.uri,
+        run_id=run_id,
+        files=sorted({t[0].path for t in tasks + skipped}),
+        bytes_read=_bytes(tasks),
+        bytes_skipped=_bytes(skipped),
+        records_decoded=stats["n"],
+        records_added=written["added"],
+        snapshot_records_added=written["snap_added"],
+        snapshots=written["snapshots"],
+        by_type=dict(sorted(by_type.items())),
+        control_records=int(stats["control"] or 0),
+        first_offset=stats["lo"],
+        last_offset=stats["hi"],
+        high_water_mark=written["hwm"],
         warnings=[i["issue"] for i in issues if i["issue_severity"] == "warning"] + gaps,
-        skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"], seconds=time.monotonic() - started,
-        seq=seq)
+        skipped=[i["issue"] for i in issues if i["issue_severity"] == "error"],
+        seconds=time.monotonic() - started,
+        seq=seq,
+    )
 
 
-def follow(paths: Sequence[str], lake_location: str, *, interval: float, stop: threading.Event,
-           on_round: Callable[[int, IngestReport | None, Exception | None], None], **options: Any) -> int:
+def follow(
+    paths: Sequence[str],
+    lake_location: str,
+    *,
+    interval: float,
+    stop: threading.Event,
+    on_round: Callable[[int, IngestReport | None, Exception | None], None],
+    **options: Any,
+) -> int:
     """Ingest ``paths`` (a live log directory) every ``interval`` seconds until ``stop`` is set; the number
     of rounds. Each round is :func:`ingest` committing only what is new (``commit_empty=False``); a round
     that fails (bad input, another writer's lease held past ``wait``) is reported to ``on_round`` and the
@@ -254,8 +324,9 @@ def _make_dir(path: str) -> None:
     os.makedirs(path, exist_ok=True)
 
 
-def _new_rows(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict,
-              snapshot_ids: list[tuple[int, int]]) -> tuple[DataFrame, int, int | None, list[tuple[int, int]]]:
+def _new_rows(
+    lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, snapshot_ids: list[tuple[int, int]]
+) -> tuple[DataFrame, int, int | None, list[tuple[int, int]]]:
     """(the log records ``state`` lacks, their count, their lowest offset, the snapshot ids it lacks): no
     comparison at all when every staged offset is beyond the committed high-water mark."""
     fresh, added, first = log, stats["n"], stats["lo"]
@@ -263,13 +334,20 @@ def _new_rows(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, s
         stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
         fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
         added, first = fresh.agg(F.count(F.lit(1)), F.min("offset")).first()
-    stored_ids = {(r[0], r[1]) for r in lake.table("snapshots", state)
-                  .select("snapshot_end_offset", "snapshot_epoch").distinct().collect()} if snapshot_ids else set()
+    stored_ids = (
+        {
+            (r[0], r[1])
+            for r in lake.table("snapshots", state).select("snapshot_end_offset", "snapshot_epoch").distinct().collect()
+        }
+        if snapshot_ids
+        else set()
+    )
     return fresh, added, first if added else None, [i for i in snapshot_ids if i not in stored_ids]
 
 
-def _holds_news(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict,
-                snapshot_ids: list[tuple[int, int]]) -> bool:
+def _holds_news(
+    lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, snapshot_ids: list[tuple[int, int]]
+) -> bool:
     """Whether the staged inputs hold records or snapshots the committed ``state`` lacks (a committed state
     only grows: nothing new for it is nothing new for any later one)."""
     fresh, added, _, new_ids = _new_rows(lake, state, log, staged, stats, snapshot_ids)
@@ -277,8 +355,14 @@ def _holds_news(lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame,
     return bool(added or new_ids)
 
 
-def _write(txn: LakeTransaction, log: DataFrame, staged: DataFrame, stats: dict, by_type: dict[str, int],
-           snapshot_ids: list[tuple[int, int]]) -> tuple[int, int, list[str], int | None, list[tuple[int, int]]]:
+def _write(
+    txn: LakeTransaction,
+    log: DataFrame,
+    staged: DataFrame,
+    stats: dict,
+    by_type: dict[str, int],
+    snapshot_ids: list[tuple[int, int]],
+) -> tuple[int, int, list[str], int | None, list[tuple[int, int]]]:
     """Offset-filtered appends: only records (and snapshots) the committed state lacks are written.
 
     One Delta commit per table. The typed tables and snapshots (mostly driver-side Delta work on
@@ -288,8 +372,11 @@ def _write(txn: LakeTransaction, log: DataFrame, staged: DataFrame, stats: dict,
     fresh, added, first_added, new_ids = _new_rows(txn.lake, txn.base, log, staged, stats, snapshot_ids)
     small: list[tuple[str, Callable[[], DataFrame]]] = []  # typed tables and snapshots
     if added:
-        small += [(n, partial(typed_rows, n, fresh)) for n, t in TYPED_TABLES.items()
-                  if any(r in by_type for r in t.record_types)]
+        small += [
+            (n, partial(typed_rows, n, fresh))
+            for n, t in TYPED_TABLES.items()
+            if any(r in by_type for r in t.record_types)
+        ]
     snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows))
@@ -309,23 +396,33 @@ def _write(txn: LakeTransaction, log: DataFrame, staged: DataFrame, stats: dict,
 def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:
     """Rows of the ``snapshots`` table for the staged snapshots ``ids`` (end offset, epoch)."""
     snaps = staged.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in ids))
-    header = (snaps.where("control_type = 'SNAPSHOT_HEADER'")
-              .select("snapshot_end_offset", "snapshot_epoch",
-                      F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long")
-                      .alias("last_contained_timestamp")))
+    header = snaps.where("control_type = 'SNAPSHOT_HEADER'").select(
+        "snapshot_end_offset",
+        "snapshot_epoch",
+        F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long").alias("last_contained_timestamp"),
+    )
     first_copy = Window.partitionBy("snapshot_end_offset", "snapshot_epoch", "position").orderBy("source_file")
-    return (snaps.drop("position").withColumnRenamed("offset", "position")
-            .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
-            .withColumn("kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap")
-                        .otherwise("snapshot"))
-            # a snapshot found twice (a copy elsewhere): the rows of its first path
-            .withColumn("_n", F.row_number().over(first_copy)).where("_n = 1").drop("_n"))
+    return (
+        snaps.drop("position")
+        .withColumnRenamed("offset", "position")
+        .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
+        .withColumn(
+            "kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap").otherwise("snapshot")
+        )
+        # a snapshot found twice (a copy elsewhere): the rows of its first path
+        .withColumn("_n", F.row_number().over(first_copy))
+        .where("_n = 1")
+        .drop("_n")
+    )
 
 
 def _groups(log: DataFrame) -> list[Row]:
     """Counts and offset spans of ``log`` per (file, record type, control flag), as staging reports them."""
-    return (log.groupBy("source_file", "type", "is_control")
-            .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
+    return (
+        log.groupBy("source_file", "type", "is_control")
+        .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+        .collect()
+    )
 
 
 def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int], dict]:
@@ -338,12 +435,14 @@ def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int]
     for r in groups:
         if r["type"] is not None:
             by_type[r["type"]] = by_type.get(r["type"], 0) + r["n"]
-    stats = {"n": sum(r["n"] for r in groups), "control": sum(r["n"] for r in groups if r["is_control"]),
-             "lo": min((r["lo"] for r in groups), default=None), "hi": max((r["hi"] for r in groups), default=None)}
+    stats = {
+        "n": sum(r["n"] for r in groups),
+        "control": sum(r["n"] for r in groups if r["is_control"]),
+        "lo": min((r["lo"] for r in groups), default=None),
+        "hi": max((r["hi"] for r in groups), default=None),
+    }
     return sorted(files.values(), key=lambda f: (f["lo"], f["hi"])), by_type, stats
 
 
 def _bytes(tasks: list[Task]) -> int:
     return sum((f.size if end is None else end) - start for f, start, end in tasks)
-
-

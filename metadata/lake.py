@@ -48,13 +48,18 @@ from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
 LEASE = "_lease"
 
-INGESTS_SCHEMA = T.StructType([
-    T.StructField("seq", T.LongType(), False), T.StructField("run_id", T.StringType()),
-    T.StructField("committed_at", T.TimestampType()), T.StructField("inputs", T.ArrayType(T.StringType())),
-    T.StructField("records_added", T.LongType()), T.StructField("snapshots_added", T.LongType()),
-    T.StructField("high_water_mark", T.LongType()),
-    T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
-])
+INGESTS_SCHEMA = T.StructType(
+    [
+        T.StructField("seq", T.LongType(), False),
+        T.StructField("run_id", T.StringType()),
+        T.StructField("committed_at", T.TimestampType()),
+        T.StructField("inputs", T.ArrayType(T.StringType())),
+        T.StructField("records_added", T.LongType()),
+        T.StructField("snapshots_added", T.LongType()),
+        T.StructField("high_water_mark", T.LongType()),
+        T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
+    ]
+)
 _LEASE_SCHEMA = T.StructType([T.StructField("epoch", T.LongType())])  # the lease table never holds a row
 
 # Delta transaction ids ("txnAppId") of the two compare-and-set commits: the lease epoch, the _ingests seq
@@ -81,9 +86,12 @@ def stats_columns(name: str) -> str:
 
 def table_schemas() -> dict[str, T.StructType]:
     """Every data table of a lake and its schema."""
-    return {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA,
-            **{name: t.schema() for name, t in TYPED_TABLES.items()},
-            **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()}}
+    return {
+        "records": RECORDS_SCHEMA,
+        "snapshots": SNAPSHOTS_SCHEMA,
+        **{name: t.schema() for name, t in TYPED_TABLES.items()},
+        **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()},
+    }
 
 
 class Commit(BaseModel):
@@ -177,13 +185,18 @@ def commit_infos(spark: SparkSession, path: str, first: int, last: int) -> list[
         return [_read_commit_info(spark, path, v) for v in range(first, last + 1)]
     limit = last - first + 1
     while True:
-        rows = spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT {limit}") \
-            .select("version", "operation", "userMetadata").collect()
+        rows = (
+            spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT {limit}")
+            .select("version", "operation", "userMetadata")
+            .collect()
+        )
         if not rows or min(r[0] for r in rows) <= first or len(rows) < limit:
             break
         limit *= 4
-    return sorted((CommitInfo(version=r[0], operation=r[1], user_metadata=r[2]) for r in rows
-                   if first <= r[0] <= last), key=lambda c: c.version)
+    return sorted(
+        (CommitInfo(version=r[0], operation=r[1], user_metadata=r[2]) for r in rows if first <= r[0] <= last),
+        key=lambda c: c.version,
+    )
 
 
 def _read_commit_info(spark: SparkSession, path: str, version: int) -> CommitInfo:
@@ -219,25 +232,40 @@ def _hadoop(spark: SparkSession, path: str):
 def is_conflict(exc: BaseException) -> bool:
     """Whether ``exc`` is Delta's optimistic-concurrency failure (a concurrent commit won)."""
     text = f"{type(exc).__name__} {exc} {getattr(exc, 'java_exception', '')}"
-    return bool(re.search(r"DELTA_CONCURRENT_|DELTA_PROTOCOL_CHANGED|DELTA_METADATA_CHANGED|Concurrent\w*Exception|"
-                          r"ProtocolChangedException|MetadataChangedException", text))
+    return bool(
+        re.search(
+            r"DELTA_CONCURRENT_|DELTA_PROTOCOL_CHANGED|DELTA_METADATA_CHANGED|Concurrent\w*Exception|"
+            r"ProtocolChangedException|MetadataChangedException",
+            text,
+        )
+    )
 
 
 # ---------------------------------------------------------------- damage: one line naming what and what to do
+
 
 def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
     """The version of the newest ``VACUUM`` of the table at ``table_path``, if any (None if unknown)."""
     if spark is None:
         return None
     with contextlib.suppress(Exception):
-        rows = spark.sql(f"DESCRIBE HISTORY delta.{_quoted(table_path)}").where("operation = 'VACUUM END'") \
-            .agg(F.max("version")).collect()
+        rows = (
+            spark.sql(f"DESCRIBE HISTORY delta.{_quoted(table_path)}")
+            .where("operation = 'VACUUM END'")
+            .agg(F.max("version"))
+            .collect()
+        )
         return rows[0][0]
     return None
 
 
-def explain(exc: BaseException, lake: str | None = None, table: str | None = None,
-            version: int | None = None, spark: SparkSession | None = None) -> str | None:
+def explain(
+    exc: BaseException,
+    lake: str | None = None,
+    table: str | None = None,
+    version: int | None = None,
+    spark: SparkSession | None = None,
+) -> str | None:
     """:func:`metadata.lake_damage.explain` for a Spark/Delta failure; ``spark`` (default: the active
     session) looks up whether a VACUUM ran."""
     session = spark or SparkSession.getActiveSession()
@@ -301,8 +329,13 @@ class _LeaseKeeper:
             committed, now = self.lake.committed_seq(), _now()
             if current is None or current.owner == self.owner or current.free(committed, now):
                 epoch = current.epoch + 1 if current else 1
-                lease = Lease(epoch=epoch, owner=self.owner, holder=_holder(), base_seq=committed,
-                              expires_at=now + dt.timedelta(seconds=self.duration))
+                lease = Lease(
+                    epoch=epoch,
+                    owner=self.owner,
+                    holder=_holder(),
+                    base_seq=committed,
+                    expires_at=now + dt.timedelta(seconds=self.duration),
+                )
                 if self._cas(lease):
                     with self._lock:
                         self.held, self.lost = lease, None
@@ -310,9 +343,11 @@ class _LeaseKeeper:
                     return committed
                 continue  # another writer took it first: look again
             if time.monotonic() >= deadline:
-                raise LakeBusy(f"lake {self.lake.uri} is being written by {current.holder} (run {current.owner}, "
-                               f"lease until {current.expires_at:%Y-%m-%d %H:%M:%S} UTC); nothing was changed — "
-                               "try again later, or wait longer (--wait)")
+                raise LakeBusy(
+                    f"lake {self.lake.uri} is being written by {current.holder} (run {current.owner}, "
+                    f"lease until {current.expires_at:%Y-%m-%d %H:%M:%S} UTC); nothing was changed — "
+                    "try again later, or wait longer (--wait)"
+                )
             if not told and self.on_wait is not None:
                 self.on_wait(current)
                 told = True
@@ -323,9 +358,11 @@ class _LeaseKeeper:
         transaction version is the epoch (Delta skips it when that version is recorded already, and fails
         it when a concurrent commit records it). True if the newest lease is now ``lease``."""
         try:
-            self.lake.spark.createDataFrame([], _LEASE_SCHEMA).write.format("delta").mode("append") \
-                .option("txnAppId", _LEASE_APP).option("txnVersion", lease.epoch) \
-                .option("userMetadata", lease.model_dump_json()).save(self.lake.path(LEASE))
+            self.lake.spark.createDataFrame([], _LEASE_SCHEMA).write.format("delta").mode("append").option(
+                "txnAppId", _LEASE_APP
+            ).option("txnVersion", lease.epoch).option("userMetadata", lease.model_dump_json()).save(
+                self.lake.path(LEASE)
+            )
         except Exception as exc:
             if is_conflict(exc):
                 return False
@@ -350,8 +387,9 @@ class _LeaseKeeper:
             left = (held.expires_at - _now()).total_seconds() - max(self.duration * 2 / 3, 3 * took)
             if self._stop.wait(max(0.0, left)):
                 return
-            renewed = held.model_copy(update={"epoch": held.epoch + 1,
-                                              "expires_at": _now() + dt.timedelta(seconds=self.duration)})
+            renewed = held.model_copy(
+                update={"epoch": held.epoch + 1, "expires_at": _now() + dt.timedelta(seconds=self.duration)}
+            )
             started = time.monotonic()
             try:
                 ok = self._cas(renewed)
@@ -371,8 +409,9 @@ class _LeaseKeeper:
     def holds(self) -> bool:
         """Whether this run still holds the lease (as the newest ``_lease`` commit says)."""
         current = self.current()
-        return (current is not None and current.owner == self.owner and not current.released
-                and _now() < current.expires_at)
+        return (
+            current is not None and current.owner == self.owner and not current.released and _now() < current.expires_at
+        )
 
     def check(self) -> None:
         """:class:`LakeConflict` if the heartbeat lost the lease."""
@@ -401,11 +440,13 @@ class _LeaseKeeper:
             with contextlib.suppress(Exception):
                 current = self.current()
                 if current is not None and current.owner == self.owner and not current.released:
-                    self._cas(current.model_copy(update={"epoch": current.epoch + 1, "released": True,
-                                                         "expires_at": _now()}))
+                    self._cas(
+                        current.model_copy(update={"epoch": current.epoch + 1, "released": True, "expires_at": _now()})
+                    )
 
 
 # ---------------------------------------------------------------- test hook
+
 
 def fault_point(step: str) -> None:
     """Test hook (``KRAFT_REPLAY_FAULT=<action>@<step>``, unset in normal runs): at ``step`` of a lake
@@ -457,16 +498,21 @@ class LakeTransaction:
                     delete_table(lake.spark, lake.path(name))
                     current = None
             elif current is None:
-                raise LakeDamaged(f"lake {lake.uri}: table {name} (version {committed} committed by ingest "
-                                  f"{base.seq}) is missing; restore the table directory from a backup, or "
-                                  "re-ingest the sources into a new lake")
+                raise LakeDamaged(
+                    f"lake {lake.uri}: table {name} (version {committed} committed by ingest "
+                    f"{base.seq}) is missing; restore the table directory from a backup, or "
+                    "re-ingest the sources into a new lake"
+                )
             elif current < committed:
-                raise LakeDamaged(f"lake {lake.uri}: table {name}: its Delta log ends at version {current} but "
-                                  f"ingest {base.seq} committed version {committed}; restore the table's "
-                                  "_delta_log from a backup, or re-ingest the sources into a new lake")
+                raise LakeDamaged(
+                    f"lake {lake.uri}: table {name}: its Delta log ends at version {current} but "
+                    f"ingest {base.seq} committed version {committed}; restore the table's "
+                    "_delta_log from a backup, or re-ingest the sources into a new lake"
+                )
             elif current > committed and not all(
-                    c.operation in NEUTRAL_OPERATIONS
-                    for c in commit_infos(lake.spark, lake.path(name), committed + 1, current)):
+                c.operation in NEUTRAL_OPERATIONS
+                for c in commit_infos(lake.spark, lake.path(name), committed + 1, current)
+            ):
                 lake.spark.sql(f"RESTORE TABLE delta.{_quoted(lake.path(name))} TO VERSION AS OF {committed}").collect()
                 self._touched.add(name)
             if current is not None:
@@ -480,8 +526,9 @@ class LakeTransaction:
         """The committed state with this attempt's writes so far: what a later step of the transaction
         reads (``lake.table(name, txn.state())``)."""
         latest = self.lake.current_versions(sorted(self._touched))
-        return self.base.model_copy(update={"versions": {**self.base.versions,
-                                                         **{n: v for n, v in latest.items() if v is not None}}})
+        return self.base.model_copy(
+            update={"versions": {**self.base.versions, **{n: v for n, v in latest.items() if v is not None}}}
+        )
 
     def write(self, name: str, rows: DataFrame, *, create: bool | None = None) -> None:
         """Append ``rows`` to table ``name`` in one Delta commit; or (``create``, by default when no commit
@@ -497,8 +544,9 @@ class LakeTransaction:
         self._wrote(name)
         return result
 
-    def compact(self, names: Sequence[str], compactors: Mapping[str, Compactor] | None = None, *,
-                at_files: int | None = None) -> list[str]:
+    def compact(
+        self, names: Sequence[str], compactors: Mapping[str, Compactor] | None = None, *, at_files: int | None = None
+    ) -> list[str]:
         """Compact the tables ``names`` (each with its compactor, else Delta ``OPTIMIZE``); with ``at_files``
         only those holding more data files than that. Returns the tables compacted."""
         done = []
@@ -534,11 +582,16 @@ class LakeTransaction:
                 raise LakeConflict(f"table {name} was deleted by another writer during this transaction")
             if end == start:
                 continue  # no commit (an empty append, a DELETE that matched nothing)
-            foreign = [c for c in commit_infos(self.lake.spark, self.lake.path(name), start + 1, end)
-                       if c.user_metadata != self.tag and c.operation not in NEUTRAL_OPERATIONS]
+            foreign = [
+                c
+                for c in commit_infos(self.lake.spark, self.lake.path(name), start + 1, end)
+                if c.user_metadata != self.tag and c.operation not in NEUTRAL_OPERATIONS
+            ]
             if foreign:
-                raise LakeConflict(f"table {name} version {foreign[0].version} ({foreign[0].operation}) was "
-                                   "committed by another writer during this transaction")
+                raise LakeConflict(
+                    f"table {name} version {foreign[0].version} ({foreign[0].operation}) was "
+                    "committed by another writer during this transaction"
+                )
             versions[name] = end
         return versions
 
@@ -547,24 +600,32 @@ class LakeTransaction:
         seq (Delta's transaction version of ``_ingests``): it commits only if no one committed that seq."""
         fault_point("written")
         self._lease.check()
-        state = LakeState(seq=self.base.seq + 1, run_id=self.run_id, committed_at=_now(), versions=self._versions(),
-                          **commit.model_dump())
+        state = LakeState(
+            seq=self.base.seq + 1,
+            run_id=self.run_id,
+            committed_at=_now(),
+            versions=self._versions(),
+            **commit.model_dump(),
+        )
         self._lease.stop_heartbeat()
         self._lease.check()
         marker = json.dumps({"seq": state.seq, "run_id": self.run_id})
         before = self.lake.current_version(INGESTS)
         try:
-            self.lake.spark.createDataFrame([state.model_dump()], INGESTS_SCHEMA).write.format("delta") \
-                .mode("append").option("txnAppId", _INGESTS_APP).option("txnVersion", state.seq) \
-                .option("userMetadata", marker).save(self.lake.path(INGESTS))
+            self.lake.spark.createDataFrame([state.model_dump()], INGESTS_SCHEMA).write.format("delta").mode(
+                "append"
+            ).option("txnAppId", _INGESTS_APP).option("txnVersion", state.seq).option("userMetadata", marker).save(
+                self.lake.path(INGESTS)
+            )
         except Exception as exc:
             if is_conflict(exc):
                 raise LakeConflict(f"another writer committed ingest {state.seq} first") from None
             raise
         after = self.lake.current_version(INGESTS)
         first = 0 if before is None else before + 1
-        if after is None or not any(c.user_metadata == marker for c in
-                                    commit_infos(self.lake.spark, self.lake.path(INGESTS), first, after)):
+        if after is None or not any(
+            c.user_metadata == marker for c in commit_infos(self.lake.spark, self.lake.path(INGESTS), first, after)
+        ):
             raise LakeConflict(f"another writer committed ingest {state.seq} first")
         fault_point("committed")
         return state
@@ -619,8 +680,16 @@ class Lake:
     def committed(self) -> LakeState:
         """The committed state, or the empty state of a lake no ingest has committed to yet."""
         if not self.exists():
-            return LakeState(seq=0, run_id="init", committed_at=_now(), inputs=[], records_added=0,
-                             snapshots_added=0, high_water_mark=-1, versions={})
+            return LakeState(
+                seq=0,
+                run_id="init",
+                committed_at=_now(),
+                inputs=[],
+                records_added=0,
+                snapshots_added=0,
+                high_water_mark=-1,
+                versions={},
+            )
         return self._newest()
 
     def committed_seq(self) -> int:
@@ -637,8 +706,13 @@ class Lake:
     def _newest(self) -> LakeState:
         """The newest row of ``_ingests`` (which exists)."""
         try:
-            row = (self.spark.read.format("delta").load(self.path(INGESTS)).orderBy("seq", ascending=False)
-                   .limit(1).collect())
+            row = (
+                self.spark.read.format("delta")
+                .load(self.path(INGESTS))
+                .orderBy("seq", ascending=False)
+                .limit(1)
+                .collect()
+            )
         except Exception as exc:
             self._raise_damage(exc, INGESTS)
             raise
@@ -656,8 +730,7 @@ class Lake:
                 raise LakeError(f"a kraft-replay lake has no table {name!r}")
             return self.spark.createDataFrame([], schemas[name])
         try:
-            return (self.spark.read.format("delta").option("versionAsOf", state.versions[name])
-                    .load(self.path(name)))
+            return self.spark.read.format("delta").option("versionAsOf", state.versions[name]).load(self.path(name))
         except Exception as exc:
             self._raise_damage(exc, name, state.versions[name])
             raise
@@ -700,17 +773,27 @@ class Lake:
         schema = table_schemas().get(name)
         frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]) if schema else rows
         if create:
-            writer = frame.writeTo(f"delta.{_quoted(self.path(name))}").using("delta") \
+            writer = (
+                frame.writeTo(f"delta.{_quoted(self.path(name))}")
+                .using("delta")
                 .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name))
+            )
             if name in version_tables.TABLES:  # versions are ended in place (MERGE): deletion vectors
                 writer = writer.tableProperty("delta.enableDeletionVectors", "true")
             writer.createOrReplace()
         else:
             frame.write.format("delta").mode("append").save(self.path(name))
 
-    def transact(self, body: Callable[[LakeTransaction], Commit], *, run_id: str | None = None,
-                 wait: float = 600.0, tables: Sequence[str] = (), attempts: int = 4,
-                 on_wait: Callable[[Lease], None] | None = None) -> LakeState:
+    def transact(
+        self,
+        body: Callable[[LakeTransaction], Commit],
+        *,
+        run_id: str | None = None,
+        wait: float = 600.0,
+        tables: Sequence[str] = (),
+        attempts: int = 4,
+        on_wait: Callable[[Lease], None] | None = None,
+    ) -> LakeState:
         """Run ``body`` as one lake transaction and commit what it returns; the committed state.
 
         Under the lake's lease (waiting at most ``wait`` seconds for another writer: :class:`LakeBusy`),
@@ -744,18 +827,26 @@ class Lake:
                     if not is_conflict(exc) and lease.holds():
                         raise
                     failure = " ".join(str(exc).split())[:300]
-            raise LakeConflict(f"lake {self.uri}: gave up after {attempts} attempts, each overtaken by another "
-                               f"writer (last: {failure}); nothing was committed — run it again")
+            raise LakeConflict(
+                f"lake {self.uri}: gave up after {attempts} attempts, each overtaken by another "
+                f"writer (last: {failure}); nothing was committed — run it again"
+            )
         finally:
             lease.release()
 
-    def optimize(self, names: Sequence[str] | None = None, *, wait: float = 600.0,
-                 compactors: Mapping[str, Compactor] | None = None) -> LakeState:
+    def optimize(
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        wait: float = 600.0,
+        compactors: Mapping[str, Compactor] | None = None,
+    ) -> LakeState:
         """Compact the committed tables ``names`` (default: all) with their compactors (default: Delta's
         ``OPTIMIZE``), as a lake transaction: readers of the former versions still read them (until a
         ``VACUUM``)."""
+
         def body(txn: LakeTransaction) -> Commit:
             txn.compact([n for n in names or sorted(txn.base.versions) if n in txn.base.versions], compactors)
-            return Commit(inputs=[], records_added=0, snapshots_added=0,
-                          high_water_mark=txn.base.high_water_mark)
+            return Commit(inputs=[], records_added=0, snapshots_added=0, high_water_mark=txn.base.high_water_mark)
+
         return self.transact(body, wait=wait)

@@ -77,6 +77,7 @@ class LakeFiles:
         build a version from the commits that are left and silently miss files."""
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
+
         if version is not None:
             self._check_log(name, version)
         try:
@@ -86,8 +87,11 @@ class LakeFiles:
                 return None
             raise LakeDamaged(lake_damage.missing_table(self._head(name), lake_damage.hint(self.uri))) from None
         except Exception as exc:  # delta-rs's own errors: a commit it cannot parse
-            raise LakeDamaged(lake_damage.corrupt_log(self._head(name, version), self._unparsable(name, version),
-                                                      lake_damage.hint(self.uri))) from exc
+            raise LakeDamaged(
+                lake_damage.corrupt_log(
+                    self._head(name, version), self._unparsable(name, version), lake_damage.hint(self.uri)
+                )
+            ) from exc
 
     def _head(self, name: str, version: int | None = None) -> str:
         return f"lake {self.uri}: table {name}" + (f" at version {version}" if version is not None else "")
@@ -113,8 +117,9 @@ class LakeFiles:
         base = max((c for c in checkpoints if c <= version), default=-1)
         gone = [v for v in range(base + 1, version + 1) if v not in commits]
         if gone:
-            raise LakeDamaged(lake_damage.log_file(self._head(name, version), f"_delta_log/{gone[0]:020d}.json",
-                                                   True, check))
+            raise LakeDamaged(
+                lake_damage.log_file(self._head(name, version), f"_delta_log/{gone[0]:020d}.json", True, check)
+            )
 
     def _unparsable(self, name: str, version: int | None) -> str | None:
         """The first commit file of the table's log (up to ``version``) that is not JSON lines, if any."""
@@ -130,8 +135,14 @@ class LakeFiles:
                     return f
         return None
 
-    def _read_files(self, name: str, uris: list[str], where: pc.Expression | None,
-                    columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:
+    def _read_files(
+        self,
+        name: str,
+        uris: list[str],
+        where: pc.Expression | None,
+        columns: Sequence[str] | None,
+        schema: pa.Schema | None,
+    ) -> pa.Table:
         """:func:`_read`, a missing or unreadable data file reported as :class:`LakeDamaged`."""
         try:
             return _read(uris, where, columns, schema)
@@ -140,8 +151,11 @@ class LakeFiles:
             missing = next((u for u in uris if not os.path.exists(_plain(u))), None)
             check = lake_damage.hint(self.uri)
             if missing is not None:
-                raise LakeDamaged(lake_damage.missing_file(self._head(name), os.path.basename(_plain(missing)),
-                                                           self._vacuumed(name), check)) from exc
+                raise LakeDamaged(
+                    lake_damage.missing_file(
+                        self._head(name), os.path.basename(_plain(missing)), self._vacuumed(name), check
+                    )
+                ) from exc
             line = lake_damage.explain(exc, self.uri, name, version)
             if line is None:
                 raise
@@ -203,8 +217,14 @@ class LakeFiles:
                 self._files[name] = (files, masks)
         return self._files[name]
 
-    def read(self, name: str, *, columns: Sequence[str] | None = None, where: pc.Expression | None = None,
-             prune: Callable[[DataFile], bool] | None = None) -> pa.Table:
+    def read(
+        self,
+        name: str,
+        *,
+        columns: Sequence[str] | None = None,
+        where: pc.Expression | None = None,
+        prune: Callable[[DataFile], bool] | None = None,
+    ) -> pa.Table:
         """Rows of table ``name`` at its committed version: files kept by ``prune`` (statistics), rows
         not deleted (deletion vectors) and matching ``where``; ``columns`` only."""
         files, masks = self._resolved(name)
@@ -235,18 +255,21 @@ class LakeFiles:
 def _schema(name: str) -> pa.Schema | None:
     """The Arrow schema the lake's table ``name`` is read with (None: as the files say)."""
     from metadata.version_tables import table_schemas
+
     return table_schemas().get(name)
 
 
 def _empty(columns: Sequence[str]) -> pa.Table:
     """No rows, with ``columns`` typed as the lake's records and snapshots tables type them."""
     from metadata.columns import DECODED_SCHEMA
+
     types = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
     return pa.schema([(c, types.get(c, pa.null())) for c in columns]).empty_table()
 
 
-def _read(uris: list[str], where: pc.Expression | None, columns: Sequence[str] | None = None,
-          schema: pa.Schema | None = None) -> pa.Table:
+def _read(
+    uris: list[str], where: pc.Expression | None, columns: Sequence[str] | None = None, schema: pa.Schema | None = None
+) -> pa.Table:
     dataset = ds.dataset([_plain(u) for u in uris], format="parquet", schema=schema)
     return dataset.to_table(columns=list(columns) if columns else None, filter=where)
 
@@ -260,4 +283,3 @@ def _join(root: str, path: str) -> str:
     """A data file's location: add actions hold URI-encoded paths relative to the table (or absolute)."""
     path = unquote(path)
     return path if "://" in path or path.startswith("/") else f"{root}/{path}"
-

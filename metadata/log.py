@@ -42,12 +42,21 @@ class LogRecord:
     def from_row(cls, row: Mapping[str, Any], offset_column: str = "offset") -> LogRecord:
         """A row of the lake's ``records`` table (or of ``snapshots``, with ``offset_column="position"``)."""
         payload = row["payload"]
-        return cls(offset=row[offset_column], batch_base_offset=row["batch_base_offset"],
-                   batch_last_offset=row["batch_last_offset"], epoch=row["batch_leader_epoch"],
-                   timestamp=row["timestamp"], type=row["type"], version=row["version"],
-                   data=json.loads(payload) if payload else {}, control_type=row["control_type"],
-                   is_transactional=bool(row["is_transactional"]), producer_id=row["producer_id"],
-                   producer_epoch=row["producer_epoch"], source_file=row["source_file"])
+        return cls(
+            offset=row[offset_column],
+            batch_base_offset=row["batch_base_offset"],
+            batch_last_offset=row["batch_last_offset"],
+            epoch=row["batch_leader_epoch"],
+            timestamp=row["timestamp"],
+            type=row["type"],
+            version=row["version"],
+            data=json.loads(payload) if payload else {},
+            control_type=row["control_type"],
+            is_transactional=bool(row["is_transactional"]),
+            producer_id=row["producer_id"],
+            producer_epoch=row["producer_epoch"],
+            source_file=row["source_file"],
+        )
 
 
 class Snapshot(NamedTuple):

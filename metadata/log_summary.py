@@ -79,12 +79,20 @@ def compose(location: str, records: RecordAggregates, snapshots: list[SnapshotIn
     if first is not None and last is not None:
         newest = max(ends, default=first - 1)
         held_by_snapshot = max(0, newest - first + 1)
-        missing = (last - first + 1) - held_by_snapshot - records.after_snapshot if ends else \
-            (last - first + 1) - records.n
+        missing = (
+            (last - first + 1) - held_by_snapshot - records.after_snapshot if ends else (last - first + 1) - records.n
+        )
     return LogInfo(
-        lake=location, first_offset=first, last_offset=last, records=records.n - records.control,
+        lake=location,
+        first_offset=first,
+        last_offset=last,
+        records=records.n - records.control,
         control_records=records.control,
         by_type=dict(sorted((t or "UNKNOWN", n) for control, t, n in records.kinds if not control)),
         control_by_type=dict(sorted((t or "UNKNOWN", n) for control, t, n in records.kinds if control)),
-        first_timestamp=records.t0, last_timestamp=records.t1, snapshots=snapshots, ingests=ingests,
-        missing_offsets=missing)
+        first_timestamp=records.t0,
+        last_timestamp=records.t1,
+        snapshots=snapshots,
+        ingests=ingests,
+        missing_offsets=missing,
+    )

@@ -25,8 +25,14 @@ def spark_progress(spark: SparkSession, description: str, *, enabled: bool = Tru
     if not (enabled and console.is_terminal):
         yield
         return
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
     task = progress.add_task(description, total=None)
 
     def show(done: int, total: int) -> None:
@@ -60,6 +66,7 @@ def _polled(spark: SparkSession, show: Callable[[int, int], None]) -> Iterator[N
 @contextmanager
 def _reported(spark: SparkSession, show: Callable[[int, int], None]) -> Iterator[None]:
     """Follow the progress a Spark Connect server reports for the session's operations."""
+
     def handler(stages: Iterable[Any] | None = None, **_: Any) -> None:  # also inflight_tasks, operation_id, done
         stages = list(stages or ())  # the stages of the running operation so far
         show(sum(s.num_completed_tasks for s in stages), sum(s.num_tasks for s in stages))

@@ -10,8 +10,7 @@ from pyspark.sql import functions as F
 
 from metadata.lake import Lake, LakeState
 from metadata.log import LogRecord
-from metadata.log_summary import (DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose,
-                                  newest_snapshot_end)
+from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
 
 
 def log_info(lake: Lake) -> LogInfo:
@@ -23,27 +22,54 @@ def log_info(lake: Lake) -> LogInfo:
 def _log_info(lake: Lake) -> LogInfo:
     state = lake.state()
     records = lake.table("records", state)
-    snaps = (lake.table("snapshots", state)
-             .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
-             .agg(F.count("*").alias("n"), F.max("last_contained_timestamp").alias("ts"))
-             .orderBy("snapshot_end_offset", "snapshot_epoch").collect())
-    snapshots = [SnapshotInfo(end_offset=r["snapshot_end_offset"], epoch=r["snapshot_epoch"], kind=r["kind"],
-                              records=r["n"], last_contained_timestamp=r["ts"]) for r in snaps]
+    snaps = (
+        lake.table("snapshots", state)
+        .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+        .agg(F.count("*").alias("n"), F.max("last_contained_timestamp").alias("ts"))
+        .orderBy("snapshot_end_offset", "snapshot_epoch")
+        .collect()
+    )
+    snapshots = [
+        SnapshotInfo(
+            end_offset=r["snapshot_end_offset"],
+            epoch=r["snapshot_epoch"],
+            kind=r["kind"],
+            records=r["n"],
+            last_contained_timestamp=r["ts"],
+        )
+        for r in snaps
+    ]
     newest = newest_snapshot_end(snapshots)
-    s = records.agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
-                    F.sum(F.col("is_control").cast("long")).alias("control"),
-                    F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
-                    F.count(F.when(F.col("offset") >= (newest if newest is not None else 0), 1)).alias("after")
-                    ).first()
+    s = records.agg(
+        F.min("offset").alias("lo"),
+        F.max("offset").alias("hi"),
+        F.count("*").alias("n"),
+        F.sum(F.col("is_control").cast("long")).alias("control"),
+        F.min("timestamp").alias("t0"),
+        F.max("timestamp").alias("t1"),
+        F.count(F.when(F.col("offset") >= (newest if newest is not None else 0), 1)).alias("after"),
+    ).first()
     by_kind = records.groupBy("is_control", F.coalesce("type", "control_type").alias("t")).count().collect()
-    aggregates = RecordAggregates(n=s["n"] or 0, control=int(s["control"] or 0), lo=s["lo"], hi=s["hi"], t0=s["t0"],
-                                  t1=s["t1"], kinds=[(r["is_control"], r["t"], r["count"]) for r in by_kind],
-                                  after_snapshot=s["after"] or 0)
+    aggregates = RecordAggregates(
+        n=s["n"] or 0,
+        control=int(s["control"] or 0),
+        lo=s["lo"],
+        hi=s["hi"],
+        t0=s["t0"],
+        t1=s["t1"],
+        kinds=[(r["is_control"], r["t"], r["count"]) for r in by_kind],
+        after_snapshot=s["after"] or 0,
+    )
     return compose(lake.uri, aggregates, snapshots, state.seq)
 
 
-def dump(lake: Lake, from_offset: int | None = None, to_offset: int | None = None,
-         types: Sequence[str] = (), include_control: bool = False) -> Iterator[DumpRecord]:
+def dump(
+    lake: Lake,
+    from_offset: int | None = None,
+    to_offset: int | None = None,
+    types: Sequence[str] = (),
+    include_control: bool = False,
+) -> Iterator[DumpRecord]:
     """Metadata records in ``[from_offset, to_offset]`` in offset order, optionally of some types only."""
     rows = lake.table("records")
     if from_offset is not None:
@@ -55,10 +81,18 @@ def dump(lake: Lake, from_offset: int | None = None, to_offset: int | None = Non
     elif not include_control:
         rows = rows.where(~F.col("is_control"))
     with lake.reading():
-        for r in rows.select("offset", "timestamp", F.coalesce("type", "control_type").alias("t"), "version",
-                             "payload").orderBy("offset").toLocalIterator():
-            yield DumpRecord(offset=r["offset"], timestamp=r["timestamp"], type=r["t"] or "UNKNOWN",
-                             version=r["version"], data=json.loads(r["payload"]) if r["payload"] else {})
+        for r in (
+            rows.select("offset", "timestamp", F.coalesce("type", "control_type").alias("t"), "version", "payload")
+            .orderBy("offset")
+            .toLocalIterator()
+        ):
+            yield DumpRecord(
+                offset=r["offset"],
+                timestamp=r["timestamp"],
+                type=r["t"] or "UNKNOWN",
+                version=r["version"],
+                data=json.loads(r["payload"]) if r["payload"] else {},
+            )
 
 
 class SnapshotId(BaseModel):
@@ -70,8 +104,9 @@ class SnapshotId(BaseModel):
     last_contained_timestamp: int | None
 
 
-def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | None = None,
-                state: LakeState | None = None) -> Iterator[LogRecord]:
+def log_records(
+    lake: Lake, from_offset: int | None = None, to_offset: int | None = None, state: LakeState | None = None
+) -> Iterator[LogRecord]:
     """Committed log records in offset order, streamed to the driver (for the reference engine)."""
     rows = lake.table("records", state)
     if from_offset is not None:
@@ -86,19 +121,28 @@ def log_records(lake: Lake, from_offset: int | None = None, to_offset: int | Non
 def snapshot_ids(lake: Lake, state: LakeState | None = None) -> list[SnapshotId]:
     """Snapshots in the lake (``bootstrap.checkpoint`` included, kind ``bootstrap``), by end offset."""
     with lake.reading():
-        rows = (lake.table("snapshots", state).groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
-                .agg(F.max("last_contained_timestamp").alias("ts")).orderBy("snapshot_end_offset", "snapshot_epoch")
-                .collect())
+        rows = (
+            lake.table("snapshots", state)
+            .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+            .agg(F.max("last_contained_timestamp").alias("ts"))
+            .orderBy("snapshot_end_offset", "snapshot_epoch")
+            .collect()
+        )
     return [SnapshotId(end_offset=r[0], epoch=r[1], kind=r[2], last_contained_timestamp=r[3]) for r in rows]
 
 
 def snapshot_records(lake: Lake, end_offset: int, epoch: int, state: LakeState | None = None) -> list[LogRecord]:
     """The records of one stored snapshot in file order (``offset`` = position inside the snapshot)."""
     with lake.reading():
-        rows = (lake.table("snapshots", state).where((F.col("snapshot_end_offset") == end_offset)
-                                                     & (F.col("snapshot_epoch") == epoch))
-                .withColumn("batch_base_offset", F.col("position"))
-                .withColumn("batch_last_offset", F.col("position"))
-                .withColumn("is_transactional", F.lit(False)).withColumn("producer_id", F.lit(-1).cast("long"))
-                .withColumn("producer_epoch", F.lit(-1)).orderBy("position").collect())
+        rows = (
+            lake.table("snapshots", state)
+            .where((F.col("snapshot_end_offset") == end_offset) & (F.col("snapshot_epoch") == epoch))
+            .withColumn("batch_base_offset", F.col("position"))
+            .withColumn("batch_last_offset", F.col("position"))
+            .withColumn("is_transactional", F.lit(False))
+            .withColumn("producer_id", F.lit(-1).cast("long"))
+            .withColumn("producer_epoch", F.lit(-1))
+            .orderBy("position")
+            .collect()
+        )
     return [LogRecord.from_row(r, "position") for r in rows]

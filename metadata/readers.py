@@ -24,12 +24,29 @@ import numpy as np
 from crc32c import crc32c
 from pydantic import BaseModel, Field
 
-from metadata.codec.batch import (_PREFIX, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_TRANSACTIONAL, CRC_START, HEADER_DTYPE,
-                                  HEADER_SIZE, LOG_OVERHEAD, batch_payload, check_batch, crc32c_rows, iter_records)
+from metadata.codec.batch import (
+    _PREFIX,
+    ATTR_COMPRESSION,
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    CRC_START,
+    HEADER_DTYPE,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    batch_payload,
+    check_batch,
+    crc32c_rows,
+    iter_records,
+)
 from metadata.codec.compression import MAX_BATCH_BYTES_ENV, MAX_BATCH_DECOMPRESSED_BYTES
 from metadata.codec.message import decode_body, encode_body, json_text
-from metadata.codec.records import (decode_control_record, decode_metadata_value, encode_control_record,
-                                    metadata_spec, read_frame)
+from metadata.codec.records import (
+    decode_control_record,
+    decode_metadata_value,
+    encode_control_record,
+    metadata_spec,
+    read_frame,
+)
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.log import LogRecord, Snapshot
 from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, metadata_specs, record_type_name, spec_by_type_name
@@ -40,9 +57,24 @@ BOOTSTRAP_NAME = "bootstrap.checkpoint"
 METADATA_DIR = "__cluster_metadata-0"
 
 # One decoded record: the columns of the ``records`` table (plus ``data`` as a dict).
-ROW_FIELDS = ("offset", "batch_base_offset", "batch_last_offset", "batch_leader_epoch", "timestamp",
-              "producer_id", "producer_epoch", "is_transactional", "is_control", "control_type", "type",
-              "api_key", "version", "data", "raw", "position")
+ROW_FIELDS = (
+    "offset",
+    "batch_base_offset",
+    "batch_last_offset",
+    "batch_leader_epoch",
+    "timestamp",
+    "producer_id",
+    "producer_epoch",
+    "is_transactional",
+    "is_control",
+    "control_type",
+    "type",
+    "api_key",
+    "version",
+    "data",
+    "raw",
+    "position",
+)
 Row = tuple
 
 
@@ -74,8 +106,15 @@ class Issue(BaseModel):
     offset: int | None = None
 
     def __str__(self) -> str:
-        where = ", ".join(x for x in (self.file, None if self.position is None else f"byte {self.position}",
-                                      None if self.offset is None else f"offset {self.offset}") if x)
+        where = ", ".join(
+            x
+            for x in (
+                self.file,
+                None if self.position is None else f"byte {self.position}",
+                None if self.offset is None else f"offset {self.offset}",
+            )
+            if x
+        )
         return f"{where}: {self.message}"
 
 
@@ -96,8 +135,9 @@ def _classify(path: Path) -> InputFile | None:
     if m := SEGMENT_RE.match(name):
         return InputFile(path=str(path), kind=InputKind.SEGMENT, size=size, base_offset=int(m.group(1)))
     if m := SNAPSHOT_RE.match(name):
-        return InputFile(path=str(path), kind=InputKind.SNAPSHOT, size=size, end_offset=int(m.group(1)),
-                         epoch=int(m.group(2)))
+        return InputFile(
+            path=str(path), kind=InputKind.SNAPSHOT, size=size, end_offset=int(m.group(1)), epoch=int(m.group(2))
+        )
     if name == BOOTSTRAP_NAME:
         return InputFile(path=str(path), kind=InputKind.BOOTSTRAP, size=size, end_offset=0, epoch=0)
     return None
@@ -125,7 +165,7 @@ def discover(path: str | os.PathLike[str]) -> list[InputFile]:
         return [InputFile(path=str(p), kind=InputKind.DUMP, size=p.stat().st_size)]
     dirs = [p / METADATA_DIR] if (p / METADATA_DIR).is_dir() else [p]
     files: list[InputFile] = []
-    for boot in {p / BOOTSTRAP_NAME, *( [p.parent / BOOTSTRAP_NAME] if p.name == METADATA_DIR else [])}:
+    for boot in {p / BOOTSTRAP_NAME, *([p.parent / BOOTSTRAP_NAME] if p.name == METADATA_DIR else [])}:
         if boot.is_file():
             files.append(_classify(boot))  # type: ignore[arg-type]
     for d in dirs:
@@ -149,14 +189,19 @@ Batch = tuple[tuple, list[tuple]]
 NOOP_VALUE = bytes.fromhex("01140000")  # frame 1, apiKey 20 (NoOpRecord), version 0, no tagged fields
 # the one record of a controller's NoOp batch: length 10, attributes, timestamp and offset deltas 0, no key
 # (-1), a 4-byte value, no headers (zig-zag varints)
-_NOOP_BATCH_RECORDS = bytes.fromhex("1400000001" "08") + NOOP_VALUE + b"\x00"
+_NOOP_BATCH_RECORDS = bytes.fromhex("140000000108") + NOOP_VALUE + b"\x00"
 _NOOP_BATCH_SIZE = HEADER_SIZE + len(_NOOP_BATCH_RECORDS)
 _NOT_NOOP = ATTR_CONTROL | ATTR_COMPRESSION  # attributes under which those bytes are not a NoOp record
 _NOOP_LENGTH_FIELD = struct.pack(">i", _NOOP_BATCH_SIZE - LOG_OVERHEAD)
 _NOOP_RECORDS = np.frombuffer(_NOOP_BATCH_RECORDS, np.uint8)
-_NOOP_HEADERS = np.dtype({"names": HEADER_DTYPE.names, "itemsize": _NOOP_BATCH_SIZE,
-                          "formats": [HEADER_DTYPE.fields[n][0] for n in HEADER_DTYPE.names],
-                          "offsets": [HEADER_DTYPE.fields[n][1] for n in HEADER_DTYPE.names]})
+_NOOP_HEADERS = np.dtype(
+    {
+        "names": HEADER_DTYPE.names,
+        "itemsize": _NOOP_BATCH_SIZE,
+        "formats": [HEADER_DTYPE.fields[n][0] for n in HEADER_DTYPE.names],
+        "offsets": [HEADER_DTYPE.fields[n][1] for n in HEADER_DTYPE.names],
+    }
+)
 MAX_OFFSET = (1 << 63) - 1  # offsets are int64
 MIN_RUN = 16  # NoOp batches in a row before the vectorised path is tried
 RUN_CHUNK = 65536  # most batches in one NoOpRun
@@ -182,19 +227,56 @@ class NoOpRun:
     def rows(self) -> Iterator[Row]:
         """The run as decoded rows."""
         txn, as_json = self.transactional, self.json_payload
-        for pos, off, epoch, ts, pid, pepoch in zip(self.position.tolist(), self.offset.tolist(),
-                                                    self.leader_epoch.tolist(), self.timestamp.tolist(),
-                                                    self.producer_id.tolist(), self.producer_epoch.tolist()):
-            yield (off, off, off, epoch, ts, pid, pepoch, txn, False, None, "NO_OP_RECORD", 20, 0,
-                   "{}" if as_json else {}, None, pos)
+        for pos, off, epoch, ts, pid, pepoch in zip(
+            self.position.tolist(),
+            self.offset.tolist(),
+            self.leader_epoch.tolist(),
+            self.timestamp.tolist(),
+            self.producer_id.tolist(),
+            self.producer_epoch.tolist(),
+        ):
+            yield (
+                off,
+                off,
+                off,
+                epoch,
+                ts,
+                pid,
+                pepoch,
+                txn,
+                False,
+                None,
+                "NO_OP_RECORD",
+                20,
+                0,
+                "{}" if as_json else {},
+                None,
+                pos,
+            )
 
 
 def batch_rows(batch: Batch) -> Iterator[Row]:
     """The records of a decoded batch as rows."""
     (base, last, epoch, ts, pid, pepoch, txn, control, pos), records = batch
     for offset, control_type, type_name, api_key, version, data, raw in records:
-        yield (offset, base, last, epoch, ts, pid, pepoch, txn, control, control_type, type_name, api_key, version,
-               data, raw, pos)
+        yield (
+            offset,
+            base,
+            last,
+            epoch,
+            ts,
+            pid,
+            pepoch,
+            txn,
+            control,
+            control_type,
+            type_name,
+            api_key,
+            version,
+            data,
+            raw,
+            pos,
+        )
 
 
 def item_rows(item: Batch | NoOpRun) -> Iterator[Row]:
@@ -220,8 +302,9 @@ def _data_record(value: bytes | None, key: bytes | None, options: ReadOptions, j
         return None, api_key, version, None, value
 
 
-def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: int, limit: int,
-              json_payload: bool) -> NoOpRun | None:
+def _noop_run(
+    arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: int, limit: int, json_payload: bool
+) -> NoOpRun | None:
     """The longest run (≤ ``limit`` batches) of NoOp batches at ``pos`` that the per-batch path would
     decode without a remark: same size and attributes, magic 2, one record with the NoOp bytes, valid
     CRC, consecutive offsets from ``expected``, leader epochs never going back from ``epoch``."""
@@ -230,16 +313,21 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
     attributes = int(head["attributes"][0])
     if attributes & _NOT_NOOP:  # control or compressed batches: the per-batch path decodes (or rejects) them
         return None
-    raw = arr[pos:pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
+    raw = arr[pos : pos + n * _NOOP_BATCH_SIZE].reshape(n, _NOOP_BATCH_SIZE)
     base = int(head["base_offset"][0]) if expected is None else expected
     if not 0 <= base <= MAX_OFFSET - n:  # offsets out of range: the per-batch path reports them
         return None
     epochs = head["leader_epoch"]
-    ok = ((head["batch_length"] == _NOOP_BATCH_SIZE - LOG_OVERHEAD) & (head["magic"] == 2)
-          & (head["attributes"] == attributes) & (head["last_offset_delta"] == 0) & (head["record_count"] == 1)
-          & (head["base_offset"] == np.arange(base, base + n, dtype=np.int64))
-          & (epochs >= np.maximum.accumulate(np.maximum(epochs, epoch)))
-          & (raw[:, HEADER_SIZE:] == _NOOP_RECORDS).all(axis=1))
+    ok = (
+        (head["batch_length"] == _NOOP_BATCH_SIZE - LOG_OVERHEAD)
+        & (head["magic"] == 2)
+        & (head["attributes"] == attributes)
+        & (head["last_offset_delta"] == 0)
+        & (head["record_count"] == 1)
+        & (head["base_offset"] == np.arange(base, base + n, dtype=np.int64))
+        & (epochs >= np.maximum.accumulate(np.maximum(epochs, epoch)))
+        & (raw[:, HEADER_SIZE:] == _NOOP_RECORDS).all(axis=1)
+    )
     m = n if ok.all() else int(np.argmin(ok))
     if m:
         ok = crc32c_rows(raw[:m, CRC_START:]) == head["crc"][:m]
@@ -247,15 +335,27 @@ def _noop_run(arr: np.ndarray, pos: int, end: int, expected: int | None, epoch: 
     if not m:
         return None
     head = head[:m]
-    return NoOpRun(position=np.arange(pos, pos + m * _NOOP_BATCH_SIZE, _NOOP_BATCH_SIZE, dtype=np.int64),
-                   offset=head["base_offset"].astype(np.int64), leader_epoch=epochs[:m].astype(np.int32),
-                   timestamp=head["max_timestamp"].astype(np.int64), producer_id=head["producer_id"].astype(np.int64),
-                   producer_epoch=head["producer_epoch"].astype(np.int32),
-                   transactional=bool(attributes & ATTR_TRANSACTIONAL), json_payload=json_payload)
+    return NoOpRun(
+        position=np.arange(pos, pos + m * _NOOP_BATCH_SIZE, _NOOP_BATCH_SIZE, dtype=np.int64),
+        offset=head["base_offset"].astype(np.int64),
+        leader_epoch=epochs[:m].astype(np.int32),
+        timestamp=head["max_timestamp"].astype(np.int64),
+        producer_id=head["producer_id"].astype(np.int64),
+        producer_epoch=head["producer_epoch"].astype(np.int32),
+        transactional=bool(attributes & ATTR_TRANSACTIONAL),
+        json_payload=json_payload,
+    )
 
 
-def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: ReadOptions, start: int = 0,
-                       end: int | None = None, json_payload: bool = False) -> Iterator[Batch | NoOpRun]:
+def iter_segment_items(
+    buf: bytes,
+    file: str,
+    issues: list[Issue],
+    options: ReadOptions,
+    start: int = 0,
+    end: int | None = None,
+    json_payload: bool = False,
+) -> Iterator[Batch | NoOpRun]:
     """Decode the batches in ``buf[start:end]`` (a segment or snapshot file): a :data:`Batch` each, and
     long runs of NoOp batches as a :class:`NoOpRun` (checked and decoded with numpy).
 
@@ -272,10 +372,13 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
     epoch = -1
     resync = _Resync(buf, file, start, end)
     while pos < end:
-        if arr is not None and end - pos >= _NOOP_BATCH_SIZE * MIN_RUN \
-                and buf[pos + 8:pos + 12] == _NOOP_LENGTH_FIELD \
-                and buf[pos + HEADER_SIZE:pos + _NOOP_BATCH_SIZE] == _NOOP_BATCH_RECORDS \
-                and buf[pos + probe:pos + probe + len(_NOOP_BATCH_RECORDS)] == _NOOP_BATCH_RECORDS:
+        if (
+            arr is not None
+            and end - pos >= _NOOP_BATCH_SIZE * MIN_RUN
+            and buf[pos + 8 : pos + 12] == _NOOP_LENGTH_FIELD
+            and buf[pos + HEADER_SIZE : pos + _NOOP_BATCH_SIZE] == _NOOP_BATCH_RECORDS
+            and buf[pos + probe : pos + probe + len(_NOOP_BATCH_RECORDS)] == _NOOP_BATCH_RECORDS
+        ):
             run = _noop_run(arr, pos, end, expected, epoch, chunk, json_payload)
             if run is not None:
                 n = len(run)
@@ -285,18 +388,34 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
                 yield run
                 continue
         if end - pos < 17:
-            issues.append(Issue(file=file, severity="warning", position=pos,
-                                message=f"{end - pos} trailing byte(s) too short for a batch; ignored"))
+            issues.append(
+                Issue(
+                    file=file,
+                    severity="warning",
+                    position=pos,
+                    message=f"{end - pos} trailing byte(s) too short for a batch; ignored",
+                )
+            )
             break
         base_offset, batch_length = _PREFIX.unpack_from(buf, pos)
         batch_end = pos + LOG_OVERHEAD + batch_length
-        if batch_length == 0 and base_offset == 0 and not any(buf[pos:min(end, pos + 4096)]):
-            issues.append(Issue(file=file, severity="warning", position=pos,
-                                message=f"zero-filled tail of {end - pos} byte(s); end of data"))
+        if batch_length == 0 and base_offset == 0 and not any(buf[pos : min(end, pos + 4096)]):
+            issues.append(
+                Issue(
+                    file=file,
+                    severity="warning",
+                    position=pos,
+                    message=f"zero-filled tail of {end - pos} byte(s); end of data",
+                )
+            )
             break
         if batch_length < HEADER_SIZE - LOG_OVERHEAD:
-            err = DecodeError(f"batch length {batch_length} is smaller than the minimum record overhead",
-                              file=file, position=pos, offset=base_offset)
+            err = DecodeError(
+                f"batch length {batch_length} is smaller than the minimum record overhead",
+                file=file,
+                position=pos,
+                offset=base_offset,
+            )
             if not options.allow_gaps:
                 raise err
             pos = resync.skip(pos, err.message, issues)
@@ -308,9 +427,16 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
             pos = resync.skip(pos, message, issues)
             continue
         if batch_end > end:
-            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
-                                message=f"truncated last batch: {end - pos} of {batch_end - pos} byte(s) "
-                                        "present; the valid prefix before it is kept"))
+            issues.append(
+                Issue(
+                    file=file,
+                    severity="warning",
+                    position=pos,
+                    offset=base_offset,
+                    message=f"truncated last batch: {end - pos} of {batch_end - pos} byte(s) "
+                    "present; the valid prefix before it is kept",
+                )
+            )
             break
         try:
             header = check_batch(buf, pos, batch_end)
@@ -322,18 +448,33 @@ def iter_segment_items(buf: bytes, file: str, issues: list[Issue], options: Read
             pos = resync.skip(pos, f"offset {base_offset}: {located.message}", issues)
             continue
         if expected is not None and base_offset != expected:
-            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
-                                message=f"non-consecutive offsets: expected {expected}, batch starts at {base_offset}"))
+            issues.append(
+                Issue(
+                    file=file,
+                    severity="warning",
+                    position=pos,
+                    offset=base_offset,
+                    message=f"non-consecutive offsets: expected {expected}, batch starts at {base_offset}",
+                )
+            )
         if header[2] < epoch:
-            issues.append(Issue(file=file, severity="warning", position=pos, offset=base_offset,
-                                message=f"partition leader epoch went back from {epoch} to {header[2]}"))
+            issues.append(
+                Issue(
+                    file=file,
+                    severity="warning",
+                    position=pos,
+                    offset=base_offset,
+                    message=f"partition leader epoch went back from {epoch} to {header[2]}",
+                )
+            )
         expected, epoch = batch[0][1] + 1, max(epoch, header[2])
         yield batch
         pos = batch_end
 
 
-def iter_segment_rows(buf: bytes, file: str, issues: list[Issue], options: ReadOptions,
-                      start: int = 0, end: int | None = None) -> Iterator[Row]:
+def iter_segment_rows(
+    buf: bytes, file: str, issues: list[Issue], options: ReadOptions, start: int = 0, end: int | None = None
+) -> Iterator[Row]:
     """The rows of :func:`iter_segment_items`."""
     for item in iter_segment_items(buf, file, issues, options, start, end):
         yield from item_rows(item)
@@ -373,9 +514,13 @@ class _Resync:
                 if count >= 1 and last_delta == count - 1:
                     self.left -= stop - pos
                     if self.left < 0:
-                        raise DecodeError(f"no valid batch found in bytes {start}..{pos} within the CRC budget of "
-                                          "a scan (crafted input?)", file=self.file, position=start)
-                    if crc32c(view[pos + 21:stop]) == struct.unpack_from(">I", buf, pos + 17)[0]:
+                        raise DecodeError(
+                            f"no valid batch found in bytes {start}..{pos} within the CRC budget of "
+                            "a scan (crafted input?)",
+                            file=self.file,
+                            position=start,
+                        )
+                    if crc32c(view[pos + 21 : stop]) == struct.unpack_from(">I", buf, pos + 17)[0]:
                         return pos
             pos += 1
         return None
@@ -384,8 +529,14 @@ class _Resync:
         """``--allow-gaps``: report the bad bytes at ``pos`` and resume at the next valid batch (or the end)."""
         resume = self.next_batch(pos + 1)
         stop = self.end if resume is None else resume
-        issues.append(Issue(file=self.file, severity="error", position=pos,
-                            message=f"{why}; skipped bytes {pos}..{stop} ({stop - pos} bytes) under --allow-gaps"))
+        issues.append(
+            Issue(
+                file=self.file,
+                severity="error",
+                position=pos,
+                message=f"{why}; skipped bytes {pos}..{stop} ({stop - pos} bytes) under --allow-gaps",
+            )
+        )
         return stop
 
 
@@ -398,16 +549,24 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
     last_offset = base_offset + last_delta
     if base_offset < 0 or last_offset > MAX_OFFSET:
         raise DecodeError(f"batch offsets {base_offset}..{last_offset} are not in 0..{MAX_OFFSET}")
-    if count == 1 and last_delta == 0 and end - pos == _NOOP_BATCH_SIZE and not attributes & _NOT_NOOP and \
-            buf[pos + HEADER_SIZE:end] == _NOOP_BATCH_RECORDS:  # one NoOp: decoded by comparison
-        return ((base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
-                [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)])
+    if (
+        count == 1
+        and last_delta == 0
+        and end - pos == _NOOP_BATCH_SIZE
+        and not attributes & _NOT_NOOP
+        and buf[pos + HEADER_SIZE : end] == _NOOP_BATCH_RECORDS
+    ):  # one NoOp: decoded by comparison
+        return (
+            (base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
+            [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)],
+        )
     records: list[tuple] = []
     append = records.append
     index = 0
     try:
         for _, _, offset_delta, key, value, _ in iter_records(
-                batch_payload(buf, pos, end, attributes, options.max_batch_bytes), count):
+            batch_payload(buf, pos, end, attributes, options.max_batch_bytes), count
+        ):
             offset = base_offset + index
             try:
                 if offset_delta != index:
@@ -434,13 +593,23 @@ _TIME = re.compile(r"(?:CreateTime|LogAppendTime|NO_TIMESTAMP_TYPE): (\S+)")
 _OFFSET = re.compile(r"\| offset: (\S+)")
 _CONTROL_BODY = re.compile(r"\s(LeaderChange|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters):? (?=\{)")
 _CONTROL_TYPE = re.compile(r"controlType: (\w+)\((\d+)\)")
-_CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
-                  "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
+_CONTROL_NAMES = {
+    "LeaderChange": "LEADER_CHANGE",
+    "SnapshotHeader": "SNAPSHOT_HEADER",
+    "SnapshotFooter": "SNAPSHOT_FOOTER",
+    "KRaftVersion": "KRAFT_VERSION",
+    "KRaftVoters": "KRAFT_VOTERS",
+}
 _TYPE_KEYS = {record_type_name(s.name): s.key for s in metadata_specs().values()}
 _INT = re.compile(r"-?\d{1,19}")
 _INT16, _INT32, _INT64 = (1 << 15) - 1, (1 << 31) - 1, MAX_OFFSET
-_BATCH_FIELDS = (("baseOffset", 0, _INT64), ("lastOffset", 0, _INT64), ("partitionLeaderEpoch", -_INT32 - 1, _INT32),
-                 ("producerId", -_INT64 - 1, _INT64), ("producerEpoch", -_INT16 - 1, _INT16))
+_BATCH_FIELDS = (
+    ("baseOffset", 0, _INT64),
+    ("lastOffset", 0, _INT64),
+    ("partitionLeaderEpoch", -_INT32 - 1, _INT32),
+    ("producerId", -_INT64 - 1, _INT64),
+    ("producerEpoch", -_INT16 - 1, _INT16),
+)
 
 
 def _dump_int(text: str, name: str, low: int, high: int, lineno: int) -> int:
@@ -451,8 +620,9 @@ def _dump_int(text: str, name: str, low: int, high: int, lineno: int) -> int:
 
 def _dump_bool(text: str | None, name: str, lineno: int) -> bool:
     if text not in ("true", "false"):
-        raise DecodeError(f"line {lineno}: {name} is {'missing' if text is None else repr(text[:40])}, "
-                          "not true or false")
+        raise DecodeError(
+            f"line {lineno}: {name} is {'missing' if text is None else repr(text[:40])}, not true or false"
+        )
     return text == "true"
 
 
@@ -492,22 +662,33 @@ def _dump_batch(line: str, lineno: int) -> dict[str, Any]:
     if ints["lastOffset"] < ints["baseOffset"]:
         raise DecodeError(f"line {lineno}: lastOffset {ints['lastOffset']} is before baseOffset {ints['baseOffset']}")
     t = _TIME.search(line)
-    return {"base": ints["baseOffset"], "last": ints["lastOffset"], "epoch": ints["partitionLeaderEpoch"],
-            "pid": ints["producerId"], "pepoch": ints["producerEpoch"],
-            "txn": _dump_bool(kv.get("isTransactional"), "isTransactional", lineno),
-            "control": _dump_bool(kv.get("isControl"), "isControl", lineno),
-            "time": _dump_int(t.group(1), "timestamp", -_INT64 - 1, _INT64, lineno) if t else -1,
-            "position": _dump_int(kv["position"], "position", 0, _INT64, lineno) if "position" in kv else -1}
+    return {
+        "base": ints["baseOffset"],
+        "last": ints["lastOffset"],
+        "epoch": ints["partitionLeaderEpoch"],
+        "pid": ints["producerId"],
+        "pepoch": ints["producerEpoch"],
+        "txn": _dump_bool(kv.get("isTransactional"), "isTransactional", lineno),
+        "control": _dump_bool(kv.get("isControl"), "isControl", lineno),
+        "time": _dump_int(t.group(1), "timestamp", -_INT64 - 1, _INT64, lineno) if t else -1,
+        "position": _dump_int(kv["position"], "position", 0, _INT64, lineno) if "position" in kv else -1,
+    }
 
 
 def _dump_control(line: str, lineno: int) -> tuple[str, dict]:
     """(control type, body) of a control record line; a body only where Kafka prints it (4.x)."""
     if body := _CONTROL_BODY.search(line):
         name = _CONTROL_NAMES[body.group(1)]
-        text = line[body.end():].rstrip()
+        text = line[body.end() :].rstrip()
         spec = spec_by_type_name(name)
-        data = _canonical_body(_dump_json(text, lineno), spec, 0, lambda d: encode_control_record(name, d),
-                               lambda kv: decode_control_record(*kv)[1], lineno)
+        data = _canonical_body(
+            _dump_json(text, lineno),
+            spec,
+            0,
+            lambda d: encode_control_record(name, d),
+            lambda kv: decode_control_record(*kv)[1],
+            lineno,
+        )
         return name, data
     if ct := _CONTROL_TYPE.search(line):
         name, type_id = ct.group(1), _dump_int(ct.group(2), "control type", 0, _INT16, lineno)
@@ -520,9 +701,13 @@ def _dump_control(line: str, lineno: int) -> tuple[str, dict]:
 def _dump_record(text: str, lineno: int) -> tuple[str, int, dict]:
     """(type name, version, data) of a record's ``payload:`` JSON."""
     payload = _dump_json(text, lineno)
-    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str) \
-            or type(payload.get("version")) is not int or "data" not in payload:
-        raise DecodeError(f"line {lineno}: payload is not {{\"type\": <name>, \"version\": <int>, \"data\": {{...}}}}")
+    if (
+        not isinstance(payload, dict)
+        or not isinstance(payload.get("type"), str)
+        or type(payload.get("version")) is not int
+        or "data" not in payload
+    ):
+        raise DecodeError(f'line {lineno}: payload is not {{"type": <name>, "version": <int>, "data": {{...}}}}')
     type_name, version = payload["type"], payload["version"]
     if type_name not in _TYPE_KEYS:
         raise UnknownRecordError(f"line {lineno}: unknown record type {type_name[:100]!r}")
@@ -530,8 +715,14 @@ def _dump_record(text: str, lineno: int) -> tuple[str, int, dict]:
         spec = metadata_spec(_TYPE_KEYS[type_name], version)
     except UnknownRecordError as exc:
         raise UnknownRecordError(f"line {lineno}: {exc.message}") from None
-    data = _canonical_body(payload["data"], spec, version, lambda d: encode_body(spec, version, d),
-                           lambda raw: decode_body(spec, version, raw), lineno)
+    data = _canonical_body(
+        payload["data"],
+        spec,
+        version,
+        lambda d: encode_body(spec, version, d),
+        lambda raw: decode_body(spec, version, raw),
+        lineno,
+    )
     return type_name, version, data
 
 
@@ -541,8 +732,11 @@ def _dump_lines(fh: Any, limit: int, file: str) -> Iterator[str]:
     while line := fh.readline(limit + 1):
         lineno += 1
         if len(line) > limit:
-            raise DecodeError(f"line {lineno}: longer than {limit:,} characters, the limit on a batch's size "
-                              f"(set {MAX_BATCH_BYTES_ENV} to raise it)", file=file)
+            raise DecodeError(
+                f"line {lineno}: longer than {limit:,} characters, the limit on a batch's size "
+                f"(set {MAX_BATCH_BYTES_ENV} to raise it)",
+                file=file,
+            )
         yield line
 
 
@@ -573,8 +767,10 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
             if not m:
                 raise DecodeError(f"line {lineno}: not 'Snapshot end offset: <offset>, epoch: <epoch>'", file=file)
             try:
-                end, epoch = (_dump_int(m.group(1), "snapshot end offset", 0, MAX_OFFSET, lineno),
-                              _dump_int(m.group(2), "snapshot epoch", 0, _INT32, lineno))
+                end, epoch = (
+                    _dump_int(m.group(1), "snapshot end offset", 0, MAX_OFFSET, lineno),
+                    _dump_int(m.group(2), "snapshot epoch", 0, _INT32, lineno),
+                )
             except DecodeError as exc:
                 raise exc.located(file=file) from None
             section = f"snapshot:{end}:{epoch}"
@@ -601,11 +797,21 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
             if m:
                 offset = _dump_int(m.group(1), "offset", 0, MAX_OFFSET, lineno)
             if not batch["base"] <= offset <= batch["last"]:
-                raise DecodeError(f"line {lineno}: record offset {offset} is outside its batch's offsets "
-                                  f"{batch['base']}..{batch['last']}")
+                raise DecodeError(
+                    f"line {lineno}: record offset {offset} is outside its batch's offsets "
+                    f"{batch['base']}..{batch['last']}"
+                )
             index += 1
-            common = (offset, batch["base"], batch["last"], batch["epoch"], batch["time"], batch["pid"],
-                      batch["pepoch"], batch["txn"])
+            common = (
+                offset,
+                batch["base"],
+                batch["last"],
+                batch["epoch"],
+                batch["time"],
+                batch["pid"],
+                batch["pepoch"],
+                batch["txn"],
+            )
             if batch["control"]:
                 name, data = _dump_control(line, lineno)
                 yield section, common + (True, name, None, None, 0, data, None, batch["position"])
@@ -613,7 +819,7 @@ def iter_dump_rows(lines: Iterator[str], file: str, issues: list[Issue]) -> Iter
             p = line.find(" payload: ")
             if p < 0:
                 raise DecodeError(f"line {lineno}: record line without payload")
-            text = line[p + len(" payload: "):]
+            text = line[p + len(" payload: ") :]
             if text.startswith("Error at"):
                 raise DecodeError(f"line {lineno}: kafka-dump-log could not decode the record: {text[:200]}")
             type_name, version, data = _dump_record(text, lineno)
@@ -633,8 +839,14 @@ def open_bytes(path: str) -> bytes | mmap.mmap:
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def iter_file_items(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
-                    end: int | None = None, json_payload: bool = False) -> Iterator[tuple[str, Batch | NoOpRun]]:
+def iter_file_items(
+    f: InputFile,
+    issues: list[Issue],
+    options: ReadOptions,
+    start: int = 0,
+    end: int | None = None,
+    json_payload: bool = False,
+) -> Iterator[tuple[str, Batch | NoOpRun]]:
     """(section, batch or NoOp run) for one input file (or the byte range ``[start, end)`` of a segment);
     see :func:`iter_dump_rows` for sections (each dumped record is a batch of its own). Snapshots must
     open with a SNAPSHOT_HEADER; a missing SNAPSHOT_FOOTER is reported as a truncated snapshot."""
@@ -642,8 +854,17 @@ def iter_file_items(f: InputFile, issues: list[Issue], options: ReadOptions, sta
         with open(f.path, encoding="utf-8", errors="replace") as fh:
             for section, row in iter_dump_rows(_dump_lines(fh, options.max_batch_bytes, f.path), f.path, issues):
                 data = row[13]
-                yield section, (row[1:9] + row[15:], [(row[0],) + row[9:13] + (
-                    json_text(data) if json_payload and data is not None else data, row[14])])
+                yield (
+                    section,
+                    (
+                        row[1:9] + row[15:],
+                        [
+                            (row[0],)
+                            + row[9:13]
+                            + (json_text(data) if json_payload and data is not None else data, row[14])
+                        ],
+                    ),
+                )
         return
     if f.kind is InputKind.SEGMENT:
         for item in iter_segment_items(open_bytes(f.path), f.path, issues, options, start, end, json_payload):
@@ -666,8 +887,9 @@ def iter_file_items(f: InputFile, issues: list[Issue], options: ReadOptions, sta
         issues.append(Issue(file=f.path, severity="warning", message="snapshot has no SNAPSHOT_FOOTER (truncated?)"))
 
 
-def iter_file_rows(f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0,
-                   end: int | None = None) -> Iterator[tuple[str, Row]]:
+def iter_file_rows(
+    f: InputFile, issues: list[Issue], options: ReadOptions, start: int = 0, end: int | None = None
+) -> Iterator[tuple[str, Row]]:
     """(section, row) for every record of one input file; see :func:`iter_file_items`."""
     for section, item in iter_file_items(f, issues, options, start, end):
         for row in item_rows(item):
@@ -705,8 +927,12 @@ def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
         ahead = min((size - pos) // step, -(-(start + split_bytes - pos) // step), 1 << 16)
         if run >= MIN_RUN and ahead > 1:
             at = pos + 8 + step * np.arange(1, ahead)  # the length field of each following batch
-            same = (octets[at].astype(np.int64) << 24 | octets[at + 1].astype(np.int64) << 16
-                    | octets[at + 2].astype(np.int64) << 8 | octets[at + 3]) == batch_length
+            same = (
+                octets[at].astype(np.int64) << 24
+                | octets[at + 1].astype(np.int64) << 16
+                | octets[at + 2].astype(np.int64) << 8
+                | octets[at + 3]
+            ) == batch_length
             hops = ahead if same.all() else int(np.argmin(same)) + 1
         pos += step * hops
         if pos - start >= split_bytes and pos < size:
@@ -719,17 +945,33 @@ def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
 def to_log_record(row: Row, source_file: str = "") -> LogRecord:
     """A decoded row as the engines' :class:`LogRecord`."""
     (offset, base, last, epoch, ts, pid, pepoch, txn, _, control_type, type_name, _, version, data, _, _) = row
-    return LogRecord(offset=offset, batch_base_offset=base, batch_last_offset=last, epoch=epoch, timestamp=ts,
-                     type=type_name, version=version, data=data or {}, control_type=control_type,
-                     is_transactional=txn, producer_id=pid, producer_epoch=pepoch, source_file=source_file)
+    return LogRecord(
+        offset=offset,
+        batch_base_offset=base,
+        batch_last_offset=last,
+        epoch=epoch,
+        timestamp=ts,
+        type=type_name,
+        version=version,
+        data=data or {},
+        control_type=control_type,
+        is_transactional=txn,
+        producer_id=pid,
+        producer_epoch=pepoch,
+        source_file=source_file,
+    )
 
 
 def read_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[LogRecord]:
     """The log records under ``path`` (snapshots left out) as :class:`LogRecord` values, read without
     Spark: the reference engine's input for a small log."""
     options = options or ReadOptions()
-    return [to_log_record(row, f.path) for f in discover(path)
-            for section, row in iter_file_rows(f, [], options) if section == "log"]
+    return [
+        to_log_record(row, f.path)
+        for f in discover(path)
+        for section, row in iter_file_rows(f, [], options)
+        if section == "log"
+    ]
 
 
 def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
@@ -753,5 +995,13 @@ def decode_path(path: str | os.PathLike[str], options: ReadOptions | None = None
     issues: list[Issue] = []
     for f in discover(path):
         for section, row in iter_file_rows(f, issues, options):
-            yield {"offset": row[0], "timestamp": row[4], "control_type": row[9], "type": row[10],
-                   "version": row[12], "data": row[13], "section": section, "file": f.path}
+            yield {
+                "offset": row[0],
+                "timestamp": row[4],
+                "control_type": row[9],
+                "type": row[10],
+                "version": row[12],
+                "data": row[13],
+                "section": section,
+                "file": f.path,
+            }

@@ -41,8 +41,9 @@ DEFAULT_CONF = {
 }
 
 
-def get_spark(master: str | None = None, *, shuffle_partitions: int | None = None,
-              driver_memory: str | None = None) -> SparkSession:
+def get_spark(
+    master: str | None = None, *, shuffle_partitions: int | None = None, driver_memory: str | None = None
+) -> SparkSession:
     """The active session, or a new one configured for Delta (idempotent, thread-safe)."""
     global _CONNECT
     with _LOCK:
@@ -53,29 +54,34 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
             return active
         master = master or os.environ.get("KRAFT_REPLAY_MASTER", "local[*]")
         remote = os.environ.get("SPARK_REMOTE") or (
-            master if master.startswith("sc://") or os.environ.get("SPARK_API_MODE", "").lower() == "connect"
-            else None)
+            master if master.startswith("sc://") or os.environ.get("SPARK_API_MODE", "").lower() == "connect" else None
+        )
         if remote:
             _allow_deep_protobuf()
-        builder = (SparkSession.builder.remote(remote) if remote else SparkSession.builder.master(master)) \
-            .appName("kraft-replay")
+        builder = (SparkSession.builder.remote(remote) if remote else SparkSession.builder.master(master)).appName(
+            "kraft-replay"
+        )
         server = remote is not None and remote.startswith("sc://")  # a running server configures itself
         if not server and (remote or master).startswith("local"):
             _workers_run_this_python()
         cached = _cached_jars()
         if not server:
-            builder = builder.config("spark.driver.memory",
-                                     driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g"))
+            builder = builder.config(
+                "spark.driver.memory", driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g")
+            )
             log4j = Path(__file__).with_name("conf") / "log4j2.properties"
             builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
             for key, value in DEFAULT_CONF.items():
                 builder = builder.config(key, value)
-            builder = builder.config("spark.sql.shuffle.partitions", str(
-                shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)))
+            builder = builder.config(
+                "spark.sql.shuffle.partitions",
+                str(shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)),
+            )
             if cached:
                 builder = builder.config("spark.jars", ",".join(cached))
             else:
                 from delta import configure_spark_with_delta_pip
+
                 builder = configure_spark_with_delta_pip(builder)
         if remote is None:
             spark = builder.getOrCreate()
@@ -107,8 +113,10 @@ def _allow_deep_protobuf() -> None:
     lifts that limit to 65,535 for the process. The pure-Python runtime has no limit (and is ≈ 2.5×
     slower to build a replay's plan)."""
     from google.protobuf.internal import api_implementation
+
     if api_implementation.Type() == "upb":
         from google._upb import _message
+
         _message.SetAllowOversizeProtos(True)
 
 

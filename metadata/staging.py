@@ -34,20 +34,36 @@ from metadata.columns import DECODED_SCHEMA, decode_to_arrow
 from metadata.readers import InputFile, Issue, ReadOptions
 from metadata.spark import glob_escaped
 
-SUMMARY_SCHEMA = pa.schema([
-    ("source_file", pa.string()), ("snapshot_end_offset", pa.int64()), ("snapshot_epoch", pa.int32()),
-    ("type", pa.string()), ("is_control", pa.bool_()), ("n", pa.int64()), ("lo", pa.int64()), ("hi", pa.int64()),
-    ("issue_severity", pa.string()), ("issue", pa.string()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("snapshot_end_offset", pa.int64()),
+        ("snapshot_epoch", pa.int32()),
+        ("type", pa.string()),
+        ("is_control", pa.bool_()),
+        ("n", pa.int64()),
+        ("lo", pa.int64()),
+        ("hi", pa.int64()),
+        ("issue_severity", pa.string()),
+        ("issue", pa.string()),
+    ]
+)
 _KEYS = ["source_file", "snapshot_end_offset", "snapshot_epoch", "type", "is_control"]
 _TYPE = DECODED_SCHEMA.get_field_index("type")
 _FILE_SCHEMA = DECODED_SCHEMA.remove(_TYPE)  # the partition column lives in the directory name
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 ROW_GROUP = 1 << 17
 
-TASK_SCHEMA = T.StructType([T.StructField("task", T.IntegerType()), T.StructField("file", T.StringType()),
-                            T.StructField("start", T.LongType()), T.StructField("end", T.LongType()),
-                            T.StructField("options", T.StringType()), T.StructField("staging", T.StringType())])
+TASK_SCHEMA = T.StructType(
+    [
+        T.StructField("task", T.IntegerType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("start", T.LongType()),
+        T.StructField("end", T.LongType()),
+        T.StructField("options", T.StringType()),
+        T.StructField("staging", T.StringType()),
+    ]
+)
 
 
 _LAKE_ROOT = "_staging"  # under a local lake
@@ -98,8 +114,11 @@ class _Writer:
     def _split(self) -> None:
         rows = pa.Table.from_batches(self.chunk, DECODED_SCHEMA)
         self.chunk = []
-        for row in rows.group_by(_KEYS, use_threads=False).aggregate(
-                [("offset", "count"), ("offset", "min"), ("offset", "max")]).to_pylist():
+        for row in (
+            rows.group_by(_KEYS, use_threads=False)
+            .aggregate([("offset", "count"), ("offset", "min"), ("offset", "max")])
+            .to_pylist()
+        ):
             key = tuple(row[k] for k in _KEYS)
             span = self.spans.setdefault(key, [0, row["offset_min"], row["offset_max"]])
             span[0] += row["offset_count"]
@@ -122,8 +141,13 @@ class _Writer:
             temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}")
             # dictionaries for the repetitive strings only, no statistics: Spark reads these files about
             # twice as fast as pyarrow's defaults, and writes the Delta tables from them a fifth faster
-            writer = pq.ParquetWriter(temporary, _FILE_SCHEMA, compression="snappy", write_statistics=False,
-                                      use_dictionary=["control_type", "payload", "source_file"])
+            writer = pq.ParquetWriter(
+                temporary,
+                _FILE_SCHEMA,
+                compression="snappy",
+                write_statistics=False,
+                use_dictionary=["control_type", "payload", "source_file"],
+            )
             self.files[value] = (writer, temporary, os.path.join(folder, name))
         return self.files[value][0]
 
@@ -141,18 +165,26 @@ class _Writer:
         return pa.RecordBatch.from_pylist(rows, SUMMARY_SCHEMA)
 
 
-def task_frame(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
-               staging: str) -> DataFrame:
+def task_frame(
+    spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions, staging: str
+) -> DataFrame:
     """One row per decode task (:data:`TASK_SCHEMA`), one Spark partition each."""
-    rows = [(i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
-            for i, (f, start, end) in enumerate(tasks)]
+    rows = [
+        (i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
+        for i, (f, start, end) in enumerate(tasks)
+    ]
     return spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
 
 
 def decoded(task: dict, issues: list[Issue]) -> Iterator[pa.RecordBatch]:
     """The records of one task row, decoded (:func:`~metadata.columns.decode_to_arrow`)."""
-    return decode_to_arrow(InputFile.model_validate_json(task["file"]),
-                           ReadOptions.model_validate_json(task["options"]), issues, task["start"], task["end"])
+    return decode_to_arrow(
+        InputFile.model_validate_json(task["file"]),
+        ReadOptions.model_validate_json(task["options"]),
+        issues,
+        task["start"],
+        task["end"],
+    )
 
 
 def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -174,8 +206,9 @@ class StagingError(RuntimeError):
     """The staged files are not what the decode tasks wrote (a staging path the workers do not share)."""
 
 
-def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions,
-          staging: str) -> tuple[DataFrame, list[Row]]:
+def stage(
+    spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions, staging: str
+) -> tuple[DataFrame, list[Row]]:
     """Decode and stage ``tasks`` on Spark: (the staged records, the tasks' summary rows)."""
     frame = task_frame(spark, tasks, options, staging)
     summary = frame.mapInArrow(stage_tasks, from_arrow_schema(SUMMARY_SCHEMA)).collect()
@@ -186,6 +219,8 @@ def stage(spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], o
     staged = spark.read.schema(schema).parquet(f"file://{glob_escaped(os.path.abspath(staging))}")
     found = staged.count()  # from the Parquet footers
     if found != expected:
-        raise StagingError(f"the decode tasks staged {expected} records under {staging} but {found} are "
-                           "readable there: set KRAFT_REPLAY_STAGING to a directory every Spark worker shares")
+        raise StagingError(
+            f"the decode tasks staged {expected} records under {staging} but {found} are "
+            "readable there: set KRAFT_REPLAY_STAGING to a directory every Spark worker shares"
+        )
     return staged, summary

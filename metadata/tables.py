@@ -17,32 +17,59 @@ from pyspark.sql import types as T
 from metadata.schema import FieldSpec, MessageSpec, metadata_specs, spec_by_type_name
 
 _PRIMITIVE: dict[str, T.DataType] = {
-    "bool": T.BooleanType(), "int8": T.IntegerType(), "int16": T.IntegerType(), "uint16": T.IntegerType(),
-    "int32": T.IntegerType(), "uint32": T.LongType(), "int64": T.LongType(), "float64": T.DoubleType(),
-    "uuid": T.StringType(), "string": T.StringType(), "bytes": T.StringType(),
+    "bool": T.BooleanType(),
+    "int8": T.IntegerType(),
+    "int16": T.IntegerType(),
+    "uint16": T.IntegerType(),
+    "int32": T.IntegerType(),
+    "uint32": T.LongType(),
+    "int64": T.LongType(),
+    "float64": T.DoubleType(),
+    "uuid": T.StringType(),
+    "string": T.StringType(),
+    "bytes": T.StringType(),
 }
 
-RECORDS_SCHEMA = T.StructType([
-    T.StructField("offset", T.LongType(), False), T.StructField("batch_base_offset", T.LongType()),
-    T.StructField("batch_last_offset", T.LongType()), T.StructField("batch_leader_epoch", T.IntegerType()),
-    T.StructField("timestamp", T.LongType()), T.StructField("producer_id", T.LongType()),
-    T.StructField("producer_epoch", T.IntegerType()), T.StructField("is_transactional", T.BooleanType()),
-    T.StructField("is_control", T.BooleanType()), T.StructField("control_type", T.StringType()),
-    T.StructField("type", T.StringType()), T.StructField("api_key", T.IntegerType()),
-    T.StructField("version", T.IntegerType()), T.StructField("payload", T.StringType()),
-    T.StructField("raw", T.BinaryType()), T.StructField("source_file", T.StringType()),
-])
+RECORDS_SCHEMA = T.StructType(
+    [
+        T.StructField("offset", T.LongType(), False),
+        T.StructField("batch_base_offset", T.LongType()),
+        T.StructField("batch_last_offset", T.LongType()),
+        T.StructField("batch_leader_epoch", T.IntegerType()),
+        T.StructField("timestamp", T.LongType()),
+        T.StructField("producer_id", T.LongType()),
+        T.StructField("producer_epoch", T.IntegerType()),
+        T.StructField("is_transactional", T.BooleanType()),
+        T.StructField("is_control", T.BooleanType()),
+        T.StructField("control_type", T.StringType()),
+        T.StructField("type", T.StringType()),
+        T.StructField("api_key", T.IntegerType()),
+        T.StructField("version", T.IntegerType()),
+        T.StructField("payload", T.StringType()),
+        T.StructField("raw", T.BinaryType()),
+        T.StructField("source_file", T.StringType()),
+    ]
+)
 
-SNAPSHOTS_SCHEMA = T.StructType([
-    T.StructField("snapshot_end_offset", T.LongType(), False), T.StructField("snapshot_epoch", T.IntegerType(), False),
-    T.StructField("kind", T.StringType()), T.StructField("position", T.LongType(), False),
-    T.StructField("last_contained_timestamp", T.LongType()), T.StructField("batch_leader_epoch", T.IntegerType()),
-    T.StructField("timestamp", T.LongType()), T.StructField("is_control", T.BooleanType()),
-    T.StructField("control_type", T.StringType()), T.StructField("type", T.StringType()),
-    T.StructField("api_key", T.IntegerType()), T.StructField("version", T.IntegerType()),
-    T.StructField("payload", T.StringType()), T.StructField("raw", T.BinaryType()),
-    T.StructField("source_file", T.StringType()),
-])
+SNAPSHOTS_SCHEMA = T.StructType(
+    [
+        T.StructField("snapshot_end_offset", T.LongType(), False),
+        T.StructField("snapshot_epoch", T.IntegerType(), False),
+        T.StructField("kind", T.StringType()),
+        T.StructField("position", T.LongType(), False),
+        T.StructField("last_contained_timestamp", T.LongType()),
+        T.StructField("batch_leader_epoch", T.IntegerType()),
+        T.StructField("timestamp", T.LongType()),
+        T.StructField("is_control", T.BooleanType()),
+        T.StructField("control_type", T.StringType()),
+        T.StructField("type", T.StringType()),
+        T.StructField("api_key", T.IntegerType()),
+        T.StructField("version", T.IntegerType()),
+        T.StructField("payload", T.StringType()),
+        T.StructField("raw", T.BinaryType()),
+        T.StructField("source_file", T.StringType()),
+    ]
+)
 
 KEY_COLUMNS = ["offset", "batch_base_offset", "batch_leader_epoch", "timestamp", "type", "version"]
 
@@ -98,7 +125,8 @@ class TypedTable:
     def project(self, rows: DataFrame) -> DataFrame:
         """Typed rows of this table from any frame with ``records``-like columns."""
         parsed = rows.where(F.col("type").isin(*self.record_types)).withColumn(
-            "_d", F.from_json("payload", self.json_schema()))
+            "_d", F.from_json("payload", self.json_schema())
+        )
         renames = dict(self.renames)
         exprs: dict[str, Column] = {}
         for spec in self.specs:
@@ -120,51 +148,89 @@ class TypedTable:
                 value = F.when(F.col("type") == spec.type_name, value)
                 exprs[column] = value if column not in exprs else F.coalesce(exprs[column], value)
         extra = [F.col(c) for c in rows.columns if c in ("snapshot_end_offset", "snapshot_epoch", "position")]
-        base = [F.col("offset"), F.col("batch_base_offset"), F.col("batch_leader_epoch").alias("epoch"),
-                F.col("timestamp"), F.col("type"), F.col("version")]
+        base = [
+            F.col("offset"),
+            F.col("batch_base_offset"),
+            F.col("batch_leader_epoch").alias("epoch"),
+            F.col("timestamp"),
+            F.col("type"),
+            F.col("version"),
+        ]
         return parsed.select(*extra, *base, *[e.alias(c) for c, e in exprs.items()])
 
     def schema(self) -> T.StructType:
         """The stored schema (what :meth:`project` yields for log rows)."""
-        cols = [T.StructField("offset", T.LongType()), T.StructField("batch_base_offset", T.LongType()),
-                T.StructField("epoch", T.IntegerType()), T.StructField("timestamp", T.LongType()),
-                T.StructField("type", T.StringType()), T.StructField("version", T.IntegerType())]
+        cols = [
+            T.StructField("offset", T.LongType()),
+            T.StructField("batch_base_offset", T.LongType()),
+            T.StructField("epoch", T.IntegerType()),
+            T.StructField("timestamp", T.LongType()),
+            T.StructField("type", T.StringType()),
+            T.StructField("version", T.IntegerType()),
+        ]
         return T.StructType(cols + [T.StructField(c, spark_type(f)) for c, (f, _) in self.fields().items()])
 
 
-TYPED_TABLES: dict[str, TypedTable] = {t.name: t for t in [
-    TypedTable("topics", ("TOPIC_RECORD",), "topic created (name, topic_id)"),
-    TypedTable("partitions", ("PARTITION_RECORD",), "full partition registrations"),
-    TypedTable("partition_changes", ("PARTITION_CHANGE_RECORD",),
-               "partition changes; null list = unchanged, leader -2 = unchanged, leader_recovery_state -1 = unchanged"),
-    TypedTable("topic_removals", ("REMOVE_TOPIC_RECORD",), "topic deletions by id"),
-    TypedTable("clear_elr", ("CLEAR_ELR_RECORD",), "ELR clearing (Kafka 4.x), topic name or '' for all"),
-    TypedTable("broker_registrations", ("REGISTER_BROKER_RECORD",), "broker registrations (full replacement)"),
-    TypedTable("broker_changes", ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD",
-                                  "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD"),
-               "fence / unfence / registration change / unregister events; fenced: 1 fence, -1 unfence, 0 no change",
-               (("id", "broker_id"), ("epoch", "broker_epoch"))),
-    TypedTable("controllers", ("REGISTER_CONTROLLER_RECORD",), "controller registrations"),
-    TypedTable("configs", ("CONFIG_RECORD",), "config set (value) or delete (value null)"),
-    TypedTable("features", ("FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD"),
-               "finalized feature levels (0 removes) and ZK migration state"),
-    TypedTable("producer_ids", ("PRODUCER_IDS_RECORD",), "producer id blocks"),
-    TypedTable("client_quotas", ("CLIENT_QUOTA_RECORD",), "client quota set / remove"),
-    TypedTable("acls", ("ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD"), "ACL add / remove"),
-    TypedTable("scram", ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"),
-               "SCRAM credential set / remove"),
-    TypedTable("delegation_tokens", ("DELEGATION_TOKEN_RECORD", "REMOVE_DELEGATION_TOKEN_RECORD"),
-               "delegation token add / remove"),
-    TypedTable("transaction_markers", ("BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD",
-                                       "ABORT_TRANSACTION_RECORD"), "metadata transaction begin / end / abort"),
-]}
+TYPED_TABLES: dict[str, TypedTable] = {
+    t.name: t
+    for t in [
+        TypedTable("topics", ("TOPIC_RECORD",), "topic created (name, topic_id)"),
+        TypedTable("partitions", ("PARTITION_RECORD",), "full partition registrations"),
+        TypedTable(
+            "partition_changes",
+            ("PARTITION_CHANGE_RECORD",),
+            "partition changes; null list = unchanged, leader -2 = unchanged, leader_recovery_state -1 = unchanged",
+        ),
+        TypedTable("topic_removals", ("REMOVE_TOPIC_RECORD",), "topic deletions by id"),
+        TypedTable("clear_elr", ("CLEAR_ELR_RECORD",), "ELR clearing (Kafka 4.x), topic name or '' for all"),
+        TypedTable("broker_registrations", ("REGISTER_BROKER_RECORD",), "broker registrations (full replacement)"),
+        TypedTable(
+            "broker_changes",
+            (
+                "FENCE_BROKER_RECORD",
+                "UNFENCE_BROKER_RECORD",
+                "BROKER_REGISTRATION_CHANGE_RECORD",
+                "UNREGISTER_BROKER_RECORD",
+            ),
+            "fence / unfence / registration change / unregister events; fenced: 1 fence, -1 unfence, 0 no change",
+            (("id", "broker_id"), ("epoch", "broker_epoch")),
+        ),
+        TypedTable("controllers", ("REGISTER_CONTROLLER_RECORD",), "controller registrations"),
+        TypedTable("configs", ("CONFIG_RECORD",), "config set (value) or delete (value null)"),
+        TypedTable(
+            "features",
+            ("FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD"),
+            "finalized feature levels (0 removes) and ZK migration state",
+        ),
+        TypedTable("producer_ids", ("PRODUCER_IDS_RECORD",), "producer id blocks"),
+        TypedTable("client_quotas", ("CLIENT_QUOTA_RECORD",), "client quota set / remove"),
+        TypedTable("acls", ("ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD"), "ACL add / remove"),
+        TypedTable(
+            "scram",
+            ("USER_SCRAM_CREDENTIAL_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD"),
+            "SCRAM credential set / remove",
+        ),
+        TypedTable(
+            "delegation_tokens",
+            ("DELEGATION_TOKEN_RECORD", "REMOVE_DELEGATION_TOKEN_RECORD"),
+            "delegation token add / remove",
+        ),
+        TypedTable(
+            "transaction_markers",
+            ("BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"),
+            "metadata transaction begin / end / abort",
+        ),
+    ]
+}
 
 
 def fenced_expr() -> Column:
     """``broker_changes.fenced`` normalised: Fence → 1, Unfence → -1 (the column is 0 for those records)."""
-    return (F.when(F.col("type") == "FENCE_BROKER_RECORD", F.lit(1))
-            .when(F.col("type") == "UNFENCE_BROKER_RECORD", F.lit(-1))
-            .otherwise(F.col("fenced")))
+    return (
+        F.when(F.col("type") == "FENCE_BROKER_RECORD", F.lit(1))
+        .when(F.col("type") == "UNFENCE_BROKER_RECORD", F.lit(-1))
+        .otherwise(F.col("fenced"))
+    )
 
 
 def typed_rows(name: str, rows: DataFrame) -> DataFrame:

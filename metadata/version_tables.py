@@ -29,45 +29,107 @@ if TYPE_CHECKING:
 
 PART_COLUMNS: dict[str, list[tuple[str, str]]] = {
     "topics": [("name", "string"), ("topicId", "string")],
-    "partitions": [("topic", "string"), ("topicId", "string"), ("partitionId", "int32"), ("replicas", "ints"),
-                   ("isr", "ints"), ("removingReplicas", "ints"), ("addingReplicas", "ints"), ("leader", "int32"),
-                   ("leaderRecoveryState", "int32"), ("leaderEpoch", "int32"), ("partitionEpoch", "int32"),
-                   ("directories", "strings"), ("eligibleLeaderReplicas", "ints"), ("lastKnownElr", "ints")],
-    "brokers": [("brokerId", "int32"), ("brokerEpoch", "int64"), ("incarnationId", "string"), ("fenced", "bool"),
-                ("inControlledShutdown", "bool"), ("isMigratingZkBroker", "bool"), ("rack", "string"),
-                ("endPoints", "endpoints"), ("features", "features"), ("logDirs", "strings")],
-    "controllers": [("controllerId", "int32"), ("incarnationId", "string"), ("zkMigrationReady", "bool"),
-                    ("endPoints", "endpoints"), ("features", "features")],
+    "partitions": [
+        ("topic", "string"),
+        ("topicId", "string"),
+        ("partitionId", "int32"),
+        ("replicas", "ints"),
+        ("isr", "ints"),
+        ("removingReplicas", "ints"),
+        ("addingReplicas", "ints"),
+        ("leader", "int32"),
+        ("leaderRecoveryState", "int32"),
+        ("leaderEpoch", "int32"),
+        ("partitionEpoch", "int32"),
+        ("directories", "strings"),
+        ("eligibleLeaderReplicas", "ints"),
+        ("lastKnownElr", "ints"),
+    ],
+    "brokers": [
+        ("brokerId", "int32"),
+        ("brokerEpoch", "int64"),
+        ("incarnationId", "string"),
+        ("fenced", "bool"),
+        ("inControlledShutdown", "bool"),
+        ("isMigratingZkBroker", "bool"),
+        ("rack", "string"),
+        ("endPoints", "endpoints"),
+        ("features", "features"),
+        ("logDirs", "strings"),
+    ],
+    "controllers": [
+        ("controllerId", "int32"),
+        ("incarnationId", "string"),
+        ("zkMigrationReady", "bool"),
+        ("endPoints", "endpoints"),
+        ("features", "features"),
+    ],
     "configs": [("resourceType", "string"), ("resourceName", "string"), ("name", "string"), ("value", "string")],
     "features": [("name", "string"), ("level", "int32")],
     "producerIds": [("nextProducerId", "int64")],
     "clientQuotas": [("entity", "entity"), ("key", "string"), ("value", "double")],
-    "acls": [("id", "string"), ("resourceType", "int32"), ("resourceName", "string"), ("patternType", "int32"),
-             ("principal", "string"), ("host", "string"), ("operation", "int32"), ("permissionType", "int32")],
-    "scram": [("mechanism", "string"), ("name", "string"), ("salt", "string"), ("storedKey", "string"),
-              ("serverKey", "string"), ("iterations", "int32")],
-    "delegationTokens": [("tokenId", "string"), ("owner", "string"), ("requester", "string"),
-                         ("renewers", "strings"), ("issueTimestamp", "int64"), ("maxTimestamp", "int64"),
-                         ("expirationTimestamp", "int64")],
+    "acls": [
+        ("id", "string"),
+        ("resourceType", "int32"),
+        ("resourceName", "string"),
+        ("patternType", "int32"),
+        ("principal", "string"),
+        ("host", "string"),
+        ("operation", "int32"),
+        ("permissionType", "int32"),
+    ],
+    "scram": [
+        ("mechanism", "string"),
+        ("name", "string"),
+        ("salt", "string"),
+        ("storedKey", "string"),
+        ("serverKey", "string"),
+        ("iterations", "int32"),
+    ],
+    "delegationTokens": [
+        ("tokenId", "string"),
+        ("owner", "string"),
+        ("requester", "string"),
+        ("renewers", "strings"),
+        ("issueTimestamp", "int64"),
+        ("maxTimestamp", "int64"),
+        ("expirationTimestamp", "int64"),
+    ],
     "topicNames": [("name", "string"), ("topicId", "string")],
 }
 """Columns of every image part, in the names and order of the image JSON (``topicNames`` is hidden)."""
 
 PART_KEYS: dict[str, tuple[str, ...]] = {
-    "topics": ("topicId",), "partitions": ("topicId", "partitionId"), "brokers": ("brokerId",),
-    "controllers": ("controllerId",), "configs": ("resourceType", "resourceName", "name"), "features": ("name",),
-    "producerIds": (), "clientQuotas": ("entity", "key"), "acls": ("id",), "scram": ("mechanism", "name"),
-    "delegationTokens": ("tokenId",), "topicNames": ("name",),
+    "topics": ("topicId",),
+    "partitions": ("topicId", "partitionId"),
+    "brokers": ("brokerId",),
+    "controllers": ("controllerId",),
+    "configs": ("resourceType", "resourceName", "name"),
+    "features": ("name",),
+    "producerIds": (),
+    "clientQuotas": ("entity", "key"),
+    "acls": ("id",),
+    "scram": ("mechanism", "name"),
+    "delegationTokens": ("tokenId",),
+    "topicNames": ("name",),
 }
 """Key columns of every part."""
 
 VERSION_COLUMNS: list[tuple[str, str]] = [("from_offset", "int64"), ("to_offset", "int64"), ("from_time", "int64")]
 
 PART_TABLES: dict[str, str] = {
-    "topics": "image_topics", "partitions": "image_partitions", "brokers": "image_brokers",
-    "controllers": "image_controllers", "configs": "image_configs", "features": "image_features",
-    "producerIds": "image_producer_ids", "clientQuotas": "image_client_quotas", "acls": "image_acls",
-    "scram": "image_scram", "delegationTokens": "image_delegation_tokens", "topicNames": "image_topic_names",
+    "topics": "image_topics",
+    "partitions": "image_partitions",
+    "brokers": "image_brokers",
+    "controllers": "image_controllers",
+    "configs": "image_configs",
+    "features": "image_features",
+    "producerIds": "image_producer_ids",
+    "clientQuotas": "image_client_quotas",
+    "acls": "image_acls",
+    "scram": "image_scram",
+    "delegationTokens": "image_delegation_tokens",
+    "topicNames": "image_topic_names",
 }
 """The versions table of every part."""
 
@@ -77,26 +139,44 @@ REJECTIONS = "image_rejections"
 PROVENANCE_COLUMNS = [("from_offset", "int64"), ("to_offset", "int64"), ("offset", "int64"), ("outcome", "string")]
 """``outcome``: committed, aborted, superseded (a snapshot was loaded inside the transaction) or null (open)."""
 
-REJECTIONS_COLUMNS = [("offset", "int64"), ("snapshot_end_offset", "int64"), ("snapshot_epoch", "int32"),
-                      ("record_type", "string"), ("location", "string"), ("message", "string")]
+REJECTIONS_COLUMNS = [
+    ("offset", "int64"),
+    ("snapshot_end_offset", "int64"),
+    ("snapshot_epoch", "int32"),
+    ("record_type", "string"),
+    ("location", "string"),
+    ("message", "string"),
+]
 """``offset``: the record's log offset, or its position in the snapshot ``(snapshot_end_offset,
 snapshot_epoch)`` it belongs to (null for log records)."""
 
 
 def _arrow(kind: str) -> pa.DataType:
     import pyarrow as pa
-    endpoint = pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32()),
-                          ("securityProtocol", pa.int32())])
-    feature = pa.struct([("name", pa.string()), ("minSupportedVersion", pa.int32()),
-                         ("maxSupportedVersion", pa.int32())])
-    return {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "bool": pa.bool_(),
-            "double": pa.float64(), "ints": pa.list_(pa.int32()), "strings": pa.list_(pa.string()),
-            "endpoints": pa.list_(endpoint), "features": pa.list_(feature),
-            "entity": pa.map_(pa.string(), pa.string())}[kind]
+
+    endpoint = pa.struct(
+        [("name", pa.string()), ("host", pa.string()), ("port", pa.int32()), ("securityProtocol", pa.int32())]
+    )
+    feature = pa.struct(
+        [("name", pa.string()), ("minSupportedVersion", pa.int32()), ("maxSupportedVersion", pa.int32())]
+    )
+    return {
+        "string": pa.string(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "bool": pa.bool_(),
+        "double": pa.float64(),
+        "ints": pa.list_(pa.int32()),
+        "strings": pa.list_(pa.string()),
+        "endpoints": pa.list_(endpoint),
+        "features": pa.list_(feature),
+        "entity": pa.map_(pa.string(), pa.string()),
+    }[kind]
 
 
 def _schema(columns: list[tuple[str, str]]) -> pa.Schema:
     import pyarrow as pa
+
     return pa.schema([(name, _arrow(kind)) for name, kind in columns])
 
 
@@ -116,8 +196,11 @@ def closing_schema(part: str) -> pa.Schema:
 @cache
 def table_schemas() -> dict[str, pa.Schema]:
     """Every temporal-image table and its Arrow schema."""
-    return {**{PART_TABLES[p]: version_schema(p) for p in PART_COLUMNS},
-            PROVENANCE: _schema(PROVENANCE_COLUMNS), REJECTIONS: _schema(REJECTIONS_COLUMNS)}
+    return {
+        **{PART_TABLES[p]: version_schema(p) for p in PART_COLUMNS},
+        PROVENANCE: _schema(PROVENANCE_COLUMNS),
+        REJECTIONS: _schema(REJECTIONS_COLUMNS),
+    }
 
 
 TABLES = (*PART_TABLES.values(), PROVENANCE, REJECTIONS)

@@ -13,8 +13,13 @@ from metadata.log import LogRecord
 from replica.local_changes import local_changes_json
 
 
-def resolve_window(source: TemporalSource, from_offset: int | None, to_offset: int | None,
-                   from_time: str | None = None, to_time: str | None = None) -> tuple[int, int]:
+def resolve_window(
+    source: TemporalSource,
+    from_offset: int | None,
+    to_offset: int | None,
+    from_time: str | None = None,
+    to_time: str | None = None,
+) -> tuple[int, int]:
     """(A, B): offsets, or the last offsets of the last batches appended at or before the times; B
     defaults to the end of the log."""
     if from_offset is None and from_time is None:
@@ -37,15 +42,17 @@ def _window_replay(source: TemporalSource, from_offset: int, to_offset: int) -> 
     return source.log_records(restart, to_offset), image_before(source, restart)
 
 
-def reference_changes_json(source: TemporalSource, from_offset: int, to_offset: int,
-                           broker: int | None = None) -> dict[str, Any]:
+def reference_changes_json(
+    source: TemporalSource, from_offset: int, to_offset: int, broker: int | None = None
+) -> dict[str, Any]:
     """:func:`replica.local_changes.local_changes_json` of the delta (A, B] (see :func:`reference_delta`)."""
     records, base = _window_replay(source, from_offset, to_offset)
     return local_changes_json(records, from_offset, to_offset, broker, base=base)
 
 
-def reference_delta(source: TemporalSource, from_offset: int, to_offset: int
-                    ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
+def reference_delta(
+    source: TemporalSource, from_offset: int, to_offset: int
+) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
     """The delta (A, B] on the reference engine: ``(image at A, ONE MetadataDelta, image at B)``
     (:func:`image.replay.delta_between`), replayed from the temporal image at the window's start."""
     records, base = _window_replay(source, from_offset, to_offset)
@@ -56,5 +63,7 @@ def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
     """The delta (A, B] on Spark: both images as DataFrames from the temporal image, and the typed tables
     (``source``: an :class:`image.spark.source.SparkSource`)."""
     from replica.spark_changes import DeltaFrames
-    return DeltaFrames(source.image_frames(from_offset), source.image_frames(to_offset), source.table, from_offset,
-                       to_offset)
+
+    return DeltaFrames(
+        source.image_frames(from_offset), source.image_frames(to_offset), source.table, from_offset, to_offset
+    )

@@ -87,8 +87,12 @@ class LocalReplicaChanges:
             "electedLeaders": infos(self.elected_leaders),
             "topicIds": dict(sorted(self.topic_ids.items())),
             "directoryIds": [
-                {"topicId": tip.topic_id, "topic": tip.topic_partition.topic,
-                 "partitionId": tip.topic_partition.partition, "directory": directory}
+                {
+                    "topicId": tip.topic_id,
+                    "topic": tip.topic_partition.topic,
+                    "partitionId": tip.topic_partition.partition,
+                    "directory": directory,
+                }
                 for tip, directory in sorted(self.directory_ids.items(), key=lambda e: e[0].topic_partition)
             ],
         }

@@ -76,14 +76,34 @@ SHARE_GROUP_STATE = "__share_group_state"
 PHASES = ("delete", "leader", "follower", "directory", "coordinator")
 
 ACTION_FIELDS: tuple[tuple[str, str], ...] = (
-    ("broker", "int"), ("step", "int"), ("phase", "string"), ("action", "string"),
-    ("topic", "string"), ("topicId", "string"), ("partition", "int"), ("reason", "string"),
-    ("leader", "int"), ("leaderEpoch", "int"), ("isr", "ints"), ("partitionEpoch", "int"),
-    ("replicas", "ints"), ("addingReplicas", "ints"), ("removingReplicas", "ints"), ("leaderRecoveryState", "int"),
-    ("isNew", "boolean"), ("newLeaderEpoch", "boolean"), ("createLog", "boolean"),
-    ("deleteLocalLog", "boolean"), ("deleteRemoteLog", "boolean"),
-    ("fetcherId", "int"), ("fetcherLeaderId", "int"), ("fetcherLeaderHost", "string"), ("fetcherLeaderPort", "int"),
-    ("directory", "string"), ("coordinator", "string"), ("coordinatorEpoch", "int"),
+    ("broker", "int"),
+    ("step", "int"),
+    ("phase", "string"),
+    ("action", "string"),
+    ("topic", "string"),
+    ("topicId", "string"),
+    ("partition", "int"),
+    ("reason", "string"),
+    ("leader", "int"),
+    ("leaderEpoch", "int"),
+    ("isr", "ints"),
+    ("partitionEpoch", "int"),
+    ("replicas", "ints"),
+    ("addingReplicas", "ints"),
+    ("removingReplicas", "ints"),
+    ("leaderRecoveryState", "int"),
+    ("isNew", "boolean"),
+    ("newLeaderEpoch", "boolean"),
+    ("createLog", "boolean"),
+    ("deleteLocalLog", "boolean"),
+    ("deleteRemoteLog", "boolean"),
+    ("fetcherId", "int"),
+    ("fetcherLeaderId", "int"),
+    ("fetcherLeaderHost", "string"),
+    ("fetcherLeaderPort", "int"),
+    ("directory", "string"),
+    ("coordinator", "string"),
+    ("coordinatorEpoch", "int"),
 )
 """The action table: (field, type ∈ int, string, boolean, ints = list of ints), in column order; every
 field but :data:`REQUIRED_FIELDS` may be null. ``step`` numbers a broker's actions from 1 in the order
@@ -131,16 +151,33 @@ Action = tuple[SortKey, dict[str, Any]]
 
 def _state(p: PartitionRegistration) -> dict[str, Any]:
     """The LeaderAndIsrPartitionState fields of an action row."""
-    return {"leader": p.leader, "leaderEpoch": p.leader_epoch, "isr": list(p.isr), "partitionEpoch": p.partition_epoch,
-            "replicas": list(p.replicas), "addingReplicas": list(p.adding_replicas),
-            "removingReplicas": list(p.removing_replicas), "leaderRecoveryState": p.leader_recovery_state}
+    return {
+        "leader": p.leader,
+        "leaderEpoch": p.leader_epoch,
+        "isr": list(p.isr),
+        "partitionEpoch": p.partition_epoch,
+        "replicas": list(p.replicas),
+        "addingReplicas": list(p.adding_replicas),
+        "removingReplicas": list(p.removing_replicas),
+        "leaderRecoveryState": p.leader_recovery_state,
+    }
 
 
-def _action(phase: int, sub: int, action: str, reason: str, tp: TopicPartition, topic_id: str,
-            state: PartitionRegistration | None, group: int | None = None, **fields: Any) -> Action:
+def _action(
+    phase: int,
+    sub: int,
+    action: str,
+    reason: str,
+    tp: TopicPartition,
+    topic_id: str,
+    state: PartitionRegistration | None,
+    group: int | None = None,
+    **fields: Any,
+) -> Action:
     row: dict[str, Any] = dict.fromkeys(name for name, _ in ACTION_FIELDS)
-    row.update(phase=PHASES[phase - 1], action=action, reason=reason, topic=tp.topic, topicId=topic_id,
-               partition=tp.partition)
+    row.update(
+        phase=PHASES[phase - 1], action=action, reason=reason, topic=tp.topic, topicId=topic_id, partition=tp.partition
+    )
     if state is not None:
         row.update(_state(state))
     row.update(fields)
@@ -148,7 +185,8 @@ def _action(phase: int, sub: int, action: str, reason: str, tp: TopicPartition, 
 
 
 class _Transition(NamedTuple):
-    """How a leader or follower change meets the broker's Partition object (docs/local-changes.md, "ReplicaManager.applyDelta")."""
+    """How a leader or follower change meets the broker's Partition object (docs/local-changes.md,
+    "ReplicaManager.applyDelta")."""
 
     hosted: tuple[str, PartitionRegistration] | None  # (topic id, partition at A) if hosted
     abort: bool
@@ -165,8 +203,16 @@ class _Transition(NamedTuple):
 class _Plan:
     """One delta's inputs, shared by every broker's plan."""
 
-    def __init__(self, start: MetadataImage, topics: TopicsDelta, end: MetadataImage, num_replica_fetchers: int,
-                 in_controlled_shutdown: Collection[int], listener: str, coordinators: dict[str, str]) -> None:
+    def __init__(
+        self,
+        start: MetadataImage,
+        topics: TopicsDelta,
+        end: MetadataImage,
+        num_replica_fetchers: int,
+        in_controlled_shutdown: Collection[int],
+        listener: str,
+        coordinators: dict[str, str],
+    ) -> None:
         self.start, self.topics, self.end = start, topics, end
         self.num_replica_fetchers = num_replica_fetchers
         self.in_controlled_shutdown = set(in_controlled_shutdown)
@@ -187,9 +233,19 @@ class _Plan:
         if self.directories:
             for tip, directory in changes.directory_ids.items():
                 new = self.topics.changed_topics[tip.topic_id].partition_changes[tip.topic_partition.partition]
-                actions.append(_action(4, 1, "check-directory", f"assigned directory {directory}: if the log is "
-                                       "elsewhere, report its directory to the controller", tip.topic_partition,
-                                       tip.topic_id, new, directory=directory))
+                actions.append(
+                    _action(
+                        4,
+                        1,
+                        "check-directory",
+                        f"assigned directory {directory}: if the log is "
+                        "elsewhere, report its directory to the controller",
+                        tip.topic_partition,
+                        tip.topic_id,
+                        new,
+                        directory=directory,
+                    )
+                )
         actions += self._coordinators(broker, notified)
         actions.sort(key=lambda a: a[0])
         # an abort ends applyDelta (phases 2-4); the publisher's coordinator hooks still run
@@ -210,91 +266,176 @@ class _Plan:
         hosted = self._hosted(broker, tp)
         remote = self.topics.topic_was_deleted(tp.topic) and hosted is not None and hosted[1].leader == broker
         return [
-            _action(1, 1, "remove-fetcher", "stopPartitions: remove replica and alter-log-dir fetchers", tp, topic_id,
-                    at_a),
-            _action(1, 2, "remove-partition", f"stopPartitions: drop hosted partition {tp.topic}-{tp.partition} "
-                    f"(topic id {topic_id}) and close it", tp, topic_id, at_a),
-            _action(1, 3, "delete-log", "delete the local log (async batch) and the remote log: topic deleted, led "
-                    "here" if remote else "delete the local log (async batch)", tp, topic_id, at_a,
-                    deleteLocalLog=True, deleteRemoteLog=remote),
+            _action(
+                1, 1, "remove-fetcher", "stopPartitions: remove replica and alter-log-dir fetchers", tp, topic_id, at_a
+            ),
+            _action(
+                1,
+                2,
+                "remove-partition",
+                f"stopPartitions: drop hosted partition {tp.topic}-{tp.partition} (topic id {topic_id}) and close it",
+                tp,
+                topic_id,
+                at_a,
+            ),
+            _action(
+                1,
+                3,
+                "delete-log",
+                "delete the local log (async batch) and the remote log: topic deleted, led here"
+                if remote
+                else "delete the local log (async batch)",
+                tp,
+                topic_id,
+                at_a,
+                deleteLocalLog=True,
+                deleteRemoteLog=remote,
+            ),
         ]
 
-    def _transition(self, broker: int, tp: TopicPartition, info: PartitionInfo,
-                    changes: LocalReplicaChanges) -> _Transition:
+    def _transition(
+        self, broker: int, tp: TopicPartition, info: PartitionInfo, changes: LocalReplicaChanges
+    ) -> _Transition:
         hosted = None if tp in changes.deletes else self._hosted(broker, tp)
         new = info.partition
-        partition_epoch, leader_epoch = (0, -1) if hosted is None else (hosted[1].partition_epoch,
-                                                                         hosted[1].leader_epoch)
+        partition_epoch, leader_epoch = (
+            (0, -1) if hosted is None else (hosted[1].partition_epoch, hosted[1].leader_epoch)
+        )
         stale = new.partition_epoch < partition_epoch
-        return _Transition(hosted, hosted is not None and hosted[0] != info.topic_id, stale,
-                           not stale and new.leader_epoch > leader_epoch, not stale and hosted is None,
-                           partition_epoch, leader_epoch)
+        return _Transition(
+            hosted,
+            hosted is not None and hosted[0] != info.topic_id,
+            stale,
+            not stale and new.leader_epoch > leader_epoch,
+            not stale and hosted is None,
+            partition_epoch,
+            leader_epoch,
+        )
 
     def _abort_or_skip(self, tp: TopicPartition, info: PartitionInfo, t: _Transition) -> str | None:
         if t.abort:
-            return (f"IllegalStateException: Topic {tp.topic}-{tp.partition} exists, but its ID is {t.hosted[0]}, "
-                    f"not {info.topic_id} as expected; applyDelta stops")
+            return (
+                f"IllegalStateException: Topic {tp.topic}-{tp.partition} exists, but its ID is {t.hosted[0]}, "
+                f"not {info.topic_id} as expected; applyDelta stops"
+            )
         if t.stale:
-            return (f"skipped: partition epoch {info.partition.partition_epoch} is older than the current "
-                    f"{t.current_partition_epoch}")
+            return (
+                f"skipped: partition epoch {info.partition.partition_epoch} is older than the current "
+                f"{t.current_partition_epoch}"
+            )
         return None
 
-    def _leader(self, broker: int, tp: TopicPartition, info: PartitionInfo,
-                changes: LocalReplicaChanges) -> list[Action]:
+    def _leader(
+        self, broker: int, tp: TopicPartition, info: PartitionInfo, changes: LocalReplicaChanges
+    ) -> list[Action]:
         new, t = info.partition, self._transition(broker, tp, info, changes)
-        reason = self._abort_or_skip(tp, info, t) or "".join((
-            "already the leader" if t.hosted is not None and t.hosted[1].leader == broker else "becomes the leader",
-            f"; starts leader epoch {new.leader_epoch} at the log end offset" if t.new_leader_epoch
-            else f"; keeps leader epoch {t.current_leader_epoch}",
-            f"; partition epoch {new.partition_epoch}, ISR {','.join(map(str, new.isr))}",
-            "; creates the log" if t.create_log else ""))
-        return [_action(2, 1, "remove-fetcher", "become leader: remove the replica fetcher", tp, info.topic_id, new),
-                _action(2, 2, "abort" if t.abort else "make-leader", reason, tp, info.topic_id, new, **t.fields())]
+        reason = self._abort_or_skip(tp, info, t) or "".join(
+            (
+                "already the leader" if t.hosted is not None and t.hosted[1].leader == broker else "becomes the leader",
+                f"; starts leader epoch {new.leader_epoch} at the log end offset"
+                if t.new_leader_epoch
+                else f"; keeps leader epoch {t.current_leader_epoch}",
+                f"; partition epoch {new.partition_epoch}, ISR {','.join(map(str, new.isr))}",
+                "; creates the log" if t.create_log else "",
+            )
+        )
+        return [
+            _action(2, 1, "remove-fetcher", "become leader: remove the replica fetcher", tp, info.topic_id, new),
+            _action(2, 2, "abort" if t.abort else "make-leader", reason, tp, info.topic_id, new, **t.fields()),
+        ]
 
-    def _follower(self, broker: int, tp: TopicPartition, info: PartitionInfo,
-                  changes: LocalReplicaChanges) -> list[Action]:
+    def _follower(
+        self, broker: int, tp: TopicPartition, info: PartitionInfo, changes: LocalReplicaChanges
+    ) -> list[Action]:
         new, t = info.partition, self._transition(broker, tp, info, changes)
-        reason = self._abort_or_skip(tp, info, t) or "".join((
-            f"follows leader {new.leader}",
-            f" at new leader epoch {new.leader_epoch}" if t.new_leader_epoch
-            else f" at leader epoch {new.leader_epoch} (not newer: fetcher unchanged)",
-            f"; partition epoch {new.partition_epoch}",
-            "; creates the log" if t.create_log else ""))
-        actions = [_action(3, 1, "abort" if t.abort else "make-follower", reason, tp, info.topic_id, new,
-                           **t.fields())]
+        reason = self._abort_or_skip(tp, info, t) or "".join(
+            (
+                f"follows leader {new.leader}",
+                f" at new leader epoch {new.leader_epoch}"
+                if t.new_leader_epoch
+                else f" at leader epoch {new.leader_epoch} (not newer: fetcher unchanged)",
+                f"; partition epoch {new.partition_epoch}",
+                "; creates the log" if t.create_log else "",
+            )
+        )
+        actions = [_action(3, 1, "abort" if t.abort else "make-follower", reason, tp, info.topic_id, new, **t.fields())]
         if t.abort:
             return actions
         if broker in self.in_controlled_shutdown and (new.leader == -1 or broker not in new.isr):
-            return actions + [_action(3, 4, "stop-fetching", "controlled shutdown, no leader or not in the ISR: "
-                                      "remove the fetcher, keep the log", tp, info.topic_id, new,
-                                      deleteLocalLog=False, deleteRemoteLog=False)]
+            return actions + [
+                _action(
+                    3,
+                    4,
+                    "stop-fetching",
+                    "controlled shutdown, no leader or not in the ISR: remove the fetcher, keep the log",
+                    tp,
+                    info.topic_id,
+                    new,
+                    deleteLocalLog=False,
+                    deleteRemoteLog=False,
+                )
+            ]
         if not t.new_leader_epoch:
             return actions
-        actions.append(_action(3, 2, "remove-fetcher", "new leader epoch: remove the old fetcher first", tp,
-                               info.topic_id, new))
+        actions.append(
+            _action(3, 2, "remove-fetcher", "new leader epoch: remove the old fetcher first", tp, info.topic_id, new)
+        )
         leader = self.end.cluster.broker(new.leader)
         endpoint = None if leader is None else next((e for e in leader.listeners if e.name == self.listener), None)
         if endpoint is None:
-            return actions + [_action(3, 3, "no-fetcher", f"leader {new.leader} is not registered with listener "
-                                      f"{self.listener}: no fetcher (the log exists)", tp, info.topic_id, new)]
+            return actions + [
+                _action(
+                    3,
+                    3,
+                    "no-fetcher",
+                    f"leader {new.leader} is not registered with listener {self.listener}: no fetcher (the log exists)",
+                    tp,
+                    info.topic_id,
+                    new,
+                )
+            ]
         fid = fetcher_id(tp.topic, tp.partition, self.num_replica_fetchers)
-        return actions + [_action(
-            3, 3, "add-fetcher", f"fetch from broker {new.leader} ({endpoint.host}:{endpoint.port}) in "
-            f"ReplicaFetcherThread-{fid}-{new.leader} at leader epoch {new.leader_epoch}", tp, info.topic_id, new,
-            group=new.leader * self.num_replica_fetchers + fid, fetcherId=fid, fetcherLeaderId=new.leader,
-            fetcherLeaderHost=endpoint.host, fetcherLeaderPort=endpoint.port)]
+        return actions + [
+            _action(
+                3,
+                3,
+                "add-fetcher",
+                f"fetch from broker {new.leader} ({endpoint.host}:{endpoint.port}) in "
+                f"ReplicaFetcherThread-{fid}-{new.leader} at leader epoch {new.leader_epoch}",
+                tp,
+                info.topic_id,
+                new,
+                group=new.leader * self.num_replica_fetchers + fid,
+                fetcherId=fid,
+                fetcherLeaderId=new.leader,
+                fetcherLeaderHost=endpoint.host,
+                fetcherLeaderPort=endpoint.port,
+            )
+        ]
 
     def _coordinators(self, broker: int, notified: bool) -> list[Action]:
-        """``updateCoordinator`` per coordinator topic, then ``onPartitionsDeleted`` (docs/local-changes.md, "ReplicaManager.applyDelta")."""
+        """``updateCoordinator`` per coordinator topic, then ``onPartitionsDeleted`` (docs/local-changes.md,
+        "ReplicaManager.applyDelta")."""
         actions: list[Action] = []
         for rank, (name, coordinator) in enumerate(self.coordinators.items()):
-            def call(sub: int, pid: int, topic_id: str, state: PartitionRegistration, epoch: int | None,
-                     elect: bool = False) -> None:
+
+            def call(
+                sub: int, pid: int, topic_id: str, state: PartitionRegistration, epoch: int | None, elect: bool = False
+            ) -> None:
                 hook = "onElection" if elect else "onResignation"
-                actions.append(_action(
-                    5, rank * 10 + sub, "elect" if elect else "resign",
-                    f"{coordinator} coordinator: {hook}({pid}, {'empty' if epoch is None else epoch})",
-                    TopicPartition(name, pid), topic_id, state, coordinator=coordinator, coordinatorEpoch=epoch))
+                actions.append(
+                    _action(
+                        5,
+                        rank * 10 + sub,
+                        "elect" if elect else "resign",
+                        f"{coordinator} coordinator: {hook}({pid}, {'empty' if epoch is None else epoch})",
+                        TopicPartition(name, pid),
+                        topic_id,
+                        state,
+                        coordinator=coordinator,
+                        coordinatorEpoch=epoch,
+                    )
+                )
 
             if notified and self.topics.topic_was_deleted(name):
                 deleted = self.start.topics.get_topic_by_name(name)
@@ -317,15 +458,32 @@ class _Plan:
                 topic = self.topics.image.topics_by_id[topic_id]
                 for pid in topic.partitions:
                     tp = TopicPartition(topic.name, pid)
-                    actions.append(_action(5, 100, "partitions-deleted", f"group coordinator: onPartitionsDeleted("
-                                           f"{topic.name}-{pid})", tp, topic_id, None, coordinator="group"))
+                    actions.append(
+                        _action(
+                            5,
+                            100,
+                            "partitions-deleted",
+                            f"group coordinator: onPartitionsDeleted({topic.name}-{pid})",
+                            tp,
+                            topic_id,
+                            None,
+                            coordinator="group",
+                        )
+                    )
         return actions
 
 
-def apply_plan_rows(start: MetadataImage, delta: MetadataDelta, end: MetadataImage, *,
-                    brokers: Collection[int] | None = None, num_replica_fetchers: int = 1,
-                    in_controlled_shutdown: Collection[int] = (), inter_broker_listener: str = "PLAINTEXT",
-                    share_coordinator: bool = False) -> list[dict[str, Any]]:
+def apply_plan_rows(
+    start: MetadataImage,
+    delta: MetadataDelta,
+    end: MetadataImage,
+    *,
+    brokers: Collection[int] | None = None,
+    num_replica_fetchers: int = 1,
+    in_controlled_shutdown: Collection[int] = (),
+    inter_broker_listener: str = "PLAINTEXT",
+    share_coordinator: bool = False,
+) -> list[dict[str, Any]]:
     """Every broker's actions for the delta (rows of :data:`ACTION_FIELDS`, by broker then step), or
     only ``brokers``'. ``start``/``delta``/``end``: the images at A and B and the ONE delta between them
     (:func:`image.replay.delta_between`, :func:`replica.inputs.reference_delta`).
@@ -342,7 +500,14 @@ def apply_plan_rows(start: MetadataImage, delta: MetadataDelta, end: MetadataIma
     if topics is None:
         return []
     notified = set(end.cluster.brokers) if brokers is None else set(brokers)
-    plan = _Plan(start, topics, end, num_replica_fetchers, in_controlled_shutdown, inter_broker_listener,
-                 coordinator_topics(share_coordinator))
+    plan = _Plan(
+        start,
+        topics,
+        end,
+        num_replica_fetchers,
+        in_controlled_shutdown,
+        inter_broker_listener,
+        coordinator_topics(share_coordinator),
+    )
     every = candidate_brokers(topics) | notified if brokers is None else notified
     return [row for broker in sorted(every) for row in plan.rows(broker, broker in notified)]

@@ -34,8 +34,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from image.frames import ImageFrames
-from image.versions import COMMITTED
 from image.uuids import MIGRATING
+from image.versions import COMMITTED
 from metadata.version_tables import PROVENANCE
 
 TableSource = Callable[[str], DataFrame]
@@ -44,24 +44,26 @@ TableSource = Callable[[str], DataFrame]
 DELETE, LEADER, FOLLOWER, DIRECTORY = "delete", "leader", "follower", "directory"
 
 _INTS = T.ArrayType(T.IntegerType())
-CHANGES_SCHEMA = T.StructType([
-    T.StructField("broker", T.IntegerType(), False),
-    T.StructField("kind", T.StringType(), False),
-    T.StructField("electedLeader", T.BooleanType(), False),
-    T.StructField("topicDeleted", T.BooleanType(), False),
-    T.StructField("topic", T.StringType()),
-    T.StructField("topicId", T.StringType()),
-    T.StructField("partitionId", T.IntegerType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leaderEpoch", T.IntegerType()),
-    T.StructField("partitionEpoch", T.IntegerType()),
-    T.StructField("isr", _INTS),
-    T.StructField("replicas", _INTS),
-    T.StructField("addingReplicas", _INTS),
-    T.StructField("removingReplicas", _INTS),
-    T.StructField("leaderRecoveryState", T.IntegerType()),
-    T.StructField("directory", T.StringType()),
-])
+CHANGES_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.IntegerType(), False),
+        T.StructField("kind", T.StringType(), False),
+        T.StructField("electedLeader", T.BooleanType(), False),
+        T.StructField("topicDeleted", T.BooleanType(), False),
+        T.StructField("topic", T.StringType()),
+        T.StructField("topicId", T.StringType()),
+        T.StructField("partitionId", T.IntegerType()),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("leaderEpoch", T.IntegerType()),
+        T.StructField("partitionEpoch", T.IntegerType()),
+        T.StructField("isr", _INTS),
+        T.StructField("replicas", _INTS),
+        T.StructField("addingReplicas", _INTS),
+        T.StructField("removingReplicas", _INTS),
+        T.StructField("leaderRecoveryState", T.IntegerType()),
+        T.StructField("directory", T.StringType()),
+    ]
+)
 """One row per (broker, partition) with a local change.
 
 ``kind``: ``delete`` (state fields = the partition at A), ``leader`` / ``follower`` (state
@@ -72,9 +74,16 @@ possible for a PartitionRecord re-registering a partition with an unchanged part
 of this broker and partition, if any.
 """
 
-_STATE = ["leader", "leaderEpoch", "partitionEpoch", "isr", "replicas", "addingReplicas", "removingReplicas",
-          "leaderRecoveryState"]
-
+_STATE = [
+    "leader",
+    "leaderEpoch",
+    "partitionEpoch",
+    "isr",
+    "replicas",
+    "addingReplicas",
+    "removingReplicas",
+    "leaderRecoveryState",
+]
 
 
 def _prev(column: str) -> str:
@@ -86,110 +95,176 @@ def transactions(table: TableSource) -> DataFrame:
     """The log's metadata transactions as the replay saw them (the temporal image's ``image_provenance``):
     ``(begin, close, aborted)``, ``close`` null while open; a transaction a snapshot superseded counts as
     aborted (its records never became visible)."""
-    return table(PROVENANCE).select(F.col("from_offset").alias("begin"), F.col("to_offset").alias("close"),
-                                    (F.coalesce(F.col("outcome"), F.lit("")) != COMMITTED).alias("aborted"))
+    return table(PROVENANCE).select(
+        F.col("from_offset").alias("begin"),
+        F.col("to_offset").alias("close"),
+        (F.coalesce(F.col("outcome"), F.lit("")) != COMMITTED).alias("aborted"),
+    )
 
 
-def visible_in(table: TableSource, name: str, from_offset: int, to_offset: int,
-               txns: DataFrame | None = None) -> DataFrame:
+def visible_in(
+    table: TableSource, name: str, from_offset: int, to_offset: int, txns: DataFrame | None = None
+) -> DataFrame:
     """Rows of typed table ``name`` that become visible in (from_offset, to_offset]: records after
     ``from_offset``, and those of a transaction that began before and commits in the window."""
     txns = transactions(table) if txns is None else txns
-    first = txns.where((F.col("begin") <= from_offset) & (F.col("close") > from_offset)
-                       & (F.col("close") <= to_offset)).agg(F.min("begin")).first()[0]
+    first = (
+        txns.where((F.col("begin") <= from_offset) & (F.col("close") > from_offset) & (F.col("close") <= to_offset))
+        .agg(F.min("begin"))
+        .first()[0]
+    )
     lower = from_offset if first is None else min(first, from_offset)
     rows = table(name).where((F.col("offset") > lower) & (F.col("offset") <= to_offset))
     txns = txns.select(*[F.col(c).alias("_tx" + c) for c in ("begin", "close", "aborted")])
-    enclosing = ((F.col("offset") > F.col("_txbegin"))
-                 & (F.col("_txclose").isNull() | (F.col("offset") < F.col("_txclose"))))
+    enclosing = (F.col("offset") > F.col("_txbegin")) & (
+        F.col("_txclose").isNull() | (F.col("offset") < F.col("_txclose"))
+    )
     joined = rows.join(F.broadcast(txns), enclosing, "left")
-    visible_at = (F.when(F.col("_txbegin").isNull(), F.col("offset"))
-                  .when(~F.col("_txaborted"), F.col("_txclose")))
-    return (joined.where((visible_at > from_offset) & (visible_at <= to_offset))
-            .select(*[F.col(c) for c in rows.columns]))
+    visible_at = F.when(F.col("_txbegin").isNull(), F.col("offset")).when(~F.col("_txaborted"), F.col("_txclose"))
+    return joined.where((visible_at > from_offset) & (visible_at <= to_offset)).select(
+        *[F.col(c) for c in rows.columns]
+    )
 
 
 def _all_migrating(directories: Column) -> Column:
     return F.forall(directories, lambda d: d == F.lit(MIGRATING))
 
 
-def touched_partitions(before: ImageFrames, after: ImageFrames, table: TableSource,
-                       from_offset: int, to_offset: int, txns: DataFrame | None = None) -> DataFrame:
+def touched_partitions(
+    before: ImageFrames,
+    after: ImageFrames,
+    table: TableSource,
+    from_offset: int,
+    to_offset: int,
+    txns: DataFrame | None = None,
+) -> DataFrame:
     """Partitions of B in the delta's topic deltas (``partition_changes``), with the partition
     at A as ``prev*`` columns (null when new) and ``directoriesSupplied``."""
     txns = transactions(table) if txns is None else txns
-    declared = (visible_in(table, "topics", from_offset, to_offset, txns)
-                .select(F.col("topic_id").alias("topicId")).distinct().withColumn("redeclared", F.lit(True)))
-    records = (visible_in(table, "partitions", from_offset, to_offset, txns)
-               .select(F.col("topic_id").alias("topicId"), F.col("partition_id").alias("partitionId"),
-                       F.lit(True).alias("supplied"))
-               .unionByName(visible_in(table, "partition_changes", from_offset, to_offset, txns)
-                            .select(F.col("topic_id").alias("topicId"), F.col("partition_id").alias("partitionId"),
-                                    F.col("directories").isNotNull().alias("supplied")))
-               .groupBy("topicId", "partitionId").agg(F.max("supplied").alias("directoriesSupplied")))
-    prev = before.partitions.select("topicId", "partitionId",
-                                    *[F.col(c).alias(_prev(c)) for c in (*_STATE, "directories")])
-    new = (after.partitions.join(declared, "topicId", "left")
-           .withColumn("redeclared", F.coalesce("redeclared", F.lit(False))))
-    joined = (new.join(records, ["topicId", "partitionId"], "left")
-              .join(prev, ["topicId", "partitionId"], "left"))
+    declared = (
+        visible_in(table, "topics", from_offset, to_offset, txns)
+        .select(F.col("topic_id").alias("topicId"))
+        .distinct()
+        .withColumn("redeclared", F.lit(True))
+    )
+    records = (
+        visible_in(table, "partitions", from_offset, to_offset, txns)
+        .select(
+            F.col("topic_id").alias("topicId"),
+            F.col("partition_id").alias("partitionId"),
+            F.lit(True).alias("supplied"),
+        )
+        .unionByName(
+            visible_in(table, "partition_changes", from_offset, to_offset, txns).select(
+                F.col("topic_id").alias("topicId"),
+                F.col("partition_id").alias("partitionId"),
+                F.col("directories").isNotNull().alias("supplied"),
+            )
+        )
+        .groupBy("topicId", "partitionId")
+        .agg(F.max("supplied").alias("directoriesSupplied"))
+    )
+    prev = before.partitions.select(
+        "topicId", "partitionId", *[F.col(c).alias(_prev(c)) for c in (*_STATE, "directories")]
+    )
+    new = after.partitions.join(declared, "topicId", "left").withColumn(
+        "redeclared", F.coalesce("redeclared", F.lit(False))
+    )
+    joined = new.join(records, ["topicId", "partitionId"], "left").join(prev, ["topicId", "partitionId"], "left")
     is_new = F.col("redeclared") | F.col("prevPartitionEpoch").isNull()
-    touched = (F.col("redeclared") | F.col("directoriesSupplied").isNotNull()
-               | (F.col("prevPartitionEpoch") != F.col("partitionEpoch")))
+    touched = (
+        F.col("redeclared")
+        | F.col("directoriesSupplied").isNotNull()
+        | (F.col("prevPartitionEpoch") != F.col("partitionEpoch"))
+    )
     prev_columns = [c for c in prev.columns if c.startswith("prev")]
-    return (joined.where(touched)
-            .select("topic", "topicId", "partitionId", *_STATE, "directories",
-                    *[F.when(~is_new, F.col(c)).alias(c) for c in prev_columns],
-                    F.coalesce("directoriesSupplied", F.lit(False)).alias("directoriesSupplied")))
+    return joined.where(touched).select(
+        "topic",
+        "topicId",
+        "partitionId",
+        *_STATE,
+        "directories",
+        *[F.when(~is_new, F.col(c)).alias(c) for c in prev_columns],
+        F.coalesce("directoriesSupplied", F.lit(False)).alias("directoriesSupplied"),
+    )
 
 
-def deleted_topic_partitions(before: ImageFrames, table: TableSource, from_offset: int, to_offset: int,
-                             txns: DataFrame | None = None) -> DataFrame:
+def deleted_topic_partitions(
+    before: ImageFrames, table: TableSource, from_offset: int, to_offset: int, txns: DataFrame | None = None
+) -> DataFrame:
     """Partitions at A of the topics the delta deleted (``deletedTopicIds``)."""
-    removed = (visible_in(table, "topic_removals", from_offset, to_offset, txns)
-               .select(F.col("topic_id").alias("topicId")).distinct())
+    removed = (
+        visible_in(table, "topic_removals", from_offset, to_offset, txns)
+        .select(F.col("topic_id").alias("topicId"))
+        .distinct()
+    )
     return before.partitions.join(F.broadcast(removed), "topicId", "left_semi")
 
 
-def local_changes_frame(before: ImageFrames, after: ImageFrames, table: TableSource,
-                        from_offset: int, to_offset: int, txns: DataFrame | None = None) -> DataFrame:
+def local_changes_frame(
+    before: ImageFrames,
+    after: ImageFrames,
+    table: TableSource,
+    from_offset: int,
+    to_offset: int,
+    txns: DataFrame | None = None,
+) -> DataFrame:
     """Every broker's LocalReplicaChanges for the delta (from_offset, to_offset], as rows of
     :data:`CHANGES_SCHEMA` (one per broker and partition)."""
     txns = transactions(table) if txns is None else txns
     touched = touched_partitions(before, after, table, from_offset, to_offset, txns)
     broker = F.col("broker")
     exploded = touched.withColumn(
-        "broker", F.explode(F.array_distinct(F.concat("replicas", F.coalesce("prevReplicas", F.array().cast(_INTS))))))
+        "broker", F.explode(F.array_distinct(F.concat("replicas", F.coalesce("prevReplicas", F.array().cast(_INTS)))))
+    )
     in_new = F.array_contains("replicas", broker)
     is_new = F.col("prevPartitionEpoch").isNull()
     in_prev = ~is_new & F.array_contains("prevReplicas", broker)
     changed = is_new | (F.col("prevPartitionEpoch") != F.col("partitionEpoch"))
-    kind = (F.when(~in_new, F.when(in_prev, F.lit(DELETE)))
-            .when(F.col("leader") == broker, F.when(changed, F.lit(LEADER)))
-            .when(changed, F.lit(FOLLOWER)))
+    kind = (
+        F.when(~in_new, F.when(in_prev, F.lit(DELETE)))
+        .when(F.col("leader") == broker, F.when(changed, F.lit(LEADER)))
+        .when(changed, F.lit(FOLLOWER))
+    )
     new_index = F.array_position("replicas", broker)
-    same_directory = F.when(
-        _all_migrating(F.col("directories")), _all_migrating(F.col("prevDirectories"))
-    ).otherwise(~F.col("directoriesSupplied") & (F.array_position("prevReplicas", broker) == new_index))
+    same_directory = F.when(_all_migrating(F.col("directories")), _all_migrating(F.col("prevDirectories"))).otherwise(
+        ~F.col("directoriesSupplied") & (F.array_position("prevReplicas", broker) == new_index)
+    )
     report_directory = in_new & (is_new | (in_prev & ~same_directory))
     directory = F.when(report_directory, F.element_at("directories", new_index.cast("int")))
-    partition_rows = (exploded
-                      .withColumn("directory", directory)
-                      .withColumn("kind", F.coalesce(kind, F.when(report_directory, F.lit(DIRECTORY))))
-                      .where(F.col("kind").isNotNull())
-                      .withColumn("electedLeader", (F.col("kind") == LEADER)
-                                  & (is_new | (F.col("prevLeaderEpoch") != F.col("leaderEpoch"))))
-                      .withColumn("topicDeleted", F.lit(False)))
+    partition_rows = (
+        exploded.withColumn("directory", directory)
+        .withColumn("kind", F.coalesce(kind, F.when(report_directory, F.lit(DIRECTORY))))
+        .where(F.col("kind").isNotNull())
+        .withColumn(
+            "electedLeader", (F.col("kind") == LEADER) & (is_new | (F.col("prevLeaderEpoch") != F.col("leaderEpoch")))
+        )
+        .withColumn("topicDeleted", F.lit(False))
+    )
     # a delete's state is the partition at A
     partition_rows = partition_rows.select(
-        "broker", "kind", "electedLeader", "topicDeleted", "topic", "topicId", "partitionId",
+        "broker",
+        "kind",
+        "electedLeader",
+        "topicDeleted",
+        "topic",
+        "topicId",
+        "partitionId",
         *[F.when(F.col("kind") == DELETE, F.col(_prev(c))).otherwise(F.col(c)).alias(c) for c in _STATE],
-        "directory")
+        "directory",
+    )
     deleted = deleted_topic_partitions(before, table, from_offset, to_offset, txns)
     deleted_rows = deleted.select(
-        F.explode(F.array_distinct("replicas")).alias("broker"), F.lit(DELETE).alias("kind"),
-        F.lit(False).alias("electedLeader"), F.lit(True).alias("topicDeleted"), "topic", "topicId", "partitionId",
-        *_STATE, F.lit(None).cast("string").alias("directory"))
+        F.explode(F.array_distinct("replicas")).alias("broker"),
+        F.lit(DELETE).alias("kind"),
+        F.lit(False).alias("electedLeader"),
+        F.lit(True).alias("topicDeleted"),
+        "topic",
+        "topicId",
+        "partitionId",
+        *_STATE,
+        F.lit(None).cast("string").alias("directory"),
+    )
     rows = partition_rows.unionByName(deleted_rows)
     # Kafka keys deletes, leaders and followers by TopicPartition (name, partition) and
     # directoryIds by TopicIdPartition: one row per key (for deletes, a deleted topic's first);
@@ -223,14 +298,14 @@ class DeltaFrames:
     @cached_property
     def changes(self) -> DataFrame:
         """All brokers' local changes (:data:`CHANGES_SCHEMA`)."""
-        return local_changes_frame(self.before, self.after, self.table, self.from_offset, self.to_offset,
-                                   self.transactions)
+        return local_changes_frame(
+            self.before, self.after, self.table, self.from_offset, self.to_offset, self.transactions
+        )
 
     @cached_property
     def deleted_partitions(self) -> DataFrame:
         """Partitions at A of the deleted topics (image partition columns)."""
-        return deleted_topic_partitions(self.before, self.table, self.from_offset, self.to_offset,
-                                        self.transactions)
+        return deleted_topic_partitions(self.before, self.table, self.from_offset, self.to_offset, self.transactions)
 
     @cached_property
     def offsets(self) -> tuple[int, int]:
@@ -243,10 +318,18 @@ class DeltaFrames:
 
 
 def _info(row: dict[str, Any]) -> dict[str, Any]:
-    return {"topic": row["topic"], "topicId": row["topicId"], "partitionId": row["partitionId"],
-            "leader": row["leader"], "leaderEpoch": row["leaderEpoch"], "partitionEpoch": row["partitionEpoch"],
-            "isr": list(row["isr"]), "replicas": list(row["replicas"]),
-            "addingReplicas": list(row["addingReplicas"]), "removingReplicas": list(row["removingReplicas"])}
+    return {
+        "topic": row["topic"],
+        "topicId": row["topicId"],
+        "partitionId": row["partitionId"],
+        "leader": row["leader"],
+        "leaderEpoch": row["leaderEpoch"],
+        "partitionEpoch": row["partitionEpoch"],
+        "isr": list(row["isr"]),
+        "replicas": list(row["replicas"]),
+        "addingReplicas": list(row["addingReplicas"]),
+        "removingReplicas": list(row["removingReplicas"]),
+    }
 
 
 def broker_json(rows: list[dict[str, Any]], broker: int, from_offset: int, to_offset: int) -> dict[str, Any]:
@@ -266,8 +349,11 @@ def broker_json(rows: list[dict[str, Any]], broker: int, from_offset: int, to_of
         "followers": [_info(r) for r in rows if r["kind"] == FOLLOWER],
         "electedLeaders": [_info(r) for r in led if r["electedLeader"]],
         "topicIds": dict(sorted(topic_ids.items())),
-        "directoryIds": [{"topicId": r["topicId"], "topic": r["topic"], "partitionId": r["partitionId"],
-                          "directory": r["directory"]} for r in rows if r["directory"] is not None],
+        "directoryIds": [
+            {"topicId": r["topicId"], "topic": r["topic"], "partitionId": r["partitionId"], "directory": r["directory"]}
+            for r in rows
+            if r["directory"] is not None
+        ],
     }
 
 
@@ -280,5 +366,8 @@ def changes_json(frame: DataFrame, from_offset: int, to_offset: int, broker: int
     by_broker: dict[int, list[dict[str, Any]]] = {}
     for r in frame.collect():
         by_broker.setdefault(r["broker"], []).append(r.asDict(recursive=True))
-    return {"fromOffset": from_offset, "toOffset": to_offset,
-            "brokers": [broker_json(rows, b, from_offset, to_offset) for b, rows in sorted(by_broker.items())]}
+    return {
+        "fromOffset": from_offset,
+        "toOffset": to_offset,
+        "brokers": [broker_json(rows, b, from_offset, to_offset) for b, rows in sorted(by_broker.items())],
+    }

@@ -13,30 +13,33 @@ from replica.spark_changes import DELETE, FOLLOWER, LEADER, DeltaFrames
 from replica.zk import EPOCH_DURING_DELETE, LEADER_AND_ISR, NO_EPOCH, STOP_REPLICA, RegisteredBroker
 
 _INTS = T.ArrayType(T.IntegerType())
-ZK_SCHEMA = T.StructType([
-    T.StructField("broker", T.IntegerType(), False),
-    T.StructField("request", T.StringType(), False),
-    T.StructField("topic", T.StringType()),
-    T.StructField("topicId", T.StringType()),
-    T.StructField("partitionIndex", T.IntegerType()),
-    T.StructField("controllerEpoch", T.IntegerType()),
-    T.StructField("leader", T.IntegerType()),
-    T.StructField("leaderEpoch", T.IntegerType()),
-    T.StructField("isr", _INTS),
-    T.StructField("partitionEpoch", T.IntegerType()),
-    T.StructField("replicas", _INTS),
-    T.StructField("addingReplicas", _INTS),
-    T.StructField("removingReplicas", _INTS),
-    T.StructField("isNew", T.BooleanType()),
-    T.StructField("leaderRecoveryState", T.IntegerType()),
-    T.StructField("deletePartition", T.BooleanType()),
-])
+ZK_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.IntegerType(), False),
+        T.StructField("request", T.StringType(), False),
+        T.StructField("topic", T.StringType()),
+        T.StructField("topicId", T.StringType()),
+        T.StructField("partitionIndex", T.IntegerType()),
+        T.StructField("controllerEpoch", T.IntegerType()),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("leaderEpoch", T.IntegerType()),
+        T.StructField("isr", _INTS),
+        T.StructField("partitionEpoch", T.IntegerType()),
+        T.StructField("replicas", _INTS),
+        T.StructField("addingReplicas", _INTS),
+        T.StructField("removingReplicas", _INTS),
+        T.StructField("isNew", T.BooleanType()),
+        T.StructField("leaderRecoveryState", T.IntegerType()),
+        T.StructField("deletePartition", T.BooleanType()),
+    ]
+)
 """One partition of one control request: ``request`` ∈ {StopReplica, LeaderAndIsr}; StopReplica
 rows carry ``leaderEpoch`` and ``deletePartition`` only."""
 
 
-def leader_and_isr_frame(delta: DeltaFrames, *, controller_epoch: int,
-                         brokers: Collection[int] | None = None) -> DataFrame:
+def leader_and_isr_frame(
+    delta: DeltaFrames, *, controller_epoch: int, brokers: Collection[int] | None = None
+) -> DataFrame:
     """Every broker's StopReplica and LeaderAndIsr partitions for the delta (:data:`ZK_SCHEMA`);
     brokers not registered at B get none (a controller drops requests to offline brokers)."""
     registered = delta.after.brokers.select(F.col("brokerId").alias("broker"))
@@ -44,21 +47,48 @@ def leader_and_isr_frame(delta: DeltaFrames, *, controller_epoch: int,
     if brokers is not None:
         changes = changes.where(F.col("broker").isin(list(brokers)))
     was_replica = delta.before.partitions.select(
-        F.explode(F.array_distinct("replicas")).alias("broker"), "topicId", "partitionId",
-        F.lit(True).alias("_wasReplica"))
+        F.explode(F.array_distinct("replicas")).alias("broker"),
+        "topicId",
+        "partitionId",
+        F.lit(True).alias("_wasReplica"),
+    )
     epoch_at_b = delta.after.partitions.select("topicId", "partitionId", F.col("leaderEpoch").alias("_epochAtB"))
-    stops = (changes.where(F.col("kind") == DELETE).join(epoch_at_b, ["topicId", "partitionId"], "left")
-             .select("broker", F.lit(STOP_REPLICA).alias("request"), "topic", "topicId",
-                     F.col("partitionId").alias("partitionIndex"),
-                     F.when(F.col("topicDeleted"), F.lit(EPOCH_DURING_DELETE))
-                     .otherwise(F.coalesce("_epochAtB", F.lit(NO_EPOCH))).alias("leaderEpoch"),
-                     F.lit(True).alias("deletePartition")))
-    states = (changes.where(F.col("kind").isin(LEADER, FOLLOWER))
-              .join(was_replica, ["broker", "topicId", "partitionId"], "left")
-              .select("broker", F.lit(LEADER_AND_ISR).alias("request"), "topic", "topicId",
-                      F.col("partitionId").alias("partitionIndex"), F.lit(controller_epoch).alias("controllerEpoch"),
-                      "leader", "leaderEpoch", "isr", "partitionEpoch", "replicas", "addingReplicas",
-                      "removingReplicas", F.col("_wasReplica").isNull().alias("isNew"), "leaderRecoveryState"))
+    stops = (
+        changes.where(F.col("kind") == DELETE)
+        .join(epoch_at_b, ["topicId", "partitionId"], "left")
+        .select(
+            "broker",
+            F.lit(STOP_REPLICA).alias("request"),
+            "topic",
+            "topicId",
+            F.col("partitionId").alias("partitionIndex"),
+            F.when(F.col("topicDeleted"), F.lit(EPOCH_DURING_DELETE))
+            .otherwise(F.coalesce("_epochAtB", F.lit(NO_EPOCH)))
+            .alias("leaderEpoch"),
+            F.lit(True).alias("deletePartition"),
+        )
+    )
+    states = (
+        changes.where(F.col("kind").isin(LEADER, FOLLOWER))
+        .join(was_replica, ["broker", "topicId", "partitionId"], "left")
+        .select(
+            "broker",
+            F.lit(LEADER_AND_ISR).alias("request"),
+            "topic",
+            "topicId",
+            F.col("partitionId").alias("partitionIndex"),
+            F.lit(controller_epoch).alias("controllerEpoch"),
+            "leader",
+            "leaderEpoch",
+            "isr",
+            "partitionEpoch",
+            "replicas",
+            "addingReplicas",
+            "removingReplicas",
+            F.col("_wasReplica").isNull().alias("isNew"),
+            "leaderRecoveryState",
+        )
+    )
     rows = stops.unionByName(states, allowMissingColumns=True)
     return rows.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in ZK_SCHEMA.fields])
 

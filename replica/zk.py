@@ -63,74 +63,145 @@ class RegisteredBroker(NamedTuple):
     alive_at: tuple[str, int] | None
 
 
-def requests_document(partitions: Mapping[int, Sequence[Mapping[str, Any]]],
-                      registered: Mapping[int, RegisteredBroker], *, from_offset: int, to_offset: int,
-                      controller_epoch: int, controller_id: int, broker: int | None) -> dict[str, Any]:
+def requests_document(
+    partitions: Mapping[int, Sequence[Mapping[str, Any]]],
+    registered: Mapping[int, RegisteredBroker],
+    *,
+    from_offset: int,
+    to_offset: int,
+    controller_epoch: int,
+    controller_id: int,
+    broker: int | None,
+) -> dict[str, Any]:
     """The replay documents (module doc) from each broker's request partitions: one broker's, or
     ``{fromOffset, toOffset, brokers: [...]}`` for every broker with a request. A partition is a
     mapping of :data:`replica.spark_zk.ZK_SCHEMA` fields: ``request``, ``topic``, ``topicId``,
     ``partitionIndex``, ``leaderEpoch``, and for LeaderAndIsr the partition state."""
-    alive = [{"brokerId": b, "host": r.alive_at[0], "port": r.alive_at[1]}
-             for b, r in sorted(registered.items()) if r.alive_at is not None]
+    alive = [
+        {"brokerId": b, "host": r.alive_at[0], "port": r.alive_at[1]}
+        for b, r in sorted(registered.items())
+        if r.alive_at is not None
+    ]
 
     def document(b: int, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         epoch = registered[b].epoch if b in registered else UNKNOWN_BROKER_EPOCH
-        head = {"controllerId": controller_id, "isKRaftController": False, "controllerEpoch": controller_epoch,
-                "brokerEpoch": epoch}
+        head = {
+            "controllerId": controller_id,
+            "isKRaftController": False,
+            "controllerEpoch": controller_epoch,
+            "brokerEpoch": epoch,
+        }
         rows = sorted(rows, key=lambda r: (r["topic"], r["partitionIndex"]))
         requests: list[dict[str, Any]] = []
         stops = [r for r in rows if r["request"] == STOP_REPLICA]
         if stops:
             topics: dict[str, list[dict[str, Any]]] = {}
             for r in stops:
-                topics.setdefault(r["topic"], []).append({"partitionIndex": r["partitionIndex"],
-                                                          "leaderEpoch": r["leaderEpoch"], "deletePartition": True})
-            requests.append({"type": STOP_REPLICA, **head,
-                             "topicStates": [{"topicName": t, "partitionStates": p} for t, p in topics.items()]})
+                topics.setdefault(r["topic"], []).append(
+                    {"partitionIndex": r["partitionIndex"], "leaderEpoch": r["leaderEpoch"], "deletePartition": True}
+                )
+            requests.append(
+                {
+                    "type": STOP_REPLICA,
+                    **head,
+                    "topicStates": [{"topicName": t, "partitionStates": p} for t, p in topics.items()],
+                }
+            )
         states = [r for r in rows if r["request"] == LEADER_AND_ISR]
         if states:
             leaders = {r["leader"] for r in states}
-            requests.append({
-                "type": LEADER_AND_ISR, **head, "topicIds": {r["topic"]: r["topicId"] for r in states},
-                "liveLeaders": [{"brokerId": a["brokerId"], "hostName": a["host"], "port": a["port"]}
-                                for a in alive if a["brokerId"] in leaders],
-                "partitionStates": [{"topicName": r["topic"], "partitionIndex": r["partitionIndex"],
-                                     "controllerEpoch": r["controllerEpoch"], "leader": r["leader"],
-                                     "leaderEpoch": r["leaderEpoch"], "isr": r["isr"],
-                                     "partitionEpoch": r["partitionEpoch"], "replicas": r["replicas"],
-                                     "addingReplicas": r["addingReplicas"], "removingReplicas": r["removingReplicas"],
-                                     "isNew": r["isNew"], "leaderRecoveryState": r["leaderRecoveryState"]}
-                                    for r in states]})
+            requests.append(
+                {
+                    "type": LEADER_AND_ISR,
+                    **head,
+                    "topicIds": {r["topic"]: r["topicId"] for r in states},
+                    "liveLeaders": [
+                        {"brokerId": a["brokerId"], "hostName": a["host"], "port": a["port"]}
+                        for a in alive
+                        if a["brokerId"] in leaders
+                    ],
+                    "partitionStates": [
+                        {
+                            "topicName": r["topic"],
+                            "partitionIndex": r["partitionIndex"],
+                            "controllerEpoch": r["controllerEpoch"],
+                            "leader": r["leader"],
+                            "leaderEpoch": r["leaderEpoch"],
+                            "isr": r["isr"],
+                            "partitionEpoch": r["partitionEpoch"],
+                            "replicas": r["replicas"],
+                            "addingReplicas": r["addingReplicas"],
+                            "removingReplicas": r["removingReplicas"],
+                            "isNew": r["isNew"],
+                            "leaderRecoveryState": r["leaderRecoveryState"],
+                        }
+                        for r in states
+                    ],
+                }
+            )
         return {"brokerId": b, "brokerEpoch": epoch, "aliveBrokers": alive, "requests": requests}
 
     if broker is not None:
         return document(broker, partitions.get(broker, []))
-    return {"fromOffset": from_offset, "toOffset": to_offset,
-            "brokers": [document(b, rows) for b, rows in sorted(partitions.items()) if rows]}
+    return {
+        "fromOffset": from_offset,
+        "toOffset": to_offset,
+        "brokers": [document(b, rows) for b, rows in sorted(partitions.items()) if rows],
+    }
 
 
 def _stop_replica(tp: TopicPartition, topic_id: str, leader_epoch: int) -> dict[str, Any]:
-    return {"request": STOP_REPLICA, "topic": tp.topic, "topicId": topic_id, "partitionIndex": tp.partition,
-            "leaderEpoch": leader_epoch}
+    return {
+        "request": STOP_REPLICA,
+        "topic": tp.topic,
+        "topicId": topic_id,
+        "partitionIndex": tp.partition,
+        "leaderEpoch": leader_epoch,
+    }
 
 
-def _partition_state(tp: TopicPartition, topic_id: str, p: PartitionRegistration, controller_epoch: int,
-                     is_new: bool) -> dict[str, Any]:
-    return {"request": LEADER_AND_ISR, "topic": tp.topic, "topicId": topic_id, "partitionIndex": tp.partition,
-            "controllerEpoch": controller_epoch, "leader": p.leader, "leaderEpoch": p.leader_epoch,
-            "isr": list(p.isr), "partitionEpoch": p.partition_epoch, "replicas": list(p.replicas),
-            "addingReplicas": list(p.adding_replicas), "removingReplicas": list(p.removing_replicas),
-            "isNew": is_new, "leaderRecoveryState": p.leader_recovery_state}
+def _partition_state(
+    tp: TopicPartition, topic_id: str, p: PartitionRegistration, controller_epoch: int, is_new: bool
+) -> dict[str, Any]:
+    return {
+        "request": LEADER_AND_ISR,
+        "topic": tp.topic,
+        "topicId": topic_id,
+        "partitionIndex": tp.partition,
+        "controllerEpoch": controller_epoch,
+        "leader": p.leader,
+        "leaderEpoch": p.leader_epoch,
+        "isr": list(p.isr),
+        "partitionEpoch": p.partition_epoch,
+        "replicas": list(p.replicas),
+        "addingReplicas": list(p.adding_replicas),
+        "removingReplicas": list(p.removing_replicas),
+        "isNew": is_new,
+        "leaderRecoveryState": p.leader_recovery_state,
+    }
 
 
-def leader_and_isr_doc(start: MetadataImage, delta: MetadataDelta, end: MetadataImage, *, controller_epoch: int,
-                       controller_id: int = 0, broker: int | None = None,
-                       inter_broker_listener: str = "PLAINTEXT") -> dict[str, Any]:
+def leader_and_isr_doc(
+    start: MetadataImage,
+    delta: MetadataDelta,
+    end: MetadataImage,
+    *,
+    controller_epoch: int,
+    controller_id: int = 0,
+    broker: int | None = None,
+    inter_broker_listener: str = "PLAINTEXT",
+) -> dict[str, Any]:
     """Replay documents (module doc) of the delta between the images ``start`` and ``end``: one
     broker's, or ``{fromOffset, toOffset, brokers: [...]}`` for every broker with a request."""
-    registered = {b: RegisteredBroker(r.epoch, None if r.fenced else next(
-        ((e.host, e.port) for e in r.listeners if e.name == inter_broker_listener), None))
-        for b, r in end.cluster.brokers.items()}
+    registered = {
+        b: RegisteredBroker(
+            r.epoch,
+            None
+            if r.fenced
+            else next(((e.host, e.port) for e in r.listeners if e.name == inter_broker_listener), None),
+        )
+        for b, r in end.cluster.brokers.items()
+    }
     topics = delta.topics_delta
     partitions: dict[int, list[dict[str, Any]]] = {}
     if topics is not None:
@@ -143,29 +214,56 @@ def leader_and_isr_doc(start: MetadataImage, delta: MetadataDelta, end: Metadata
             for tp in changes.deletes:
                 topic_id, _, topic_deleted = removals.removed(b, tp)
                 at_b = end.topics.get_partition(topic_id, tp.partition)
-                rows.append(_stop_replica(tp, topic_id, EPOCH_DURING_DELETE if topic_deleted
-                                          else NO_EPOCH if at_b is None else at_b.leader_epoch))
+                rows.append(
+                    _stop_replica(
+                        tp,
+                        topic_id,
+                        EPOCH_DURING_DELETE if topic_deleted else NO_EPOCH if at_b is None else at_b.leader_epoch,
+                    )
+                )
             for tp, info in (*changes.leaders.items(), *changes.followers.items()):
                 at_a = start.topics.get_partition(info.topic_id, tp.partition)
-                rows.append(_partition_state(tp, info.topic_id, info.partition, controller_epoch,
-                                             at_a is None or b not in at_a.replicas))
-    return requests_document(partitions, registered, from_offset=start.offset, to_offset=end.offset,
-                             controller_epoch=controller_epoch, controller_id=controller_id, broker=broker)
+                rows.append(
+                    _partition_state(
+                        tp, info.topic_id, info.partition, controller_epoch, at_a is None or b not in at_a.replicas
+                    )
+                )
+    return requests_document(
+        partitions,
+        registered,
+        from_offset=start.offset,
+        to_offset=end.offset,
+        controller_epoch=controller_epoch,
+        controller_id=controller_id,
+        broker=broker,
+    )
 
 
-def leader_and_isr_json(delta: DeltaFrames, *, controller_epoch: int, controller_id: int = 0,
-                        broker: int | None = None, inter_broker_listener: str = "PLAINTEXT") -> dict[str, Any]:
+def leader_and_isr_json(
+    delta: DeltaFrames,
+    *,
+    controller_epoch: int,
+    controller_id: int = 0,
+    broker: int | None = None,
+    inter_broker_listener: str = "PLAINTEXT",
+) -> dict[str, Any]:
     """:func:`leader_and_isr_doc` on Spark, from the delta's frames."""
     from replica.spark_zk import leader_and_isr_frame, registered_brokers
-    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch,
-                                 brokers=None if broker is None else [broker])
+
+    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch, brokers=None if broker is None else [broker])
     partitions: dict[int, list[dict[str, Any]]] = {}
     for r in frame.collect():
         partitions.setdefault(r["broker"], []).append(r.asDict(recursive=True))
     from_offset, to_offset = delta.offsets
-    return requests_document(partitions, registered_brokers(delta, inter_broker_listener), from_offset=from_offset,
-                             to_offset=to_offset, controller_epoch=controller_epoch, controller_id=controller_id,
-                             broker=broker)
+    return requests_document(
+        partitions,
+        registered_brokers(delta, inter_broker_listener),
+        from_offset=from_offset,
+        to_offset=to_offset,
+        controller_epoch=controller_epoch,
+        controller_id=controller_id,
+        broker=broker,
+    )
 
 
 @dataclass
@@ -193,12 +291,23 @@ class ReplicaPartition:
         return f"{self.topic}-{self.partition}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"topicName": self.topic, "partitionIndex": self.partition, "topicId": self.log_topic_id,
-                "hasLog": self.has_log, "offline": self.offline, "leader": self.leader,
-                "leaderEpoch": self.leader_epoch, "partitionEpoch": self.partition_epoch,
-                "controllerEpoch": self.controller_epoch, "replicas": self.replicas, "isr": self.isr,
-                "addingReplicas": self.adding_replicas, "removingReplicas": self.removing_replicas,
-                "leaderRecoveryState": self.leader_recovery_state, "fetcher": self.fetcher}
+        return {
+            "topicName": self.topic,
+            "partitionIndex": self.partition,
+            "topicId": self.log_topic_id,
+            "hasLog": self.has_log,
+            "offline": self.offline,
+            "leader": self.leader,
+            "leaderEpoch": self.leader_epoch,
+            "partitionEpoch": self.partition_epoch,
+            "controllerEpoch": self.controller_epoch,
+            "replicas": self.replicas,
+            "isr": self.isr,
+            "addingReplicas": self.adding_replicas,
+            "removingReplicas": self.removing_replicas,
+            "leaderRecoveryState": self.leader_recovery_state,
+            "fetcher": self.fetcher,
+        }
 
 
 class _NotLeaderOrFollower(Exception):
@@ -219,9 +328,13 @@ class ZkBroker:
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> ZkBroker:
-        broker = cls(document["brokerId"], document.get("brokerEpoch", 0),
-                     {a["brokerId"]: (a["host"], a["port"]) for a in document.get("aliveBrokers", [])},
-                     document.get("shuttingDown", False), document.get("numReplicaFetchers", 1))
+        broker = cls(
+            document["brokerId"],
+            document.get("brokerEpoch", 0),
+            {a["brokerId"]: (a["host"], a["port"]) for a in document.get("aliveBrokers", [])},
+            document.get("shuttingDown", False),
+            document.get("numReplicaFetchers", 1),
+        )
         for p in document.get("offlinePartitions", []):
             key = (p["topicName"], p["partitionIndex"])
             broker.partitions[key] = ReplicaPartition(*key, offline=True)
@@ -247,16 +360,23 @@ class ZkBroker:
         events: list[str] = []
 
         def everywhere(code: int) -> dict[str, Any]:
-            return {"type": "LeaderAndIsr", "errorCode": code, "events": events,
-                    "partitionErrors": [{"topicName": s["topicName"], "partitionIndex": s["partitionIndex"],
-                                         "errorCode": code} for s in states]}
+            return {
+                "type": "LeaderAndIsr",
+                "errorCode": code,
+                "events": events,
+                "partitionErrors": [
+                    {"topicName": s["topicName"], "partitionIndex": s["partitionIndex"], "errorCode": code}
+                    for s in states
+                ],
+            }
 
         if self._stale_broker_epoch(request):
             events.append(f"broker epoch {request['brokerEpoch']} is older than {self.broker_epoch}: ignored")
             return everywhere(STALE_BROKER_EPOCH)
         if request["controllerEpoch"] < self.controller_epoch:
-            events.append(f"controller epoch {request['controllerEpoch']} is older than {self.controller_epoch}: "
-                          "ignored")
+            events.append(
+                f"controller epoch {request['controllerEpoch']} is older than {self.controller_epoch}: ignored"
+            )
             return everywhere(STALE_CONTROLLER_EPOCH)
         self.controller_epoch = request["controllerEpoch"]
         kraft = request.get("isKRaftController", False)
@@ -297,18 +417,33 @@ class ZkBroker:
             return everywhere(NOT_LEADER_OR_FOLLOWER)
         for partition in leaders:
             if partition.topic in COORDINATOR_TOPICS:
-                events.append(f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
-                              f"onElection({partition.partition}, {partition.leader_epoch})")
+                events.append(
+                    f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
+                    f"onElection({partition.partition}, {partition.leader_epoch})"
+                )
         for partition in followers:
             if partition.topic in COORDINATOR_TOPICS:
-                events.append(f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
-                              f"onResignation({partition.partition}, {partition.leader_epoch})")
-        return {"type": "LeaderAndIsr", "errorCode": NONE, "events": events,
-                "partitionErrors": [{"topicName": t, "partitionIndex": p, "errorCode": code}
-                                    for (t, p), code in errors.items()]}
+                events.append(
+                    f"{COORDINATOR_TOPICS[partition.topic]} coordinator: "
+                    f"onResignation({partition.partition}, {partition.leader_epoch})"
+                )
+        return {
+            "type": "LeaderAndIsr",
+            "errorCode": NONE,
+            "events": events,
+            "partitionErrors": [
+                {"topicName": t, "partitionIndex": p, "errorCode": code} for (t, p), code in errors.items()
+            ],
+        }
 
-    def _same_epoch(self, partition: ReplicaPartition, state: dict[str, Any], request_id: str | None,
-                    log_id: str | None, events: list[str]) -> int:
+    def _same_epoch(
+        self,
+        partition: ReplicaPartition,
+        state: dict[str, Any],
+        request_id: str | None,
+        log_id: str | None,
+        events: list[str],
+    ) -> int:
         """Equal leader epoch from a ZooKeeper controller: only a topic id upgrade/downgrade."""
         if request_id is not None and log_id is None:
             if not partition.has_log:
@@ -333,8 +468,13 @@ class ZkBroker:
         partition.adding_replicas = list(state.get("addingReplicas", []))
         partition.removing_replicas = list(state.get("removingReplicas", []))
 
-    def _make_leaders(self, queued: list[tuple[ReplicaPartition, dict[str, Any]]], topic_ids: dict[str, str],
-                      errors: dict[tuple[str, int], int], events: list[str]) -> list[ReplicaPartition]:
+    def _make_leaders(
+        self,
+        queued: list[tuple[ReplicaPartition, dict[str, Any]]],
+        topic_ids: dict[str, str],
+        errors: dict[tuple[str, int], int],
+        events: list[str],
+    ) -> list[ReplicaPartition]:
         """makeLeaders: NONE for all, remove fetchers, Partition.makeLeader; the newly led ones."""
         became = []
         for partition, _ in queued:
@@ -343,8 +483,10 @@ class ZkBroker:
             self._remove_fetcher(partition, events)
         for partition, state in queued:
             if state["partitionEpoch"] < partition.partition_epoch:
-                events.append(f"make-leader {partition.name}: skipped, partition epoch {state['partitionEpoch']} < "
-                              f"{partition.partition_epoch}")
+                events.append(
+                    f"make-leader {partition.name}: skipped, partition epoch {state['partitionEpoch']} < "
+                    f"{partition.partition_epoch}"
+                )
                 continue
             is_new_leader = partition.leader != self.broker_id
             self._assign(partition, state)
@@ -354,14 +496,21 @@ class ZkBroker:
             partition.leader_epoch = max(partition.leader_epoch, state["leaderEpoch"])
             partition.partition_epoch = state["partitionEpoch"]
             partition.leader = self.broker_id
-            events.append(f"make-leader {partition.name}: leader epoch {partition.leader_epoch}"
-                          + (", new leader" if is_new_leader else ", already leader"))
+            events.append(
+                f"make-leader {partition.name}: leader epoch {partition.leader_epoch}"
+                + (", new leader" if is_new_leader else ", already leader")
+            )
             if is_new_leader:
                 became.append(partition)
         return became
 
-    def _make_followers(self, queued: list[tuple[ReplicaPartition, dict[str, Any]]], topic_ids: dict[str, str],
-                        errors: dict[tuple[str, int], int], events: list[str]) -> list[ReplicaPartition]:
+    def _make_followers(
+        self,
+        queued: list[tuple[ReplicaPartition, dict[str, Any]]],
+        topic_ids: dict[str, str],
+        errors: dict[tuple[str, int], int],
+        events: list[str],
+    ) -> list[ReplicaPartition]:
         """makeFollowers: NONE for all; makeFollower when the leader is alive, else only the log;
         fetchers restarted for those whose leader epoch increased (not while shutting down)."""
         became = []
@@ -374,8 +523,10 @@ class ZkBroker:
                 self._create_log(partition, topic_id, events)
                 continue
             if state["partitionEpoch"] < partition.partition_epoch:
-                events.append(f"make-follower {partition.name}: skipped, partition epoch {state['partitionEpoch']} "
-                              f"< {partition.partition_epoch}")
+                events.append(
+                    f"make-follower {partition.name}: skipped, partition epoch {state['partitionEpoch']} "
+                    f"< {partition.partition_epoch}"
+                )
                 continue
             new_epoch = state["leaderEpoch"] > partition.leader_epoch
             partition.leader, partition.leader_epoch = state["leader"], state["leaderEpoch"]
@@ -384,8 +535,10 @@ class ZkBroker:
             partition.isr = []
             partition.leader_recovery_state = state.get("leaderRecoveryState", 0)
             self._create_log(partition, topic_id, events)
-            events.append(f"make-follower {partition.name}: leader {partition.leader} at leader epoch "
-                          f"{partition.leader_epoch}" + ("" if new_epoch else ", epoch not newer"))
+            events.append(
+                f"make-follower {partition.name}: leader {partition.leader} at leader epoch "
+                f"{partition.leader_epoch}" + ("" if new_epoch else ", epoch not newer")
+            )
             if new_epoch:
                 became.append(partition)
         for partition in became:
@@ -397,10 +550,17 @@ class ZkBroker:
             host, port = self.alive_brokers.get(partition.leader, ("", -1))
             leader = partition.leader if partition.leader in self.alive_brokers else -1
             fid = fetcher_id(partition.topic, partition.partition, self.num_replica_fetchers)
-            partition.fetcher = {"leader": leader, "host": host, "port": port, "fetcherId": fid,
-                                 "leaderEpoch": partition.leader_epoch}
-            events.append(f"add-fetcher {partition.name}: from broker {leader} ({host}:{port}) in "
-                          f"ReplicaFetcherThread-{fid}-{leader} at leader epoch {partition.leader_epoch}")
+            partition.fetcher = {
+                "leader": leader,
+                "host": host,
+                "port": port,
+                "fetcherId": fid,
+                "leaderEpoch": partition.leader_epoch,
+            }
+            events.append(
+                f"add-fetcher {partition.name}: from broker {leader} ({host}:{port}) in "
+                f"ReplicaFetcherThread-{fid}-{leader} at leader epoch {partition.leader_epoch}"
+            )
         return became
 
     def _remove_fetcher(self, partition: ReplicaPartition, events: list[str]) -> None:
@@ -417,10 +577,10 @@ class ZkBroker:
             events.append(f"broker epoch {request['brokerEpoch']} is older than {self.broker_epoch}: ignored")
             return {"type": "StopReplica", "errorCode": STALE_BROKER_EPOCH, "partitionErrors": [], "events": events}
         if request["controllerEpoch"] < self.controller_epoch:
-            events.append(f"controller epoch {request['controllerEpoch']} is older than {self.controller_epoch}: "
-                          "ignored")
-            return {"type": "StopReplica", "errorCode": STALE_CONTROLLER_EPOCH, "partitionErrors": [],
-                    "events": events}
+            events.append(
+                f"controller epoch {request['controllerEpoch']} is older than {self.controller_epoch}: ignored"
+            )
+            return {"type": "StopReplica", "errorCode": STALE_CONTROLLER_EPOCH, "partitionErrors": [], "events": events}
         self.controller_epoch = request["controllerEpoch"]
         errors: dict[tuple[str, int], int] = {}
         stopped: list[tuple[tuple[str, int], bool, bool]] = []
@@ -436,8 +596,10 @@ class ZkBroker:
                     errors[key] = NONE
                 else:
                     errors[key] = FENCED_LEADER_EPOCH
-                    events.append(f"{partition.topic}-{partition.partition}: leader epoch {epoch} < current "
-                                  f"{partition.leader_epoch}")
+                    events.append(
+                        f"{partition.topic}-{partition.partition}: leader epoch {epoch} < current "
+                        f"{partition.leader_epoch}"
+                    )
             else:
                 stopped.append((key, delete, False))
                 errors[key] = NONE
@@ -447,30 +609,45 @@ class ZkBroker:
                 self._remove_fetcher(partition, events)
             if delete:
                 hosted = self.partitions.pop((topic, index), None) is not None
-                events.append(f"delete {topic}-{index}: " + ("partition removed, log deleted" if hosted
-                                                              else "not hosted, stray log deleted")
-                              + (", remote log deleted" if delete_remote else ""))
+                events.append(
+                    f"delete {topic}-{index}: "
+                    + ("partition removed, log deleted" if hosted else "not hosted, stray log deleted")
+                    + (", remote log deleted" if delete_remote else "")
+                )
             else:
                 events.append(f"stop {topic}-{index}: fetcher removed, log kept")
         for key, epoch, delete in states:
             if errors[key] == NONE and delete and key[0] in COORDINATOR_TOPICS:
-                events.append(f"{COORDINATOR_TOPICS[key[0]]} coordinator: onResignation({key[1]}, "
-                              f"{epoch if epoch >= 0 else 'empty'})")
-        return {"type": "StopReplica", "errorCode": NONE, "events": events,
-                "partitionErrors": [{"topicName": t, "partitionIndex": p, "errorCode": code}
-                                    for (t, p), code in errors.items()]}
+                events.append(
+                    f"{COORDINATOR_TOPICS[key[0]]} coordinator: onResignation({key[1]}, "
+                    f"{epoch if epoch >= 0 else 'empty'})"
+                )
+        return {
+            "type": "StopReplica",
+            "errorCode": NONE,
+            "events": events,
+            "partitionErrors": [
+                {"topicName": t, "partitionIndex": p, "errorCode": code} for (t, p), code in errors.items()
+            ],
+        }
 
     def to_json(self) -> dict[str, Any]:
-        return {"brokerId": self.broker_id, "controllerEpoch": self.controller_epoch,
-                "partitions": [p.to_json() for _, p in sorted(self.partitions.items())]}
+        return {
+            "brokerId": self.broker_id,
+            "controllerEpoch": self.controller_epoch,
+            "partitions": [p.to_json() for _, p in sorted(self.partitions.items())],
+        }
 
 
 def _stop_replica_states(request: dict[str, Any]) -> list[tuple[tuple[str, int], int, bool]]:
     """((topic, partition), leader epoch, deletePartition) per partition: v3+ ``topicStates`` or
     v0-2 ``partitions`` with the request-wide ``deletePartitions`` and no epoch."""
     if "topicStates" in request:
-        return [((t["topicName"], p["partitionIndex"]), p.get("leaderEpoch", NO_EPOCH), p.get("deletePartition", False))
-                for t in request["topicStates"] for p in t["partitionStates"]]
+        return [
+            ((t["topicName"], p["partitionIndex"]), p.get("leaderEpoch", NO_EPOCH), p.get("deletePartition", False))
+            for t in request["topicStates"]
+            for p in t["partitionStates"]
+        ]
     delete = request.get("deletePartitions", False)
     return [((p["topicName"], p["partitionIndex"]), NO_EPOCH, delete) for p in request.get("partitions", [])]
 

@@ -20,9 +20,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-port=0", "--window-size=1280,900", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+    "--window-size=1280,900",
+    "--hide-scrollbars",
+)
 
 
 def chromium_path() -> tuple[str | None, str]:
@@ -33,8 +43,11 @@ def chromium_path() -> tuple[str | None, str]:
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         return None, "chromium is not installed and Debian's package cannot be installed here (no apt-get or not root)"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "install", "-y", "-qq", "chromium"], ["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "chromium"]):
+    for command in (
+        ["apt-get", "install", "-y", "-qq", "chromium"],
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "chromium"],
+    ):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
         if command[1] == "install" and done.returncode == 0 and shutil.which("chromium"):
             return shutil.which("chromium"), ""
@@ -48,8 +61,12 @@ class Browser:
         import websocket  # websocket-client (test dependency)
 
         self._profile = tempfile.TemporaryDirectory(prefix="kraft-replay-chromium-")
-        self._process = subprocess.Popen([executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._process = subprocess.Popen(
+            [executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         port = self._devtools_port()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
             page = next(t for t in json.load(answer) if t["type"] == "page")
@@ -126,8 +143,12 @@ class Browser:
         """A PNG of the top ``height`` pixels of the page (default: all of it)."""
         height = height or int(self.evaluate("document.documentElement.scrollHeight"))
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1})["data"]
+        data = self.call(
+            "Page.captureScreenshot",
+            format="png",
+            captureBeyondViewport=True,
+            clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+        )["data"]
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ os.environ.setdefault("KRAFT_REPLAY_DRIVER_MEMORY", "2g")
 def spark():
     """The one SparkSession of the test run (Delta-enabled)."""
     from metadata.spark import get_spark
+
     session = get_spark("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
@@ -49,11 +50,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     outcomes = list(_KAFKA_OUTCOMES.values())
-    summary = {"selected": len(_KAFKA_IDS), "ran": outcomes.count("passed") + outcomes.count("failed"),
-               "passed": outcomes.count("passed"), "failed": outcomes.count("failed"),
-               "skipped": outcomes.count("skipped"), "skipReasons": sorted(set(_KAFKA_SKIPS.values()))}
-    line = (f"real-Kafka tests (-m kafka): {summary['ran']} ran ({summary['passed']} passed, {summary['failed']} "
-            f"failed), {summary['skipped']} skipped, of {summary['selected']} selected")
+    summary = {
+        "selected": len(_KAFKA_IDS),
+        "ran": outcomes.count("passed") + outcomes.count("failed"),
+        "passed": outcomes.count("passed"),
+        "failed": outcomes.count("failed"),
+        "skipped": outcomes.count("skipped"),
+        "skipReasons": sorted(set(_KAFKA_SKIPS.values())),
+    }
+    line = (
+        f"real-Kafka tests (-m kafka): {summary['ran']} ran ({summary['passed']} passed, {summary['failed']} "
+        f"failed), {summary['skipped']} skipped, of {summary['selected']} selected"
+    )
     terminalreporter.write_sep("-", line)
     for reason in summary["skipReasons"]:
         terminalreporter.write_line(f"  skipped: {reason}")

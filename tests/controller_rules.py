@@ -30,8 +30,9 @@ class _Broker:
         self.fenced = data.get("fenced", True)
         self.in_cs = data.get("inControlledShutdown", False)
         self.dirs = list(data.get("logDirs", []))
-        self.features = {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"])
-                         for f in data.get("features", [])}
+        self.features = {
+            f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"]) for f in data.get("features", [])
+        }
 
 
 class _Part:
@@ -70,8 +71,16 @@ class ControllerRuleChecker:
         if len(self.violations) < self.max_violations:
             self.violations.append(f"offset {offset}: {message}")
 
-    def feed(self, offset: int, epoch: int, timestamp: int, type_name: str, version: int,
-             data: dict[str, Any], is_control: bool) -> None:
+    def feed(
+        self,
+        offset: int,
+        epoch: int,
+        timestamp: int,
+        type_name: str,
+        version: int,
+        data: dict[str, Any],
+        is_control: bool,
+    ) -> None:
         if offset != self.next_offset:
             self.fail(offset, f"offset not consecutive (expected {self.next_offset})")
         self.next_offset = offset + 1
@@ -90,8 +99,9 @@ class ControllerRuleChecker:
             return
         self.epoch = epoch
         self.data_records += 1
-        if self.data_records == 1 and (type_name != "BEGIN_TRANSACTION_RECORD"
-                                       or data.get("name") != "Bootstrap records"):
+        if self.data_records == 1 and (
+            type_name != "BEGIN_TRANSACTION_RECORD" or data.get("name") != "Bootstrap records"
+        ):
             self.fail(offset, "the log does not start with the bootstrap transaction")
         if self.data_records == 2 and (type_name != "FEATURE_LEVEL_RECORD" or data.get("name") != "metadata.version"):
             self.fail(offset, "metadata.version is not the first bootstrap record")

@@ -33,8 +33,16 @@ from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, u
 from metadata.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
 from metadata.columns import decode_to_arrow
 from metadata.errors import DecodeError
-from metadata.readers import (NOOP_VALUE, InputFile, InputKind, Issue, ReadOptions, iter_file_items, iter_file_rows,
-                              plan_ranges)
+from metadata.readers import (
+    NOOP_VALUE,
+    InputFile,
+    InputKind,
+    Issue,
+    ReadOptions,
+    iter_file_items,
+    iter_file_rows,
+    plan_ranges,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ROOT / "tests" / "fixtures" / "kafka"
@@ -98,11 +106,22 @@ def fixture_sources() -> list[Source]:
 def generated_sources(directory: Path) -> list[Source]:
     """Small generated logs (and their snapshots), one per compression, written under ``directory``."""
     from generator import generate
+
     out = []
     for i, codec in enumerate(CODECS):
         target = directory / f"gen-{codec}"
-        generate(seed=11 + i, brokers=3, topics=4, partitions=6, churn=120, out_dir=target, compression=codec,
-                 snapshot_at=150, segment_bytes=1 << 20, write_aux_files=False)
+        generate(
+            seed=11 + i,
+            brokers=3,
+            topics=4,
+            partitions=6,
+            churn=120,
+            out_dir=target,
+            compression=codec,
+            snapshot_at=150,
+            segment_bytes=1 << 20,
+            write_aux_files=False,
+        )
         for p in sorted((target / "__cluster_metadata-0").iterdir()):
             if p.suffix in (".log", ".checkpoint"):
                 out.append(_source(p, f"gen-{codec}/{p.name}"))
@@ -118,8 +137,13 @@ def dump_sources() -> list[DumpSource]:
         if not starts:
             continue
         bounds = [*starts, len(lines)]
-        out.append(DumpSource(str(path.relative_to(KAFKA)), tuple(lines[:starts[0]]),
-                              tuple(tuple(lines[a:b]) for a, b in zip(bounds, bounds[1:]))))
+        out.append(
+            DumpSource(
+                str(path.relative_to(KAFKA)),
+                tuple(lines[: starts[0]]),
+                tuple(tuple(lines[a:b]) for a, b in zip(bounds, bounds[1:])),
+            )
+        )
     return out
 
 
@@ -163,8 +187,9 @@ def records_of(batch: bytes) -> bytes:
     return raw if codec == 0 else decompress(codec, raw)
 
 
-def rebuild(batch: bytes, records: bytes, *, count: int | None = None, codec: int | None = None,
-            compressed: bytes | None = None) -> bytes:
+def rebuild(
+    batch: bytes, records: bytes, *, count: int | None = None, codec: int | None = None, compressed: bytes | None = None
+) -> bytes:
     """``batch`` with another records section (compressed with the batch's codec unless given), its
     length, record count (unless given) and CRC made consistent."""
     fields = header(batch)
@@ -179,8 +204,10 @@ def rebuild(batch: bytes, records: bytes, *, count: int | None = None, codec: in
 
 def parsed_records(records: bytes, count: int) -> list[Record]:
     """The records of a valid records section, to change and encode again."""
-    return [Record(offset_delta=o, value=v, key=k, attributes=a, timestamp_delta=t, headers=h)
-            for a, t, o, k, v, h in iter_records(records, count)]
+    return [
+        Record(offset_delta=o, value=v, key=k, attributes=a, timestamp_delta=t, headers=h)
+        for a, t, o, k, v, h in iter_records(records, count)
+    ]
 
 
 def record_varints(records: bytes) -> list[tuple[str, int, int]]:
@@ -246,14 +273,27 @@ _I64 = (0, -1, 1, (1 << 63) - 1, -(1 << 63), (1 << 63) - 2, 1 << 62, (1 << 31) -
 
 def overlong(rng: random.Random) -> bytes:
     """A varint of too many bytes: continuation bits past 5 (varint) or 10 (varlong) bytes, or never ending."""
-    return rng.choice((b"\xff" * rng.randint(5, 11) + b"\x01", b"\x80" * rng.randint(5, 12) + b"\x00",
-                       b"\xff" * rng.randint(1, 16)))
+    return rng.choice(
+        (b"\xff" * rng.randint(5, 11) + b"\x01", b"\x80" * rng.randint(5, 12) + b"\x00", b"\xff" * rng.randint(1, 16))
+    )
 
 
 def _lie(rng: random.Random, real: int, size: int) -> int:
     """A value for a length or count whose true value is ``real``, in a section of ``size`` bytes."""
-    return rng.choice((*_I32, real - 1, real + 1, real + 2, real * 2, -real, size, size + 1, size - 1,
-                       rng.randrange(-(1 << 31), 1 << 31)))
+    return rng.choice(
+        (
+            *_I32,
+            real - 1,
+            real + 1,
+            real + 2,
+            real * 2,
+            -real,
+            size,
+            size + 1,
+            size - 1,
+            rng.randrange(-(1 << 31), 1 << 31),
+        )
+    )
 
 
 # ---------------------------------------------------------------- binary mutators
@@ -293,8 +333,9 @@ def m_truncate(rng: random.Random, batch: bytes) -> Mutation:
     if choice < 0.4:
         cut = rng.choice(_HEADER_BOUNDS)
     elif choice < 0.7 and header(batch)[5] & 7 == 0:
-        cut = HEADER_SIZE + rng.choice([0] + [s for f, s, _ in record_varints(batch[HEADER_SIZE:])
-                                             if f == "record length"])
+        cut = HEADER_SIZE + rng.choice(
+            [0] + [s for f, s, _ in record_varints(batch[HEADER_SIZE:]) if f == "record length"]
+        )
     else:
         cut = rng.randrange(1, len(batch))
     if rng.random() < 0.5 or cut < HEADER_SIZE:
@@ -307,12 +348,26 @@ def m_truncate(rng: random.Random, batch: bytes) -> Mutation:
 def m_batch_length(rng: random.Random, batch: bytes) -> Mutation:
     """A batch length that lies (the field is outside the CRC); a shorter one sometimes with its CRC."""
     real = len(batch) - 12
-    lie = rng.choice((0, 1, 48, 49, real - 1, real + 1, real + 12, real * 2, (1 << 31) - 1, -1, -(1 << 31),
-                      rng.randrange(-(1 << 31), 1 << 31)))
+    lie = rng.choice(
+        (
+            0,
+            1,
+            48,
+            49,
+            real - 1,
+            real + 1,
+            real + 12,
+            real * 2,
+            (1 << 31) - 1,
+            -1,
+            -(1 << 31),
+            rng.randrange(-(1 << 31), 1 << 31),
+        )
+    )
     out = bytearray(batch)
     struct.pack_into(">i", out, _LENGTH_AT, lie)
     if 49 <= lie <= real and rng.random() < 0.5:  # a shorter batch whose CRC is right
-        out = bytearray(with_crc(out[:12 + lie])) + out[12 + lie:]
+        out = bytearray(with_crc(out[: 12 + lie])) + out[12 + lie :]
         return bytes(out), f"batch length {lie} (real {real}), CRC of the shorter batch"
     return bytes(out), f"batch length {lie} (real {real})"
 
@@ -329,10 +384,18 @@ def m_record_count(rng: random.Random, batch: bytes) -> Mutation:
 def m_header_field(rng: random.Random, batch: bytes) -> Mutation:
     """A header field with a value that lies: base offset, last offset delta, magic, attributes, epochs."""
     fields = header(batch)
-    name, index, values = rng.choice((
-        ("base offset", 0, _I64), ("leader epoch", 2, _I32), ("magic", 3, (0, 1, 3, -1, 127)),
-        ("attributes", 5, tuple(range(0, 0x80, 3)) + (0x7FFF, -1)), ("last offset delta", 6, _I32),
-        ("timestamps", 8, _I64), ("producer id", 9, _I64), ("producer epoch", 10, (-1, 0, 32767, -32768))))
+    name, index, values = rng.choice(
+        (
+            ("base offset", 0, _I64),
+            ("leader epoch", 2, _I32),
+            ("magic", 3, (0, 1, 3, -1, 127)),
+            ("attributes", 5, tuple(range(0, 0x80, 3)) + (0x7FFF, -1)),
+            ("last offset delta", 6, _I32),
+            ("timestamps", 8, _I64),
+            ("producer id", 9, _I64),
+            ("producer epoch", 10, (-1, 0, 32767, -32768)),
+        )
+    )
     fields[index] = rng.choice(values)
     out = HEADER.pack(*fields) + batch[HEADER_SIZE:]
     return (with_crc(out) if index >= 5 else out), f"{name} = {fields[index]}"
@@ -345,8 +408,11 @@ def m_codec_swap(rng: random.Random, batch: bytes) -> Mutation:
     actual = rng.randrange(5)
     body = compress(actual, records) if actual else records
     claimed = rng.choice([c for c in range(8) if c != actual])
-    return rebuild(batch, records, codec=claimed, compressed=body), f"{CODECS[actual]} bytes under codec id {claimed}" \
-        + ("" if fields[5] & 7 == actual else f" (batch was {CODECS[fields[5] & 7]})")
+    return rebuild(
+        batch, records, codec=claimed, compressed=body
+    ), f"{CODECS[actual]} bytes under codec id {claimed}" + (
+        "" if fields[5] & 7 == actual else f" (batch was {CODECS[fields[5] & 7]})"
+    )
 
 
 def m_compressed_damage(rng: random.Random, batch: bytes) -> Mutation:
@@ -406,8 +472,9 @@ def m_body_length(rng: random.Random, batch: bytes) -> Mutation:
         new = overlong(rng)
         what = f"overlong {new.hex()}"
     else:
-        lie = rng.choice((*_U32, real - 1, real + 1, real + 2, len(value) - start, len(value) - start + 1,
-                          rng.randrange(1 << 32)))
+        lie = rng.choice(
+            (*_U32, real - 1, real + 1, real + 2, len(value) - start, len(value) - start + 1, rng.randrange(1 << 32))
+        )
         new = uvarint(lie)
         what = f"{lie} (real {real})"
     records[i].value = value[:start] + new + value[end:]
@@ -433,8 +500,9 @@ def m_nested_size(rng: random.Random, batch: bytes) -> Mutation:
     j = rng.randrange(len(fields))
     record_length, _ = read_varint(raw, lengths[j][1])
     _, start, end = fields[j]
-    return rebuild(batch, raw[:start] + varint(record_length) + raw[end:]), \
-        f"record {j} value length = its record length {record_length}"
+    return rebuild(
+        batch, raw[:start] + varint(record_length) + raw[end:]
+    ), f"record {j} value length = its record length {record_length}"
 
 
 def m_body_damage(rng: random.Random, batch: bytes) -> Mutation:
@@ -455,8 +523,9 @@ def m_body_damage(rng: random.Random, batch: bytes) -> Mutation:
         value += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         what = "trailing bytes"
     else:
-        value[0:3] = rng.choice((b"\x00", b"\x02", b"\x01\xff\xff\xff\xff\x0f", b"\x01\x7f\x00", b"\x01\x02\x7f",
-                                 b"\x01\x14\x05", b""))
+        value[0:3] = rng.choice(
+            (b"\x00", b"\x02", b"\x01\xff\xff\xff\xff\x0f", b"\x01\x7f\x00", b"\x01\x02\x7f", b"\x01\x14\x05", b"")
+        )
         what = "frame"
     records[i].value = bytes(value)
     return rebuild(batch, encode_records(records)), f"record {i} value {what}"
@@ -468,8 +537,11 @@ def m_records_section(rng: random.Random, batch: bytes) -> Mutation:
     records = records_of(batch)
     if rng.random() < 0.6:
         starts = [s for f, s, _ in record_varints(records) if f == "record length"]
-        cut = rng.choice(starts[1:] + [rng.randrange(len(records) + 1)]) if len(starts) > 1 \
+        cut = (
+            rng.choice(starts[1:] + [rng.randrange(len(records) + 1)])
+            if len(starts) > 1
             else rng.randrange(len(records) + 1)
+        )
         return rebuild(batch, records[:cut]), f"records cut at {cut} of {len(records)}"
     extra = rng.choice((b"\x00", b"\x02\x00", bytes(rng.randrange(256) for _ in range(rng.randint(1, 32)))))
     return rebuild(batch, records + extra), f"{len(extra)} byte(s) after the records"
@@ -489,8 +561,12 @@ def _bombs() -> dict[str, bytes]:
     zstd_1g = b"\x28\xb5\x2f\xfd\x00\x58" + rle * 8191 + last
     lz4_block = bytes(cramjam.lz4.compress_block(bytes(4 << 20), store_size=False))
     lz4_head = struct.pack("<I", 0x184D2204) + bytes((0x60, 0x70))
-    lz4_1g = lz4_head + bytes((_lz4_hc(lz4_head[4:]),)) + (struct.pack("<I", len(lz4_block)) + lz4_block) * 256 \
+    lz4_1g = (
+        lz4_head
+        + bytes((_lz4_hc(lz4_head[4:]),))
+        + (struct.pack("<I", len(lz4_block)) + lz4_block) * 256
         + struct.pack("<I", 0)
+    )
     snappy_chunk = bytes(cramjam.snappy.compress_raw(bytes(1 << 20)))
     xerial = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
     return {
@@ -498,8 +574,11 @@ def _bombs() -> dict[str, bytes]:
         "gzip declares 4 GiB": gzip_1g[:10] + zlib.compress(b"x")[2:-4] + struct.pack("<II", 0, 0xFFFFFFFF),
         "zstd produces 1 GiB": zstd_1g,
         "zstd declares 1 TiB": b"\x28\xb5\x2f\xfd\xe0" + struct.pack("<Q", 1 << 40) + last,
-        "zstd declares 120 MiB": b"\x28\xb5\x2f\xfd\xe0" + struct.pack("<Q", 120 << 20) + rle * 960
-                                 + (((120 << 20) - 960 * ((1 << 17) - 1)) << 3 | 3).to_bytes(3, "little") + b"\x00",
+        "zstd declares 120 MiB": b"\x28\xb5\x2f\xfd\xe0"
+        + struct.pack("<Q", 120 << 20)
+        + rle * 960
+        + (((120 << 20) - 960 * ((1 << 17) - 1)) << 3 | 3).to_bytes(3, "little")
+        + b"\x00",
         "zstd window 2 GiB": b"\x28\xb5\x2f\xfd\x00\xa8" + last,
         "lz4 produces 1 GiB": lz4_1g,
         "lz4 declares 8 EiB": _lz4_declaring(1 << 63),
@@ -513,14 +592,21 @@ def _bombs() -> dict[str, bytes]:
 def _lz4_hc(descriptor: bytes) -> int:
     """The LZ4 frame header checksum byte of a frame descriptor."""
     from metadata.codec.compression import xxhash32
+
     return xxhash32(descriptor) >> 8 & 0xFF
 
 
 def _lz4_declaring(size: int) -> bytes:
     """An LZ4 frame declaring a content size of ``size`` bytes and holding 4."""
     descriptor = bytes((0x68, 0x40)) + struct.pack("<Q", size)  # content size present
-    return struct.pack("<I", 0x184D2204) + descriptor + bytes((_lz4_hc(descriptor),)) + \
-        struct.pack("<I", 0x80000004) + b"\x00\x01\x02\x03" + struct.pack("<I", 0)
+    return (
+        struct.pack("<I", 0x184D2204)
+        + descriptor
+        + bytes((_lz4_hc(descriptor),))
+        + struct.pack("<I", 0x80000004)
+        + b"\x00\x01\x02\x03"
+        + struct.pack("<I", 0)
+    )
 
 
 _BOMB_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -540,6 +626,7 @@ def _valid_bombs() -> dict[str, bytes]:
     the memory of the worst valid batch. One of NoOp records (the most records), one of a single
     RegisterBrokerRecord with millions of 7-byte endpoints (the most Python objects per byte)."""
     from metadata.codec.compression import MAX_BATCH_DECOMPRESSED_BYTES
+
     limit = MAX_BATCH_DECOMPRESSED_BYTES
     records = bytearray()
     n = 0
@@ -549,15 +636,19 @@ def _valid_bombs() -> dict[str, bytes]:
         records += varint(len(body)) + body
         n += 1
     noops = HEADER.pack(0, 0, 1, 2, 0, 4, n - 1, 0, 0, -1, -1, -1, n) + compress(4, bytes(records))
-    empty = encode_metadata_value("REGISTER_BROKER_RECORD", 0, {"brokerId": 1, "brokerEpoch": 1, "endPoints": [],
-                                                                "rack": None})
+    empty = encode_metadata_value(
+        "REGISTER_BROKER_RECORD", 0, {"brokerId": 1, "brokerEpoch": 1, "endPoints": [], "rack": None}
+    )
     endpoint = b"\x01\x01\x00\x00\x00\x00\x00"  # name "", host "", port 0, securityProtocol 0, no tags
     n = (limit - 64) // len(endpoint)
     value = empty[:31] + uvarint(n + 1) + endpoint * n + empty[32:]  # the endPoints count follows brokerEpoch
-    endpoints = HEADER.pack(0, 0, 1, 2, 0, 4, 0, 0, 0, -1, -1, -1, 1) + \
-        compress(4, encode_records([Record(offset_delta=0, value=value)]))
-    return {f"{len(records):,} bytes of NoOps in zstd": noops,
-            f"a RegisterBrokerRecord of {n:,} endpoints in zstd": endpoints}
+    endpoints = HEADER.pack(0, 0, 1, 2, 0, 4, 0, 0, 0, -1, -1, -1, 1) + compress(
+        4, encode_records([Record(offset_delta=0, value=value)])
+    )
+    return {
+        f"{len(records):,} bytes of NoOps in zstd": noops,
+        f"a RegisterBrokerRecord of {n:,} endpoints in zstd": endpoints,
+    }
 
 
 def m_valid_bomb(rng: random.Random, batch: bytes) -> Mutation:
@@ -588,11 +679,21 @@ def m_resync_trap(rng: random.Random, batch: bytes) -> Mutation:
 
 
 BINARY_MUTATORS: dict[str, tuple[Callable[[random.Random, bytes], Mutation], float]] = {
-    "bitflip": (m_bitflip, 12), "bytes": (m_bytes, 8), "truncate": (m_truncate, 8), "batch-length": (m_batch_length, 6),
-    "record-count": (m_record_count, 5), "header-field": (m_header_field, 6), "codec-swap": (m_codec_swap, 4),
-    "compressed-damage": (m_compressed_damage, 5), "record-framing": (m_record_framing, 10),
-    "body-length": (m_body_length, 14), "nested-size": (m_nested_size, 6), "body-damage": (m_body_damage, 10),
-    "records-section": (m_records_section, 5), "bomb": (m_bomb, 0.4), "valid-bomb": (m_valid_bomb, 0.0005),
+    "bitflip": (m_bitflip, 12),
+    "bytes": (m_bytes, 8),
+    "truncate": (m_truncate, 8),
+    "batch-length": (m_batch_length, 6),
+    "record-count": (m_record_count, 5),
+    "header-field": (m_header_field, 6),
+    "codec-swap": (m_codec_swap, 4),
+    "compressed-damage": (m_compressed_damage, 5),
+    "record-framing": (m_record_framing, 10),
+    "body-length": (m_body_length, 14),
+    "nested-size": (m_nested_size, 6),
+    "body-damage": (m_body_damage, 10),
+    "records-section": (m_records_section, 5),
+    "bomb": (m_bomb, 0.4),
+    "valid-bomb": (m_valid_bomb, 0.0005),
     "resync-trap": (m_resync_trap, 0.1),
 }
 
@@ -600,8 +701,21 @@ BINARY_MUTATORS: dict[str, tuple[Callable[[random.Random, bytes], Mutation], flo
 # ---------------------------------------------------------------- dump text mutators
 
 _NUMBER = re.compile(r"-?\d+")
-_HUGE = ("9223372036854775808", "-9223372036854775809", "2147483648", "-1", "1" + "0" * 30, "9" * 5000, "1e999",
-         "0x10", "NaN", "Infinity", "", "1.5", "٣")
+_HUGE = (
+    "9223372036854775808",
+    "-9223372036854775809",
+    "2147483648",
+    "-1",
+    "1" + "0" * 30,
+    "9" * 5000,
+    "1e999",
+    "0x10",
+    "NaN",
+    "Infinity",
+    "",
+    "1.5",
+    "٣",
+)
 
 
 def t_bitflip(rng: random.Random, text: str) -> tuple[str, str]:
@@ -624,20 +738,32 @@ def t_number(rng: random.Random, text: str) -> tuple[str, str]:
     spots = list(_NUMBER.finditer(text))
     m = rng.choice(spots)
     new = rng.choice(_HUGE)
-    return text[:m.start()] + new + text[m.end():], f"number at {m.start()} -> {new[:20]}"
+    return text[: m.start()] + new + text[m.end() :], f"number at {m.start()} -> {new[:20]}"
 
 
 _LIES = (
-    (r"lastOffset: \d+", "lastOffset: 0"), (r"baseOffset: \d+", "baseOffset: 999999"),
-    (r"isControl: (true|false)", "isControl: maybe"), (r"isControl: true", "isControl: false"),
-    (r"isControl: false", "isControl: true"), (r"isTransactional: false", "isTransactional: true"),
-    (r"\| offset: \d+", "| offset: 123456789"), (r"producerEpoch: -?\d+", "producerEpoch: 40000"),
-    (r"partitionLeaderEpoch: \d+ ", ""), (r"controlType: \w+\(\d+\)", "controlType: BOGUS(99)"),
-    (r"controlType: \w+\(\d+\)", "controlType: COMMIT(2)"), (r'"version":\d+', '"version":999'),
-    (r'"version":\d+', '"version":-1'), (r'"version":\d+', '"version":"0"'), (r'"type":"\w+"', '"type":"NOPE"'),
-    (r'"type":"\w+"', '"type":["x"]'), (r'"data":', '"dat":'), (r'"name":"[^"]*"', '"name":7'),
-    (r'"partitionId":\d+', '"partitionId":-99999999999'), (r'"replicas":\[[^\]]*\]', '"replicas":"all"'),
-    (r'"topicId":"[^"]*"', '"topicId":"not-a-uuid"'), (r'\{"', '{"unknownField":1,"'),
+    (r"lastOffset: \d+", "lastOffset: 0"),
+    (r"baseOffset: \d+", "baseOffset: 999999"),
+    (r"isControl: (true|false)", "isControl: maybe"),
+    (r"isControl: true", "isControl: false"),
+    (r"isControl: false", "isControl: true"),
+    (r"isTransactional: false", "isTransactional: true"),
+    (r"\| offset: \d+", "| offset: 123456789"),
+    (r"producerEpoch: -?\d+", "producerEpoch: 40000"),
+    (r"partitionLeaderEpoch: \d+ ", ""),
+    (r"controlType: \w+\(\d+\)", "controlType: BOGUS(99)"),
+    (r"controlType: \w+\(\d+\)", "controlType: COMMIT(2)"),
+    (r'"version":\d+', '"version":999'),
+    (r'"version":\d+', '"version":-1'),
+    (r'"version":\d+', '"version":"0"'),
+    (r'"type":"\w+"', '"type":"NOPE"'),
+    (r'"type":"\w+"', '"type":["x"]'),
+    (r'"data":', '"dat":'),
+    (r'"name":"[^"]*"', '"name":7'),
+    (r'"partitionId":\d+', '"partitionId":-99999999999'),
+    (r'"replicas":\[[^\]]*\]', '"replicas":"all"'),
+    (r'"topicId":"[^"]*"', '"topicId":"not-a-uuid"'),
+    (r'\{"', '{"unknownField":1,"'),
     (r'("data":\{)', r'\1"_unknownTaggedFields":[{"tag":"x"}],'),
 )
 
@@ -650,7 +776,7 @@ def t_lie(rng: random.Random, text: str) -> tuple[str, str]:
     pattern, replacement = rng.choice(candidates)
     matches = list(re.finditer(pattern, text))
     m = rng.choice(matches)
-    return text[:m.start()] + m.expand(replacement) + text[m.end():], f"{pattern} -> {replacement}"
+    return text[: m.start()] + m.expand(replacement) + text[m.end() :], f"{pattern} -> {replacement}"
 
 
 def t_json(rng: random.Random, text: str) -> tuple[str, str]:
@@ -660,7 +786,7 @@ def t_json(rng: random.Random, text: str) -> tuple[str, str]:
     if choice < 0.5 and spots:
         i = rng.choice(spots)
         new = rng.choice(("", "{", "}", "[", "]", '"', ",", ":", "\\", "\x00", "\u2028", "\ud800"))
-        return text[:i] + new + text[i + 1:], f"char {i} -> {new!r}"
+        return text[:i] + new + text[i + 1 :], f"char {i} -> {new!r}"
     if choice < 0.8:
         depth = rng.choice((100, 1000, 20000, 200000))
         nest = rng.choice((("[" * depth, "]" * depth), ('{"a":' * depth, "}" * depth)))
@@ -682,19 +808,36 @@ def t_lines(rng: random.Random, text: str) -> tuple[str, str]:
     if choice < 0.4 and lines:
         lines.insert(i, lines[rng.randrange(len(lines))])
         return "".join(lines), f"a line repeated at {i}"
-    garbage = rng.choice((
-        "baseOffset:\n", "baseOffset: 1 lastOffset: 0\n", "| offset: \n", " payload: {\n", "|\n", "\x00" * 100 + "\n",
-        "| offset: 1 LeaderChange {" * 5000 + "\n", "| offset: 1 headerKeys: [] " + "LeaderChange: {" * 20000 + "}\n",
-        "Snapshot end offset: 99999999999999999999999, epoch: x\n", "Snapshot end offset: 5\n",
-        "KRaft bootstrap snapshot\n", "Dumping /etc/passwd\n", "Dumping ../../../../tmp/evil\n", "\r\n\r\n",
-        bytes(rng.randrange(256) for _ in range(64)).decode("latin-1") + "\n"))
+    garbage = rng.choice(
+        (
+            "baseOffset:\n",
+            "baseOffset: 1 lastOffset: 0\n",
+            "| offset: \n",
+            " payload: {\n",
+            "|\n",
+            "\x00" * 100 + "\n",
+            "| offset: 1 LeaderChange {" * 5000 + "\n",
+            "| offset: 1 headerKeys: [] " + "LeaderChange: {" * 20000 + "}\n",
+            "Snapshot end offset: 99999999999999999999999, epoch: x\n",
+            "Snapshot end offset: 5\n",
+            "KRaft bootstrap snapshot\n",
+            "Dumping /etc/passwd\n",
+            "Dumping ../../../../tmp/evil\n",
+            "\r\n\r\n",
+            bytes(rng.randrange(256) for _ in range(64)).decode("latin-1") + "\n",
+        )
+    )
     lines.insert(i, garbage)
     return "".join(lines), f"line {i}: {garbage[:30]!r}"
 
 
 TEXT_MUTATORS: dict[str, tuple[Callable[[random.Random, str], tuple[str, str]], float]] = {
-    "text-bitflip": (t_bitflip, 4), "text-truncate": (t_truncate, 2), "text-number": (t_number, 3),
-    "text-lie": (t_lie, 4), "text-json": (t_json, 4), "text-lines": (t_lines, 3),
+    "text-bitflip": (t_bitflip, 4),
+    "text-truncate": (t_truncate, 2),
+    "text-number": (t_number, 3),
+    "text-lie": (t_lie, 4),
+    "text-json": (t_json, 4),
+    "text-lines": (t_lines, 3),
 }
 
 
@@ -722,13 +865,31 @@ def _pick(rng: random.Random, table: dict) -> str:
 
 def original_cases(corpus: Corpus, path: str) -> list[Case]:
     """Every corpus file unmutated (all must decode): a check of the corpus, and a warm-up."""
-    cases = [Case(-1, "none", s.name, "unmutated", b"".join(s.batches),
-                  InputFile(path=path, kind=s.kind, size=sum(map(len, s.batches)), end_offset=s.end_offset,
-                            epoch=s.epoch), ReadOptions()) for s in corpus.real + corpus.generated]
+    cases = [
+        Case(
+            -1,
+            "none",
+            s.name,
+            "unmutated",
+            b"".join(s.batches),
+            InputFile(path=path, kind=s.kind, size=sum(map(len, s.batches)), end_offset=s.end_offset, epoch=s.epoch),
+            ReadOptions(),
+        )
+        for s in corpus.real + corpus.generated
+    ]
     for d in corpus.dumps:
         data = "".join(d.head + sum(d.chunks, ())).encode()
-        cases.append(Case(-1, "none", d.name, "unmutated", data, InputFile(path=path, kind=InputKind.DUMP,
-                                                                             size=len(data)), ReadOptions()))
+        cases.append(
+            Case(
+                -1,
+                "none",
+                d.name,
+                "unmutated",
+                data,
+                InputFile(path=path, kind=InputKind.DUMP, size=len(data)),
+                ReadOptions(),
+            )
+        )
     return cases
 
 
@@ -744,22 +905,35 @@ def make_case(corpus: Corpus, seed: int, number: int, path: str, text_share: flo
         text, description = TEXT_MUTATORS[mutator][0](rng, chunk)
         after = "".join(dump.chunks[i + 1]) if i + 1 < len(dump.chunks) and rng.random() < 0.5 else ""
         data = ("".join(dump.head) + text + after).encode("utf-8", errors="surrogatepass")
-        return Case(number, mutator, f"{dump.name} batch {i}", description, data,
-                    InputFile(path=path, kind=InputKind.DUMP, size=len(data)), options)
+        return Case(
+            number,
+            mutator,
+            f"{dump.name} batch {i}",
+            description,
+            data,
+            InputFile(path=path, kind=InputKind.DUMP, size=len(data)),
+            options,
+        )
     group = corpus.real if rng.random() < 0.5 else corpus.generated  # then every batch of the group alike
     source = rng.choices(group, weights=[len(x.batches) for x in group])[0]
     i = rng.randrange(len(source.batches))
     mutator = _pick(rng, BINARY_MUTATORS)
     mutated, description = BINARY_MUTATORS[mutator][0](rng, source.batches[i])
     if source.kind is InputKind.SEGMENT:  # between up to two unchanged neighbours on each side
-        before = source.batches[max(0, i - rng.randint(0, 2)):i]
-        after = source.batches[i + 1:i + 1 + rng.randint(0, 2)]
+        before = source.batches[max(0, i - rng.randint(0, 2)) : i]
+        after = source.batches[i + 1 : i + 1 + rng.randint(0, 2)]
     else:  # a snapshot must open with its header batch: the whole file
-        before, after = source.batches[:i], source.batches[i + 1:]
+        before, after = source.batches[:i], source.batches[i + 1 :]
     data = b"".join(before) + mutated + b"".join(after)
-    return Case(number, mutator, f"{source.name} batch {i}", description, data,
-                InputFile(path=path, kind=source.kind, size=len(data), end_offset=source.end_offset,
-                          epoch=source.epoch), options)
+    return Case(
+        number,
+        mutator,
+        f"{source.name} batch {i}",
+        description,
+        data,
+        InputFile(path=path, kind=source.kind, size=len(data), end_offset=source.end_offset, epoch=source.epoch),
+        options,
+    )
 
 
 def error_kind(exc: DecodeError) -> str:
@@ -786,8 +960,9 @@ def run_case(case: Case) -> str:
         error = exc
     except Exception as exc:  # noqa: BLE001 — what the fuzzer looks for
         raise Failure(f"dict path raised {type(exc).__name__}: {exc}") from exc
-    if error is not None and (error.file != case.file.path
-                              or error.position is None and case.file.kind is not InputKind.DUMP):
+    if error is not None and (
+        error.file != case.file.path or error.position is None and case.file.kind is not InputKind.DUMP
+    ):
         raise Failure(f"DecodeError does not name the file and byte position: {error}")
     arrow_issues: list[Issue] = []
     try:
@@ -803,8 +978,10 @@ def run_case(case: Case) -> str:
             raise Failure(f"issues differ: dict {[str(i) for i in issues]}, Arrow {others}")
         return error_kind(error)
     if fatal or arrow_rows != rows or others != [str(i) for i in issues]:
-        raise Failure(f"dict path: {rows} rows, issues {[str(i) for i in issues]}; Arrow path: {arrow_rows} rows, "
-                      f"issues {[str(i) for i in arrow_issues]}")
+        raise Failure(
+            f"dict path: {rows} rows, issues {[str(i) for i in issues]}; Arrow path: {arrow_rows} rows, "
+            f"issues {[str(i) for i in arrow_issues]}"
+        )
     return "accepted with issues" if issues else "accepted"
 
 

@@ -3,6 +3,7 @@ history words and the timeline gauges know (LogBuilder records, one batch per st
 
 from __future__ import annotations
 
+from metadata.log import LogRecord
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -21,7 +22,6 @@ from tests.logbuilder import (
     unregister_broker,
     uuid,
 )
-from metadata.log import LogRecord
 
 ORDERS, ORDERS_AGAIN, AUDIT = uuid(0x0D), uuid(0x0E), uuid(0xA0)
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -42,8 +42,12 @@ def incident_log() -> list[LogRecord]:
     step(feature_level("metadata.version", 21))
     step(*(register_broker(b, 10 + b, rack=f"rack-{b}") for b in (1, 2, 3)))
     step(*(unfence_broker(b, 10 + b) for b in (1, 2, 3)))
-    step(topic("orders", ORDERS), partition(ORDERS, 0, [1, 2, 3]), partition(ORDERS, 1, [2, 3, 1]),
-         partition(ORDERS, 2, [3, 1, 2]))
+    step(
+        topic("orders", ORDERS),
+        partition(ORDERS, 0, [1, 2, 3]),
+        partition(ORDERS, 1, [2, 3, 1]),
+        partition(ORDERS, 2, [3, 1, 2]),
+    )
     step(topic("audit", AUDIT), partition(AUDIT, 0, [1, 2]))
     step(config(TOPIC, "orders", "min.insync.replicas", "2"), config(TOPIC, "orders", "retention.ms", "3600000"))
     step(config(BROKER, "", "min.insync.replicas", "3"))  # cluster default: audit (RF 2) needs min(3, 2)
@@ -56,10 +60,17 @@ def incident_log() -> list[LogRecord]:
     step(broker_change(3, 13, in_controlled_shutdown=1))
     step(partition_change(ORDERS, 2, leader=1, isr=[1, 2]))  # clean election 3→1
     step(fence_broker(3, 13), partition_change(ORDERS, 0, isr=[1, 2]))
-    step(fence_broker(1, 11), partition_change(ORDERS, 0, leader=2, isr=[2]),
-         partition_change(ORDERS, 2, leader=2, isr=[2]), partition_change(AUDIT, 0, leader=2, isr=[2]))
-    step(fence_broker(2, 12), partition_change(ORDERS, 0, leader=-1, isr=[], elr=[2], last_known_elr=[2]),
-         partition_change(ORDERS, 1, leader=-1, isr=[], elr=[2], last_known_elr=[2]))  # offline
+    step(
+        fence_broker(1, 11),
+        partition_change(ORDERS, 0, leader=2, isr=[2]),
+        partition_change(ORDERS, 2, leader=2, isr=[2]),
+        partition_change(AUDIT, 0, leader=2, isr=[2]),
+    )
+    step(
+        fence_broker(2, 12),
+        partition_change(ORDERS, 0, leader=-1, isr=[], elr=[2], last_known_elr=[2]),
+        partition_change(ORDERS, 1, leader=-1, isr=[], elr=[2], last_known_elr=[2]),
+    )  # offline
     step(unfence_broker(2, 12), partition_change(ORDERS, 0, leader=2, isr=[2], elr=[], last_known_elr=[]))
     step(register_broker(3, 40, rack="rack-3"))  # broker 3 restarts: re-registered, fenced
     step(unfence_broker(3, 40))
@@ -72,13 +83,21 @@ def incident_log() -> list[LogRecord]:
     step(partition_change(AUDIT, 0, replicas=[1, 2, 4], adding=[4]))
     step(begin("aborted"), partition_change(AUDIT, 0, leader=4, isr=[4]), abort("test"))  # never visible
     step(partition_change(AUDIT, 0, replicas=[1, 2], adding=[]))  # cancelled
-    step(unfence_broker(1, 11), partition_change(ORDERS, 2, isr=[2, 4, 1]), partition_change(ORDERS, 1, isr=[3, 1]),
-         partition_change(ORDERS, 0, isr=[2, 1]), partition_change(AUDIT, 0, isr=[2, 1]))
+    step(
+        unfence_broker(1, 11),
+        partition_change(ORDERS, 2, isr=[2, 4, 1]),
+        partition_change(ORDERS, 1, isr=[3, 1]),
+        partition_change(ORDERS, 0, isr=[2, 1]),
+        partition_change(AUDIT, 0, isr=[2, 1]),
+    )
     step(partition_change(ORDERS, 0, leader=1), partition_change(AUDIT, 0, leader=1))  # preferred elections
     step(broker_change(4, 50, fenced=1), partition_change(ORDERS, 2, isr=[2, 1]))
     step(unregister_broker(4, 50))
     step(begin("move"), partition_change(ORDERS, 2, replicas=[1, 2]), end(), seconds=5)
     step(remove_topic(ORDERS))
-    step(topic("orders", ORDERS_AGAIN), partition(ORDERS_AGAIN, 0, [2, 3]),
-         config(TOPIC, "orders", "cleanup.policy", "compact"))
+    step(
+        topic("orders", ORDERS_AGAIN),
+        partition(ORDERS_AGAIN, 0, [2, 3]),
+        config(TOPIC, "orders", "cleanup.policy", "compact"),
+    )
     return log.records

@@ -7,6 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from image.ingest import ingest
+from metadata.codec.batch import encode_batch
+from metadata.codec.records import encode_control_record, encode_metadata_value
+from metadata.lake import Lake
+from metadata.schema import spec_by_type_name
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -36,10 +40,6 @@ from tests.logbuilder import (
     uuid,
     zk_migration_state,
 )
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import encode_control_record, encode_metadata_value
-from metadata.lake import Lake
-from metadata.schema import spec_by_type_name
 
 T1, T2, T3, T4, T5, T6, T9 = (uuid(0x100 + i) for i in range(7))
 D1, D2, D3 = uuid(0xD001), uuid(0xD002), uuid(0xD003)
@@ -64,10 +64,11 @@ def write_log(log: LogBuilder, directory: Path, segments_at: Sequence[int] = ())
         if first.is_control:
             items = [encode_control_record(first.control_type, first.data)]
         else:
-            items = [(None, encode_metadata_value(r.type, spec_by_type_name(r.type).valid_versions.high, r.data))
-                     for r in records]
-        raw += encode_batch(base, items, leader_epoch=first.epoch, timestamp=first.timestamp,
-                            control=first.is_control)
+            items = [
+                (None, encode_metadata_value(r.type, spec_by_type_name(r.type).valid_versions.high, r.data))
+                for r in records
+            ]
+        raw += encode_batch(base, items, leader_epoch=first.epoch, timestamp=first.timestamp, control=first.is_control)
     (out / f"{start:020d}.log").write_bytes(bytes(raw))
     return out
 
@@ -82,28 +83,60 @@ def crafted_log() -> LogBuilder:
     """A valid log exercising every part and the delta-boundary quirks (offsets in comments)."""
     log = LogBuilder()
     log.batch(begin("Bootstrap records"), feature_level("metadata.version", 21), zk_migration_state(0), end())  # 0-3
-    log.batch(register_broker(1, 10, log_dirs=[D2, D1]),  # 4
-              register_broker(2, 11, rack="r1", endpoints=[
-                  {"name": "A", "host": "h1", "port": 1, "securityProtocol": 0},
-                  {"name": "A", "host": "h2", "port": 2, "securityProtocol": 9},
-                  {"name": "B", "host": "h3", "port": 3, "securityProtocol": 1}]),
-              register_controller(3000))
+    log.batch(
+        register_broker(1, 10, log_dirs=[D2, D1]),  # 4
+        register_broker(
+            2,
+            11,
+            rack="r1",
+            endpoints=[
+                {"name": "A", "host": "h1", "port": 1, "securityProtocol": 0},
+                {"name": "A", "host": "h2", "port": 2, "securityProtocol": 9},
+                {"name": "B", "host": "h3", "port": 3, "securityProtocol": 1},
+            ],
+        ),
+        register_controller(3000),
+    )
     log.batch(broker_change(1, 10, fenced=-1), unfence_broker(2, 11))  # 7-8
-    log.batch(topic("a", T1), partition(T1, 0, [1, 2], directories=[D1, D2]), partition(T1, 1, [2, 1]),  # 9-11
-              config(2, "a", "retention.ms", "1"), config(4, "", "x", "y"))  # 12-13
-    log.batch(partition_change(T1, 0, isr=[1]), partition_change(T1, 0, leader=2),  # 14-15
-              partition_change(T1, 1, leader=1, replicas=[2, 1, 3]), partition_change(T1, 0, leader=2),  # 16-17
-              partition_change(T1, 1, leader_recovery_state=1),  # 18
-              partition_change(T1, 0, elr=[2], last_known_elr=[1]))  # 19
-    log.batch(acl(uuid(0xA1)), acl(uuid(0xA2), operation=99), client_quota({"user": None}, "producer_byte_rate", 1024.0),
-              client_quota({"user": "u", "client-id": "c"}, "k", 2.5), scram("alice", 1), scram("bob", 2),
-              scram("carol", 7), token("tok1"), token("tok2", renewers=()), producer_ids(1000))  # 20-29
-    log.batch(remove_acl(uuid(0xA1)), client_quota({"client-id": "c", "user": "u"}, "k", remove=True),
-              remove_scram("bob", 2), remove_token("tok1"), feature_level("group.version", 1))  # 30-34
+    log.batch(
+        topic("a", T1),
+        partition(T1, 0, [1, 2], directories=[D1, D2]),
+        partition(T1, 1, [2, 1]),  # 9-11
+        config(2, "a", "retention.ms", "1"),
+        config(4, "", "x", "y"),
+    )  # 12-13
+    log.batch(
+        partition_change(T1, 0, isr=[1]),
+        partition_change(T1, 0, leader=2),  # 14-15
+        partition_change(T1, 1, leader=1, replicas=[2, 1, 3]),
+        partition_change(T1, 0, leader=2),  # 16-17
+        partition_change(T1, 1, leader_recovery_state=1),  # 18
+        partition_change(T1, 0, elr=[2], last_known_elr=[1]),
+    )  # 19
+    log.batch(
+        acl(uuid(0xA1)),
+        acl(uuid(0xA2), operation=99),
+        client_quota({"user": None}, "producer_byte_rate", 1024.0),
+        client_quota({"user": "u", "client-id": "c"}, "k", 2.5),
+        scram("alice", 1),
+        scram("bob", 2),
+        scram("carol", 7),
+        token("tok1"),
+        token("tok2", renewers=()),
+        producer_ids(1000),
+    )  # 20-29
+    log.batch(
+        remove_acl(uuid(0xA1)),
+        client_quota({"client-id": "c", "user": "u"}, "k", remove=True),
+        remove_scram("bob", 2),
+        remove_token("tok1"),
+        feature_level("group.version", 1),
+    )  # 30-34
     # ACL added and removed in one delta; topic "b" created, configured and removed in one delta
     # (its config survives, docs/replay-rules.md, "RemoveTopicRecord")
-    log.batch(acl(uuid(0xA3)), remove_acl(uuid(0xA3)), topic("b", T2), config(2, "b", "k", "v"),
-              remove_topic(T2))  # 35-39
+    log.batch(
+        acl(uuid(0xA3)), remove_acl(uuid(0xA3)), topic("b", T2), config(2, "b", "k", "v"), remove_topic(T2)
+    )  # 35-39
     # "a" had configs when this delta started: the config set just before the removal is discarded
     log.batch(config(2, "a", "segment.ms", "5"), remove_topic(T1))  # 40-41
     log.batch(topic("a", T3), partition(T3, 0, [1]), config(2, "a", "x", "1"))  # 42-44
@@ -112,16 +145,24 @@ def crafted_log() -> LogBuilder:
     log.batch(begin(), topic("d", T5), abort())  # 51-53
     log.batch(no_op(), begin(), topic("e", T6), end(), no_op())  # 54-58: Begin in the middle of a batch
     log.control("LEADER_CHANGE", LEADER_CHANGE, epoch=2)  # 59
-    log.batch(feature_level("group.version", 0), zk_migration_state(1), producer_ids(2000),  # 60-62
-              register_broker(1, 20, log_dirs=[D3]), broker_change(1, 20, in_controlled_shutdown=1),  # 63-64
-              unregister_broker(2, 11))  # 65
+    log.batch(
+        feature_level("group.version", 0),
+        zk_migration_state(1),
+        producer_ids(2000),  # 60-62
+        register_broker(1, 20, log_dirs=[D3]),
+        broker_change(1, 20, in_controlled_shutdown=1),  # 63-64
+        unregister_broker(2, 11),
+    )  # 65
     log.batch(topic("a2", T1), partition(T1, 0, [3]))  # 66-67: a removed id declared again
     log.batch(topic("b2", T4), partition(T4, 1, [1]))  # 68-69: a live id declared again (partition 0 goes)
     log.batch(config(2, "b2", "k1", "v1"), partition_change(T3, 0, replicas=[1, 2], directories=[D1, D2]))  # 70-71
     log.batch(config(2, "b2", "k2", "v2"), remove_topic(T4), config(2, "b2", "k3", "v3"))  # 72-74
     log.batch(remove_acl(uuid(0xA2)), remove_acl(uuid(0xA2)))  # 75-76: an image ACL removed twice in a delta
-    log.batch(register_controller(3000, endpoints=[{"name": "C", "host": "c", "port": 9, "securityProtocol": 3}]),
-              partition_change(T3, 0, leader=-1, isr=[]), broker_change(1, 20, log_dirs=[D1, D2]))  # 77-79
+    log.batch(
+        register_controller(3000, endpoints=[{"name": "C", "host": "c", "port": 9, "securityProtocol": 3}]),
+        partition_change(T3, 0, leader=-1, isr=[]),
+        broker_change(1, 20, log_dirs=[D1, D2]),
+    )  # 77-79
     log.batch(partition_change(T3, 0, elr=[1], last_known_elr=[]), partition_change(T1, 0, elr=[3]))  # 80-81
     # ClearElrRecord (Kafka 4.x): a named topic, then every topic (only a2-0 still has an ELR), then a2 again
     log.batch(clear_elr("a"), clear_elr(""), clear_elr("a2"))  # 82-84
@@ -139,15 +180,18 @@ def broken_log() -> LogBuilder:
     log.batch(remove_topic(T9), remove_acl(uuid(0xAA)))  # 11-12
     log.batch(end(), begin(), begin(), end())  # 13-16: End without Begin, Begin inside a transaction
     log.batch(partition(T1, 1, [1, 2], directories=[D1]), partition_change(T1, 0, leader_recovery_state=5))  # 17-18
-    log.batch(partition_change(T1, 0, directories=[D1]), partition_change(T1, 0, replicas=[1, 2]),  # 19-20
-              partition_change(T1, 0, isr=[1]))  # 21: the merge at 20 is rejected, this one applies
+    log.batch(
+        partition_change(T1, 0, directories=[D1]),
+        partition_change(T1, 0, replicas=[1, 2]),  # 19-20
+        partition_change(T1, 0, isr=[1]),
+    )  # 21: the merge at 20 is rejected, this one applies
     log.batch(feature_level("metadata.version", 0), zk_migration_state(9))  # 22-23
-    log.batch(token("t", owner="alice"), register_controller(3000, endpoints=[
-        {"name": "C", "host": "c", "port": 9, "securityProtocol": 9}]))  # 24-25
+    log.batch(
+        token("t", owner="alice"),
+        register_controller(3000, endpoints=[{"name": "C", "host": "c", "port": 9, "securityProtocol": 9}]),
+    )  # 24-25
     log.batch(topic("a", T2), partition(T2, 0, [1]))  # 26-27: name collision (applied, then reported)
     log.batch(begin(), partition(T1, 3, [1], leader_recovery_state=9), abort())  # 28-30: rejected, then aborted
     log.batch(partition_change(T1, 0, leader=1))  # 31
     log.batch(clear_elr("nope"))  # 32: no such topic
     return log
-
-

@@ -8,6 +8,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from image.image import MetadataImage
+from image.uuids import MIGRATING
+from metadata.log import LogRecord
 from tests.logbuilder import (
     Body,
     LogBuilder,
@@ -35,8 +37,6 @@ from tests.logbuilder import (
     unregister_broker,
     uuid,
 )
-from image.uuids import MIGRATING
-from metadata.log import LogRecord
 
 TOPIC_IDS = [uuid(0x100 + i) for i in range(3)]
 NAMES = ["a", "b", "c"]
@@ -234,5 +234,3 @@ def snapshot_bodies(image: MetadataImage) -> list[Body]:
             )
         )
     return out
-
-

@@ -9,8 +9,14 @@ from hypothesis import strategies as st
 from metadata.codec.primitives import uuid_to_str
 from metadata.schema import FieldSpec, MessageSpec
 
-_INTS = {"int8": (-128, 127), "int16": (-32768, 32767), "uint16": (0, 65535), "int32": (-2**31, 2**31 - 1),
-         "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1)}
+_INTS = {
+    "int8": (-128, 127),
+    "int16": (-32768, 32767),
+    "uint16": (0, 65535),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
 
 
 def _primitive(type_: str) -> st.SearchStrategy:
@@ -42,11 +48,16 @@ def struct_value(fields: tuple[FieldSpec, ...], version: int) -> st.SearchStrate
     """A dict in the JSON-converter shape: regular fields always, tagged ones only when not default."""
     present = [f for f in fields if version in f.versions]
     required = {f.json_name: field_value(f, version) for f in present if version not in f.tagged}
-    optional = {f.json_name: field_value(f, version).filter(lambda v, f=f: v != f.default_value() if v is not None
-                                                             else f.default_value() is not None)
-                for f in present if version in f.tagged}
+    optional = {
+        f.json_name: field_value(f, version).filter(
+            lambda v, f=f: v != f.default_value() if v is not None else f.default_value() is not None
+        )
+        for f in present
+        if version in f.tagged
+    }
     return st.fixed_dictionaries(required, optional=optional).map(
-        lambda d: {f.json_name: d[f.json_name] for f in present if f.json_name in d})
+        lambda d: {f.json_name: d[f.json_name] for f in present if f.json_name in d}
+    )
 
 
 def body(spec: MessageSpec, version: int) -> st.SearchStrategy:

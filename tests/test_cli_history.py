@@ -22,10 +22,21 @@ REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_meta
 
 
 def test_history_partition_json_is_the_library_history():
-    doc = ok_json("history", "partition", "--log", REASSIGN, "--topic", "r1", "--partition", "1",
-                  "--from-offset", 60, "--to-offset", 150)
-    window = load(log_source(REASSIGN), Window(from_offset=60, to_offset=150),
-                                           Selection(topic="r1", partition=1))
+    doc = ok_json(
+        "history",
+        "partition",
+        "--log",
+        REASSIGN,
+        "--topic",
+        "r1",
+        "--partition",
+        "1",
+        "--from-offset",
+        60,
+        "--to-offset",
+        150,
+    )
+    window = load(log_source(REASSIGN), Window(from_offset=60, to_offset=150), Selection(topic="r1", partition=1))
     assert doc == partition_history(window, "r1", 1).model_dump(mode="json")
     assert [v["fromOffset"] for v in doc["versions"]] == [44, 68, 120, 130, 138, 143]
     assert doc["versions"][1]["events"] == ["leader 3→1 (election)", "ISR −3 → [1]"]
@@ -52,14 +63,25 @@ def test_timeline_points_are_the_reference_images():
         gauges = image_gauges(replay_to(records, p["offset"]).to_json()).model_dump()
         assert {k: p[k] for k in gauges} == gauges
     assert sum(p["recordsByType"].get("PARTITION_CHANGE_RECORD", 0) for p in points) == sum(
-        1 for r in records if 40 <= r.offset <= 160 and r.type == "PARTITION_CHANGE_RECORD")
+        1 for r in records if 40 <= r.offset <= 160 and r.type == "PARTITION_CHANGE_RECORD"
+    )
 
 
 def test_timeline_by_time_and_per_change():
-    every = ok_json("timeline", "--log", REASSIGN, "--every", "10s", "--from-time", "2026-11-22T08:40:10Z",
-                    "--to-time", "2026-11-22T08:41:00Z")["points"]
-    assert [p["time"] for p in every] == [f"2026-11-22T08:{m:02d}:{s:02d}.000Z"
-                                          for m, s in ((40, 10), (40, 20), (40, 30), (40, 40), (40, 50), (41, 0))]
+    every = ok_json(
+        "timeline",
+        "--log",
+        REASSIGN,
+        "--every",
+        "10s",
+        "--from-time",
+        "2026-11-22T08:40:10Z",
+        "--to-time",
+        "2026-11-22T08:41:00Z",
+    )["points"]
+    assert [p["time"] for p in every] == [
+        f"2026-11-22T08:{m:02d}:{s:02d}.000Z" for m, s in ((40, 10), (40, 20), (40, 30), (40, 40), (40, 50), (41, 0))
+    ]
     changes = ok_json("timeline", "--log", REASSIGN)["points"]
     assert len(changes) > len(every) and changes[-1]["offset"] == 195
 
@@ -76,14 +98,22 @@ def test_timeline_csv_and_table():
     assert table.exit_code == 0 and "timeline, offsets 0 … 195 (3 points)" in table.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (("timeline", "--log", REASSIGN, "--every", "fast"), "--every 'fast': expected a positive duration"),
-    (("timeline", "--log", REASSIGN, "--points", 3, "--every", "1m"), "give --points or --every, not both"),
-    (("timeline", "--log", REASSIGN, "--from-offset", 1, "--from-time", "2026-11-22T08:40:10Z"),
-     "give --from-offset or --from-time, not both"),
-    (("timeline", "--log", REASSIGN, "--to-time", "2020-01-01T00:00:00Z"), "--to-time 2020-01-01T00:00:00.000Z: no"),
-    (("history", "broker", "--log", "/nonexistent/log", "--broker", 1), "/nonexistent/log: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("timeline", "--log", REASSIGN, "--every", "fast"), "--every 'fast': expected a positive duration"),
+        (("timeline", "--log", REASSIGN, "--points", 3, "--every", "1m"), "give --points or --every, not both"),
+        (
+            ("timeline", "--log", REASSIGN, "--from-offset", 1, "--from-time", "2026-11-22T08:40:10Z"),
+            "give --from-offset or --from-time, not both",
+        ),
+        (
+            ("timeline", "--log", REASSIGN, "--to-time", "2020-01-01T00:00:00Z"),
+            "--to-time 2020-01-01T00:00:00.000Z: no",
+        ),
+        (("history", "broker", "--log", "/nonexistent/log", "--broker", 1), "/nonexistent/log: no such file"),
+    ],
+)
 def test_bad_input_is_one_clear_line(args, message):
     res = run(*args)
     assert res.exit_code == 1

@@ -15,10 +15,10 @@ from typer.testing import CliRunner, Result
 import cli.main  # noqa: F401 — registers every command
 from cli.app import app
 from cli.render import iso_time
-from image.replay import replay_to
-from image.summary import image_summary
 from generator import generate
 from image.ingest import ingest
+from image.replay import replay_to
+from image.summary import image_summary
 from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
@@ -75,8 +75,12 @@ def fails(*args: Any) -> str:
 def saved(log) -> dict[str, Any]:
     """``replay --json --save`` at the middle offset and at the end."""
     mid, end = log.root / "image-mid", log.root / "image-end"
-    return {"mid": ok_json("replay", "--lake", log.lake, "--at-offset", log.mid, "--save", mid),
-            "end": ok_json("replay", "--lake", log.lake, "--save", end), "mid_dir": mid, "end_dir": end}
+    return {
+        "mid": ok_json("replay", "--lake", log.lake, "--at-offset", log.mid, "--save", mid),
+        "end": ok_json("replay", "--lake", log.lake, "--save", end),
+        "mid_dir": mid,
+        "end_dir": end,
+    }
 
 
 def test_replay_json_equals_reference_engine(log, saved):
@@ -104,7 +108,8 @@ def test_replay_at_time_summary(log):
     assert cell("metadata.version") == str(image["features"]["metadata.version"])
     assert cell("leaderless partitions") == str(sum(p["leader"] == -1 for p in image["partitions"]))
     assert cell("under-replicated partitions") == str(
-        sum(len(p["isr"]) < len(p["replicas"]) for p in image["partitions"]))
+        sum(len(p["isr"]) < len(p["replicas"]) for p in image["partitions"])
+    )
     fenced = ", ".join(str(b["brokerId"]) for b in image["brokers"] if b["fenced"]) or "none"
     assert cell("fenced brokers") == fenced.split(" ")[0]
     for part in ("topics", "partitions", "brokers", "configs"):
@@ -115,17 +120,27 @@ def test_summary_on_spark_equals_the_summary_of_the_image_json(spark, log):
     """The summary of an image's frames on Spark (one job) against :func:`image_summary` of the reference
     engine's image JSON, at the empty image, the middle and the end."""
     from image.spark.source import SparkSource
+
     source = SparkSource(Lake(log.lake, spark))
     for offset in (-1, log.mid, log.last):
         assert source.image_frames(offset).summary() == image_summary(log.image(offset)), offset
 
 
-READS = [("log-info",), ("dump", "--from-offset", 10, "--to-offset", 60, "--control"),
-         ("dump", "--type", "TOPIC_RECORD", "--type", "LEADER_CHANGE"), ("replay", "--at-offset", 40),
-         ("show", "partitions", "--at-offset", 50), ("diff", "--from-offset", 20), ("changes", "--from-offset", 20),
-         ("changes", "--from-offset", 20, "--broker", 1), ("apply", "--broker", 1, "--from-offset", 20),
-         ("leader-and-isr", "--from-offset", 20), ("history", "partition", "--topic", "shipments-0001", "--partition", 0),
-         ("history", "broker", "--broker", 1), ("timeline", "--points", 5)]
+READS = [
+    ("log-info",),
+    ("dump", "--from-offset", 10, "--to-offset", 60, "--control"),
+    ("dump", "--type", "TOPIC_RECORD", "--type", "LEADER_CHANGE"),
+    ("replay", "--at-offset", 40),
+    ("show", "partitions", "--at-offset", 50),
+    ("diff", "--from-offset", 20),
+    ("changes", "--from-offset", 20),
+    ("changes", "--from-offset", 20, "--broker", 1),
+    ("apply", "--broker", 1, "--from-offset", 20),
+    ("leader-and-isr", "--from-offset", 20),
+    ("history", "partition", "--topic", "shipments-0001", "--partition", 0),
+    ("history", "broker", "--broker", 1),
+    ("timeline", "--points", 5),
+]
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(map(str, c)))
@@ -166,9 +181,14 @@ def test_human_output_lists_first_rows_with_iso_times(log):
 def test_show_partitions_by_topic_and_broker(log):
     image = log.image()
     partitions = image["partitions"]
-    choices = [(t, b["brokerId"]) for t in sorted({p["topic"] for p in partitions}) for b in image["brokers"]
-               if 0 < sum(p["topic"] == t and b["brokerId"] in p["replicas"] for p in partitions)
-               < sum(p["topic"] == t for p in partitions)]
+    choices = [
+        (t, b["brokerId"])
+        for t in sorted({p["topic"] for p in partitions})
+        for b in image["brokers"]
+        if 0
+        < sum(p["topic"] == t and b["brokerId"] in p["replicas"] for p in partitions)
+        < sum(p["topic"] == t for p in partitions)
+    ]
     topic, broker = choices[0]
     rows = ok_json("show", "partitions", "--lake", log.lake, "--topic", topic, "--broker", broker)
     assert rows == [p for p in partitions if p["topic"] == topic and broker in p["replicas"]]
@@ -221,14 +241,16 @@ def test_commands_on_a_real_kafka_log_agree_across_engines(spark, tmp_path) -> N
     image = ok_json("replay", "--lake", lake, "--at-offset", mid, "--engine", "reference")
     assert ok_json("replay", "--lake", lake, "--at-offset", mid) == image
     assert ok_json("--reader", "spark", "replay", "--lake", lake, "--at-offset", mid) == image
-    assert ok_json("show", "partitions", "--lake", lake, "--at-offset", mid, "--engine", "reference") \
+    assert (
+        ok_json("show", "partitions", "--lake", lake, "--at-offset", mid, "--engine", "reference")
         == image["partitions"]
+    )
     diff = ok_json("diff", "--lake", lake, "--from-offset", mid, "--to-offset", last)
     assert diff["summary"]["partitions"]["changed"] > 0  # the reassignment moved replicas
     assert ok_json("replay", "--lake", lake) == ok_json("replay", "--lake", lake, "--engine", "reference")
 
 
-NO_JVM_SIDE = r'''
+NO_JVM_SIDE = r"""
 import json, sys
 from typer.testing import CliRunner
 from cli.main import app
@@ -239,7 +261,7 @@ for args in commands:
     res = runner.invoke(app, args)
     out.append({"code": res.exit_code, "stdout": res.stdout, "stderr": res.stderr})
 print(json.dumps(out))
-'''
+"""
 
 
 def test_every_read_command_runs_without_java(log, tmp_path):
@@ -248,19 +270,24 @@ def test_every_read_command_runs_without_java(log, tmp_path):
     import os
     import subprocess
     import sys
+
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("python3", "python"):  # only the interpreter on PATH: no java, no javac
         (bin_dir / tool).symlink_to(sys.executable)
-    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE",
-                                                              "KRAFT_REPLAY_MASTER", "KRAFT_REPLAY_READER")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE", "KRAFT_REPLAY_MASTER", "KRAFT_REPLAY_READER")
+    }
     env["PATH"] = str(bin_dir)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     log_dir = str(log.root / "gen" / "__cluster_metadata-0")
     commands = [[*map(str, c), "--lake", log.lake, "--json"] for c in READS]
     commands += [[*map(str, c), "--log", log_dir, "--json"] for c in READS if c[0] in ("replay", "diff", "changes")]
-    proc = subprocess.run([sys.executable, "-c", NO_JVM_SIDE, json.dumps(commands)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_JVM_SIDE, json.dumps(commands)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.splitlines()[-1])
     for args, result in zip(commands, results):

@@ -10,13 +10,19 @@ from metadata.codec.batch import Record, RecordBatch, decode_batch, encode_batch
 from metadata.codec.compression import CODECS, compress, decompress, xxhash32
 from metadata.codec.message import decode_body, encode_body, json_text
 from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint, varlong
-from metadata.codec.records import (decode_control_record, decode_metadata_value, encode_control_record,
-                                    encode_metadata_value)
+from metadata.codec.records import (
+    decode_control_record,
+    decode_metadata_value,
+    encode_control_record,
+    encode_metadata_value,
+)
 from metadata.errors import CorruptBatchError, DecodeError, UnknownRecordError
 from metadata.schema import control_specs, metadata_specs
 from tests.recordgen import body
 
-SPEC_VERSIONS = [(s, v) for s in metadata_specs().values() for v in range(s.valid_versions.low, s.valid_versions.high + 1)]
+SPEC_VERSIONS = [
+    (s, v) for s in metadata_specs().values() for v in range(s.valid_versions.low, s.valid_versions.high + 1)
+]
 
 
 @pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
@@ -45,8 +51,8 @@ def _outcome(decode, raw: bytes) -> tuple:
 def test_json_reader_writes_the_dict_readers_json_also_for_damaged_bodies(spec, version, data):
     """The generated JSON reader: the same text as ``json_text`` of the dict, the same errors."""
     raw = encode_metadata_value(spec.type_name, version, data.draw(body(spec, version)))
-    unknown_tag = raw[:-1] + bytes.fromhex("01" "7f" "02" "abcd")  # an unknown tagged field on the top struct
-    cuts = [raw[:data.draw(st.integers(0, len(raw)))] for _ in range(3)]
+    unknown_tag = raw[:-1] + bytes.fromhex("017f02abcd")  # an unknown tagged field on the top struct
+    cuts = [raw[: data.draw(st.integers(0, len(raw)))] for _ in range(3)]
     flipped = bytearray(raw)
     flipped[data.draw(st.integers(0, len(raw) - 1))] ^= 1 << data.draw(st.integers(0, 7))
     for damaged in (unknown_tag, *cuts, bytes(flipped)):
@@ -80,12 +86,18 @@ def test_worked_example_topic_record_batch():
 
 def test_worked_example_partition_change_tagged_fields():
     """docs/log-format.md, "Worked examples": tags written in ascending order, defaults omitted."""
-    raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw",
-                                                               "isr": [1, 2], "leader": 1})
-    assert raw.hex() == ("010500" "00000000" "7fada9b721134e37adf122f965e4448b" "02"
-                         "0009030000000100000002" "010400000001")
-    assert decode_metadata_value(raw)[2] == {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw",
-                                             "isr": [1, 2], "leader": 1}
+    raw = encode_metadata_value(
+        "PARTITION_CHANGE_RECORD",
+        0,
+        {"partitionId": 0, "topicId": "f62ptyETTjet8SL5ZeREiw", "isr": [1, 2], "leader": 1},
+    )
+    assert raw.hex() == ("010500000000007fada9b721134e37adf122f965e4448b020009030000000100000002010400000001")
+    assert decode_metadata_value(raw)[2] == {
+        "partitionId": 0,
+        "topicId": "f62ptyETTjet8SL5ZeREiw",
+        "isr": [1, 2],
+        "leader": 1,
+    }
 
 
 def test_empty_list_is_not_null_in_tagged_fields():
@@ -95,10 +107,22 @@ def test_empty_list_is_not_null_in_tagged_fields():
         assert decode_metadata_value(encode_metadata_value(spec.type_name, 0, data))[2] == data
 
 
-@pytest.mark.parametrize("n,signed,unsigned", [(0, "00", "00"), (-1, "01", None), (1, "02", "01"), (-2, "03", None),
-                                               (63, "7e", None), (-64, "7f", None), (64, "8001", None),
-                                               (300, "d804", "ac02"), (127, None, "7f"), (128, None, "8001"),
-                                               (16384, None, "808001")])
+@pytest.mark.parametrize(
+    "n,signed,unsigned",
+    [
+        (0, "00", "00"),
+        (-1, "01", None),
+        (1, "02", "01"),
+        (-2, "03", None),
+        (63, "7e", None),
+        (-64, "7f", None),
+        (64, "8001", None),
+        (300, "d804", "ac02"),
+        (127, None, "7f"),
+        (128, None, "8001"),
+        (16384, None, "808001"),
+    ],
+)
 def test_varint_examples(n, signed, unsigned):
     if signed:
         assert varint(n).hex() == signed and read_varint(bytes.fromhex(signed), 0) == (n, len(signed) // 2)
@@ -112,17 +136,23 @@ def test_varint_too_long_is_an_error():
         read_uvarint(bytes.fromhex("ffffffffff01"), 0)
 
 
-@given(st.integers(-2**63, 2**63 - 1))
+@given(st.integers(-(2**63), 2**63 - 1))
 def test_varlong_round_trip(n):
     assert read_varlong(varlong(n), 0) == (n, len(varlong(n)))
 
 
 def _sample_batch(compression: str) -> bytes:
     values = [encode_metadata_value("NO_OP_RECORD", 0, {})] + [
-        encode_metadata_value("CONFIG_RECORD", 0, {"resourceType": 2, "resourceName": f"t{i}", "name": "retention.ms",
-                                                   "value": str(i) * 40}) for i in range(400)]
-    return encode_batch(10, [(None, v) for v in values], leader_epoch=3, timestamp=1_700_000_000_000,
-                        compression=compression)
+        encode_metadata_value(
+            "CONFIG_RECORD",
+            0,
+            {"resourceType": 2, "resourceName": f"t{i}", "name": "retention.ms", "value": str(i) * 40},
+        )
+        for i in range(400)
+    ]
+    return encode_batch(
+        10, [(None, v) for v in values], leader_epoch=3, timestamp=1_700_000_000_000, compression=compression
+    )
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -141,13 +171,15 @@ def test_lz4_frame_interoperates_with_reference_library():
     lz4_frame = pytest.importorskip("lz4.frame")
     data = bytes(range(256)) * 600
     assert lz4_frame.decompress(compress(3, data)) == data
-    theirs = lz4_frame.compress(data, block_linked=False, block_size=lz4_frame.BLOCKSIZE_MAX64KB,
-                                content_checksum=True, block_checksum=True)
+    theirs = lz4_frame.compress(
+        data, block_linked=False, block_size=lz4_frame.BLOCKSIZE_MAX64KB, content_checksum=True, block_checksum=True
+    )
     assert decompress(3, theirs) == data
 
 
 def test_xerial_snappy_framing_and_raw_block():
     import cramjam
+
     data = b"kraft" * 20000
     framed = compress(2, data)
     assert framed.startswith(b"\x82SNAPPY\x00") and decompress(2, framed) == data
@@ -176,10 +208,22 @@ def test_garbage_after_body_and_bad_tag_are_errors():
     with pytest.raises(DecodeError, match="garbage"):
         decode_metadata_value(raw + b"\x00")
     spec = metadata_specs()[3]  # PartitionRecord: tag 1 (ELR) is not valid in v0
-    v0 = encode_body(spec, 0, {"partitionId": 0, "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA", "replicas": [1], "isr": [1],
-                               "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderEpoch": 0,
-                               "partitionEpoch": 0})
-    bad = v0[:-1] + bytes.fromhex("01" "01" "01" "01")  # 1 tagged field: tag 1 (ELR), size 1, empty array
+    v0 = encode_body(
+        spec,
+        0,
+        {
+            "partitionId": 0,
+            "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA",
+            "replicas": [1],
+            "isr": [1],
+            "removingReplicas": [],
+            "addingReplicas": [],
+            "leader": 1,
+            "leaderEpoch": 0,
+            "partitionEpoch": 0,
+        },
+    )
+    bad = v0[:-1] + bytes.fromhex("01010101")  # 1 tagged field: tag 1 (ELR), size 1, empty array
     with pytest.raises(DecodeError, match="Tag 1 is not valid for version 0"):
         decode_body(spec, 0, bad)
 
@@ -187,16 +231,25 @@ def test_garbage_after_body_and_bad_tag_are_errors():
 def test_unknown_tagged_fields_are_kept_and_reencoded():
     spec = metadata_specs()[2]
     raw = encode_body(spec, 0, {"name": "x", "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"})
-    with_tag = raw[:-1] + bytes.fromhex("01" "09" "02" "abcd")
+    with_tag = raw[:-1] + bytes.fromhex("010902abcd")
     data = decode_body(spec, 0, with_tag)
     assert data["_unknownTaggedFields"] == [{"tag": 9, "data": "q80="}]
     assert encode_body(spec, 0, data) == with_tag
 
 
 def test_record_with_headers_and_key_round_trips():
-    batch = RecordBatch(0, 0, 0x10, 1, 5, 6, 77, 1, 0,
-                        [Record(0, b"v", key=b"k", headers=[("h", b"x"), ("n", None)], timestamp_delta=1),
-                         Record(1, None)])
+    batch = RecordBatch(
+        0,
+        0,
+        0x10,
+        1,
+        5,
+        6,
+        77,
+        1,
+        0,
+        [Record(0, b"v", key=b"k", headers=[("h", b"x"), ("n", None)], timestamp_delta=1), Record(1, None)],
+    )
     raw = encode_record_batch(batch)
     assert decode_batch(raw)[0].records == batch.records
     assert decode_batch(raw)[0].is_transactional

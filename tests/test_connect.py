@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from image.replay import replay_to
 from generator import generate
+from image.replay import replay_to
 from metadata.lake import Lake
 from metadata.readers import read_log
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CONNECT_SIDE = r'''
+CONNECT_SIDE = r"""
 import json, sys
 from pathlib import Path
 from typer.testing import CliRunner
@@ -76,7 +76,7 @@ except RuntimeError:
 LakeTransaction.commit = commit
 out["first_rerun_added"] = ingest([str(segments[0])], torn + "-first", progress=False).records_added
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +90,23 @@ def connect(tmp_path_factory) -> dict[str, Any]:
     env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
     # relative paths (the server's Python workers do not run in the client's working directory) and a lake
     # path that is not a plain name (table versions come from a glob under Connect)
-    proc = subprocess.run([sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn",
-                           str(mid), str(late)],
-                          env=env, capture_output=True, text=True, cwd=root, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn", str(mid), str(late)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return {"out": json.loads(proc.stdout.splitlines()[-1]), "records": records, "mid": mid, "late": late, "root": root,
-            "segments": sorted(log_dir.glob("*.log"))}
+    return {
+        "out": json.loads(proc.stdout.splitlines()[-1]),
+        "records": records,
+        "mid": mid,
+        "late": late,
+        "root": root,
+        "segments": sorted(log_dir.glob("*.log")),
+    }
 
 
 def test_the_session_is_a_connect_session(connect):

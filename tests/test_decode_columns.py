@@ -19,12 +19,13 @@ from metadata.columns import DECODED_SCHEMA, decode_to_arrow
 from metadata.readers import InputFile, InputKind, NoOpRun, ReadOptions, iter_segment_items
 
 NOOP = readers.NOOP_VALUE
-TOPIC = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t\u00e9\"x", "topicId": "f62ptyETTjet8SL5ZeREiw"})
+TOPIC = encode_metadata_value("TOPIC_RECORD", 0, {"name": 't\u00e9"x', "topicId": "f62ptyETTjet8SL5ZeREiw"})
 
 
 def _noops(first: int, count: int, epoch: int = 3, t0: int = 1_700_000_000_000) -> bytes:
-    return b"".join(encode_batch(first + i, [(None, NOOP)], leader_epoch=epoch, timestamp=t0 + 500 * i)
-                    for i in range(count))
+    return b"".join(
+        encode_batch(first + i, [(None, NOOP)], leader_epoch=epoch, timestamp=t0 + 500 * i) for i in range(count)
+    )
 
 
 def _decode(tmp_path, buf: bytes, options: ReadOptions, vectorised: bool, monkeypatch) -> tuple[pa.Table, list]:
@@ -39,8 +40,9 @@ def _decode(tmp_path, buf: bytes, options: ReadOptions, vectorised: bool, monkey
     return table, [str(i) for i in issues]
 
 
-def _same_as_per_batch(tmp_path, monkeypatch, buf: bytes, options: ReadOptions | None = None
-                       ) -> tuple[pa.Table, list[str]]:
+def _same_as_per_batch(
+    tmp_path, monkeypatch, buf: bytes, options: ReadOptions | None = None
+) -> tuple[pa.Table, list[str]]:
     options = options or ReadOptions()
     fast, fast_issues = _decode(tmp_path, buf, options, True, monkeypatch)
     slow, slow_issues = _decode(tmp_path, buf, options, False, monkeypatch)
@@ -113,7 +115,7 @@ def test_corrupt_batch_in_a_run_is_caught_with_the_per_batch_message(tmp_path, m
 def test_torn_tail_garbage_and_zero_tail_after_a_run(tmp_path, monkeypatch):
     buf = _noops(0, 200)
     size = len(buf) // 200
-    for damaged in (buf[:-30], buf + bytes(5000), buf[:100 * size] + b"garbage!" + buf[100 * size:]):
+    for damaged in (buf[:-30], buf + bytes(5000), buf[: 100 * size] + b"garbage!" + buf[100 * size :]):
         for options in (ReadOptions(), ReadOptions(allow_gaps=True)):
             _same_as_per_batch(tmp_path, monkeypatch, damaged, options)
 
@@ -142,11 +144,13 @@ def test_snapshot_starting_with_a_noop_run_is_rejected_at_its_first_batch(tmp_pa
 def test_repeated_and_unknown_tags_give_the_dicts_json():
     from metadata.codec.message import json_text
     from metadata.codec.records import decode_metadata_value
-    raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"})
-    def leader(n: int) -> bytes:  # tag 1, 4 bytes
-        return bytes.fromhex("01" "04") + n.to_bytes(4, "big", signed=True)
 
-    for tags in ([leader(3), leader(-1)], [leader(-1), leader(3)], [leader(3), bytes.fromhex("1e" "01" "ff")]):
+    raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"})
+
+    def leader(n: int) -> bytes:  # tag 1, 4 bytes
+        return bytes.fromhex("0104") + n.to_bytes(4, "big", signed=True)
+
+    for tags in ([leader(3), leader(-1)], [leader(-1), leader(3)], [leader(3), bytes.fromhex("1e01ff")]):
         body = raw[:-1] + bytes((len(tags),)) + b"".join(tags)
         data = decode_metadata_value(body)[2]
         assert decode_metadata_value(body, json_payload=True)[2] == json_text(data)
@@ -160,17 +164,29 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
     import pyarrow.dataset as ds
 
     from metadata import staging
+
     monkeypatch.setattr(staging, "ROW_GROUP", 50)  # several chunks and row groups per type
     segment = Path(__file__).resolve().parent.parent / "data" / "sample" / "__cluster_metadata-0"
     f = readers.discover(sorted(segment.glob("*.log"))[0])[0]
     expected = pa.Table.from_batches(list(decode_to_arrow(f, ReadOptions(), [])), schema=DECODED_SCHEMA)
-    task = pa.RecordBatch.from_pylist([{"task": 3, "file": f.model_dump_json(), "start": 0, "end": None,
-                                        "options": ReadOptions().model_dump_json(), "staging": str(tmp_path)}])
+    task = pa.RecordBatch.from_pylist(
+        [
+            {
+                "task": 3,
+                "file": f.model_dump_json(),
+                "start": 0,
+                "end": None,
+                "options": ReadOptions().model_dump_json(),
+                "staging": str(tmp_path),
+            }
+        ]
+    )
     for _ in range(2):
         summary = pa.Table.from_batches(list(staging.stage_tasks(iter([task])))).to_pylist()
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet"))
-    assert files == sorted({f"type={t or staging.NULL_PARTITION}/part-00003.parquet"
-                            for t in expected.column("type").to_pylist()})
+    assert files == sorted(
+        {f"type={t or staging.NULL_PARTITION}/part-00003.parquet" for t in expected.column("type").to_pylist()}
+    )
     staged = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     staged = staged.set_column(staged.schema.get_field_index("type"), "type", staged.column("type").cast(pa.string()))
     assert staged.num_rows == expected.num_rows
@@ -180,23 +196,37 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
         assert offsets.column("offset").to_pylist() == sorted(offsets.column("offset").to_pylist())
     assert sum(r["n"] for r in summary) == expected.num_rows and not any(r["issue"] for r in summary)
     for r in summary:
-        rows = expected.filter(pc.equal(expected.column("type"), r["type"]) if r["type"]
-                               else pc.is_null(expected.column("type")))
+        rows = expected.filter(
+            pc.equal(expected.column("type"), r["type"]) if r["type"] else pc.is_null(expected.column("type"))
+        )
         rows = rows.filter(pc.equal(rows.column("is_control"), r["is_control"]))
-        assert (r["n"], r["lo"], r["hi"]) == (rows.num_rows, pc.min(rows.column("offset")).as_py(),
-                                              pc.max(rows.column("offset")).as_py())
+        assert (r["n"], r["lo"], r["hi"]) == (
+            rows.num_rows,
+            pc.min(rows.column("offset")).as_py(),
+            pc.max(rows.column("offset")).as_py(),
+        )
 
 
 def test_a_staging_directory_that_cannot_be_written_is_one_fatal_issue(tmp_path):
     """A task that cannot write its staging reports it (naming the directory) instead of dying."""
     from metadata import staging
+
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     segment = Path(__file__).resolve().parent.parent / "data" / "sample" / "__cluster_metadata-0"
     f = readers.discover(sorted(segment.glob("*.log"))[0])[0]
-    task = pa.RecordBatch.from_pylist([{"task": 0, "file": f.model_dump_json(), "start": 0, "end": None,
-                                        "options": ReadOptions().model_dump_json(),
-                                        "staging": str(blocker / "run")}])
+    task = pa.RecordBatch.from_pylist(
+        [
+            {
+                "task": 0,
+                "file": f.model_dump_json(),
+                "start": 0,
+                "end": None,
+                "options": ReadOptions().model_dump_json(),
+                "staging": str(blocker / "run"),
+            }
+        ]
+    )
     summary = pa.Table.from_batches(list(staging.stage_tasks(iter([task])))).to_pylist()
     fatal = [r["issue"] for r in summary if r["issue_severity"] == "fatal"]
     assert len(fatal) == 1 and fatal[0].startswith(f"{blocker / 'run'}: cannot stage: ")

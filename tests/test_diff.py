@@ -7,28 +7,52 @@ from typing import Any
 
 import pytest
 
+from generator import generate
 from image.diff import diff_rows
 from image.frames import ImageFrames
 from image.parts import json_rows
 from image.replay import replay_to
-from generator import generate
 from metadata.readers import read_log
-
 
 
 def _image(offset: int, **parts: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "offset": offset, "epoch": 3, "timestamp": 1_700_000_000_000 + offset, "topics": [], "partitions": [],
-        "brokers": [], "controllers": [], "configs": [], "features": {"metadata.version": 21},
-        "producerIds": {"nextProducerId": -1}, "clientQuotas": [], "acls": [], "scram": [], "delegationTokens": []}
+        "offset": offset,
+        "epoch": 3,
+        "timestamp": 1_700_000_000_000 + offset,
+        "topics": [],
+        "partitions": [],
+        "brokers": [],
+        "controllers": [],
+        "configs": [],
+        "features": {"metadata.version": 21},
+        "producerIds": {"nextProducerId": -1},
+        "clientQuotas": [],
+        "acls": [],
+        "scram": [],
+        "delegationTokens": [],
+    }
     doc.update(parts)
     return doc
 
 
 def _partition(topic: str, topic_id: str, pid: int, **fields: Any) -> dict[str, Any]:
-    row = {"topic": topic, "topicId": topic_id, "partitionId": pid, "replicas": [1, 2, 3], "isr": [1, 2, 3],
-           "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 3,
-           "partitionEpoch": 5, "directories": ["d1", "d2", "d3"], "eligibleLeaderReplicas": [], "lastKnownElr": []}
+    row = {
+        "topic": topic,
+        "topicId": topic_id,
+        "partitionId": pid,
+        "replicas": [1, 2, 3],
+        "isr": [1, 2, 3],
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": 1,
+        "leaderRecoveryState": 0,
+        "leaderEpoch": 3,
+        "partitionEpoch": 5,
+        "directories": ["d1", "d2", "d3"],
+        "eligibleLeaderReplicas": [],
+        "lastKnownElr": [],
+    }
     return {**row, **fields}
 
 
@@ -37,11 +61,18 @@ def _endpoint(name: str, port: int, protocol: int | None = 0) -> dict[str, Any]:
 
 
 def _broker(broker_id: int, **fields: Any) -> dict[str, Any]:
-    row = {"brokerId": broker_id, "brokerEpoch": 10, "incarnationId": f"inc-{broker_id}", "fenced": False,
-           "inControlledShutdown": False, "isMigratingZkBroker": False, "rack": None,
-           "endPoints": [_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 9092)],
-           "features": [{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 25}],
-           "logDirs": ["dir-a"]}
+    row = {
+        "brokerId": broker_id,
+        "brokerEpoch": 10,
+        "incarnationId": f"inc-{broker_id}",
+        "fenced": False,
+        "inControlledShutdown": False,
+        "isMigratingZkBroker": False,
+        "rack": None,
+        "endPoints": [_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 9092)],
+        "features": [{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 25}],
+        "logDirs": ["dir-a"],
+    }
     return {**row, **fields}
 
 
@@ -50,26 +81,60 @@ def _config(rtype: str, rname: str, name: str, value: str) -> dict[str, Any]:
 
 
 def _scram(iterations: int) -> dict[str, Any]:
-    return {"mechanism": "SCRAM-SHA-256", "name": "alice", "salt": "c2FsdA==", "storedKey": "c3Q=",
-            "serverKey": "c2U=", "iterations": iterations}
+    return {
+        "mechanism": "SCRAM-SHA-256",
+        "name": "alice",
+        "salt": "c2FsdA==",
+        "storedKey": "c3Q=",
+        "serverKey": "c2U=",
+        "iterations": iterations,
+    }
 
 
-ACL = {"id": "acl-1", "resourceType": 2, "resourceName": "orders", "patternType": 3, "principal": "User:bob",
-       "host": "*", "operation": 3, "permissionType": 3}
-TOKEN = {"tokenId": "tok-1", "owner": "User:alice", "requester": "User:alice", "renewers": ["User:bob"],
-         "issueTimestamp": 1, "maxTimestamp": 3, "expirationTimestamp": 2}
+ACL = {
+    "id": "acl-1",
+    "resourceType": 2,
+    "resourceName": "orders",
+    "patternType": 3,
+    "principal": "User:bob",
+    "host": "*",
+    "operation": 3,
+    "permissionType": 3,
+}
+TOKEN = {
+    "tokenId": "tok-1",
+    "owner": "User:alice",
+    "requester": "User:alice",
+    "renewers": ["User:bob"],
+    "issueTimestamp": 1,
+    "maxTimestamp": 3,
+    "expirationTimestamp": 2,
+}
 
 BEFORE = _image(
     10,
-    topics=[{"name": "gone", "topicId": "G1"}, {"name": "old", "topicId": "O"}, {"name": "orders", "topicId": "A"},
-            {"name": "payments", "topicId": "P"}],
-    partitions=[_partition("gone", "G1", 0), _partition("old", "O", 0), _partition("orders", "A", 0),
-                _partition("orders", "A", 1), _partition("payments", "P", 0)],
+    topics=[
+        {"name": "gone", "topicId": "G1"},
+        {"name": "old", "topicId": "O"},
+        {"name": "orders", "topicId": "A"},
+        {"name": "payments", "topicId": "P"},
+    ],
+    partitions=[
+        _partition("gone", "G1", 0),
+        _partition("old", "O", 0),
+        _partition("orders", "A", 0),
+        _partition("orders", "A", 1),
+        _partition("payments", "P", 0),
+    ],
     brokers=[_broker(1), _broker(2, fenced=True), _broker(3), _broker(4), _broker(5), _broker(7)],
-    controllers=[{"controllerId": 3000, "incarnationId": "c", "zkMigrationReady": False, "endPoints": [],
-                  "features": []}],
-    configs=[_config("BROKER", "1", "x", "1"), _config("TOPIC", "orders", "cleanup.policy", "delete"),
-             _config("TOPIC", "orders", "retention.ms", "1000")],
+    controllers=[
+        {"controllerId": 3000, "incarnationId": "c", "zkMigrationReady": False, "endPoints": [], "features": []}
+    ],
+    configs=[
+        _config("BROKER", "1", "x", "1"),
+        _config("TOPIC", "orders", "cleanup.policy", "delete"),
+        _config("TOPIC", "orders", "retention.ms", "1000"),
+    ],
     features={"group.version": 1, "kraft.version": 0, "metadata.version": 21},
     producerIds={"nextProducerId": 1000},
     clientQuotas=[{"entity": {"user": None}, "key": "producer_byte_rate", "value": 1024.0}],
@@ -79,23 +144,45 @@ BEFORE = _image(
 
 AFTER = _image(
     20,
-    topics=[{"name": "gone", "topicId": "G2"}, {"name": "new", "topicId": "O"}, {"name": "orders", "topicId": "A"},
-            {"name": "payments", "topicId": "P"}],
-    partitions=[_partition("gone", "G2", 0), _partition("new", "O", 0),
-                _partition("orders", "A", 0, isr=[1, 2], partitionEpoch=6),
-                _partition("orders", "A", 1, replicas=[2, 1, 3], leader=2, leaderEpoch=4, partitionEpoch=6),
-                _partition("payments", "P", 0), _partition("payments", "P", 1)],
-    brokers=[_broker(1, rack="r1", endPoints=[_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 19092)]),
-             _broker(2), _broker(3, fenced=True), _broker(4, inControlledShutdown=True), _broker(6),
-             _broker(7, brokerEpoch=11, incarnationId="inc-7b",
-                     endPoints=[_endpoint("PLAINTEXT", 9092), _endpoint("EXTERNAL", 9093, None)])],
+    topics=[
+        {"name": "gone", "topicId": "G2"},
+        {"name": "new", "topicId": "O"},
+        {"name": "orders", "topicId": "A"},
+        {"name": "payments", "topicId": "P"},
+    ],
+    partitions=[
+        _partition("gone", "G2", 0),
+        _partition("new", "O", 0),
+        _partition("orders", "A", 0, isr=[1, 2], partitionEpoch=6),
+        _partition("orders", "A", 1, replicas=[2, 1, 3], leader=2, leaderEpoch=4, partitionEpoch=6),
+        _partition("payments", "P", 0),
+        _partition("payments", "P", 1),
+    ],
+    brokers=[
+        _broker(1, rack="r1", endPoints=[_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 19092)]),
+        _broker(2),
+        _broker(3, fenced=True),
+        _broker(4, inControlledShutdown=True),
+        _broker(6),
+        _broker(
+            7,
+            brokerEpoch=11,
+            incarnationId="inc-7b",
+            endPoints=[_endpoint("PLAINTEXT", 9092), _endpoint("EXTERNAL", 9093, None)],
+        ),
+    ],
     controllers=BEFORE["controllers"],
-    configs=[_config("BROKER", "1", "x", "1"), _config("TOPIC", "orders", "retention.ms", "2000"),
-             _config("TOPIC", "payments", "retention.ms", "1000")],
+    configs=[
+        _config("BROKER", "1", "x", "1"),
+        _config("TOPIC", "orders", "retention.ms", "2000"),
+        _config("TOPIC", "payments", "retention.ms", "1000"),
+    ],
     features={"kraft.version": 1, "metadata.version": 22, "transaction.version": 2},
     producerIds={"nextProducerId": 2000},
-    clientQuotas=[{"entity": {"client-id": None, "user": "alice"}, "key": "producer_byte_rate", "value": 10.0},
-                  {"entity": {"user": None}, "key": "producer_byte_rate", "value": 2048.0}],
+    clientQuotas=[
+        {"entity": {"client-id": None, "user": "alice"}, "key": "producer_byte_rate", "value": 10.0},
+        {"entity": {"user": None}, "key": "producer_byte_rate", "value": 2048.0},
+    ],
     scram=[_scram(8192)],
     delegationTokens=[TOKEN],
 )
@@ -104,13 +191,16 @@ AFTER = _image(
 @pytest.fixture(scope="module")
 def pair(spark):
     from image.spark.diff import diff_images
+
     return diff_images(ImageFrames.from_json(spark, BEFORE), ImageFrames.from_json(spark, AFTER))
 
 
 def python_doc(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The in-process diff of two image documents."""
+
     def provenance(doc: dict[str, Any]) -> dict[str, Any]:
         return {k: doc[k] for k in ("offset", "epoch", "timestamp")}
+
     return diff_rows(json_rows(before), json_rows(after), provenance(before), provenance(after))
 
 
@@ -160,8 +250,14 @@ def test_recreated_topic_is_delete_plus_create_and_rename_is_a_change(doc):
 
 def test_partition_changes_list_only_changed_fields(doc):
     isr_only, moved = doc["partitions"]["changed"]
-    assert isr_only == {"topicId": "A", "partitionId": 0, "topic": "orders", "fields": ["isr", "partitionEpoch"],
-                        "before": {"isr": [1, 2, 3], "partitionEpoch": 5}, "after": {"isr": [1, 2], "partitionEpoch": 6}}
+    assert isr_only == {
+        "topicId": "A",
+        "partitionId": 0,
+        "topic": "orders",
+        "fields": ["isr", "partitionEpoch"],
+        "before": {"isr": [1, 2, 3], "partitionEpoch": 5},
+        "after": {"isr": [1, 2], "partitionEpoch": 6},
+    }
     assert moved["partitionId"] == 1
     assert moved["fields"] == ["replicas", "leader", "leaderEpoch", "partitionEpoch"]  # replica order matters
     assert (moved["before"]["replicas"], moved["after"]["replicas"]) == ([1, 2, 3], [2, 1, 3])
@@ -180,20 +276,35 @@ def test_broker_changes(doc):
     assert changed[1]["after"]["endPoints"][0]["securityProtocol"] is None
     assert changed[2] == {"brokerId": 2, "fields": ["fenced"], "before": {"fenced": True}, "after": {"fenced": False}}
     assert changed[3] == {"brokerId": 3, "fields": ["fenced"], "before": {"fenced": False}, "after": {"fenced": True}}
-    assert changed[4] == {"brokerId": 4, "fields": ["inControlledShutdown"], "before": {"inControlledShutdown": False},
-                          "after": {"inControlledShutdown": True}}
+    assert changed[4] == {
+        "brokerId": 4,
+        "fields": ["inControlledShutdown"],
+        "before": {"inControlledShutdown": False},
+        "after": {"inControlledShutdown": True},
+    }
     # re-registration: epoch and incarnation; endpoints only listed in another order are no change
-    assert changed[7] == {"brokerId": 7, "fields": ["brokerEpoch", "incarnationId"],
-                          "before": {"brokerEpoch": 10, "incarnationId": "inc-7"},
-                          "after": {"brokerEpoch": 11, "incarnationId": "inc-7b"}}
+    assert changed[7] == {
+        "brokerId": 7,
+        "fields": ["brokerEpoch", "incarnationId"],
+        "before": {"brokerEpoch": 10, "incarnationId": "inc-7"},
+        "after": {"brokerEpoch": 11, "incarnationId": "inc-7b"},
+    }
 
 
 def test_config_set_changed_deleted(doc):
     assert doc["configs"] == {
         "added": [_config("TOPIC", "payments", "retention.ms", "1000")],
         "removed": [_config("TOPIC", "orders", "cleanup.policy", "delete")],
-        "changed": [{"resourceType": "TOPIC", "resourceName": "orders", "name": "retention.ms", "fields": ["value"],
-                     "before": {"value": "1000"}, "after": {"value": "2000"}}],
+        "changed": [
+            {
+                "resourceType": "TOPIC",
+                "resourceName": "orders",
+                "name": "retention.ms",
+                "fields": ["value"],
+                "before": {"value": "1000"},
+                "after": {"value": "2000"},
+            }
+        ],
     }
 
 
@@ -201,24 +312,39 @@ def test_feature_changes_and_removal(doc):
     assert doc["features"] == {
         "added": [{"name": "transaction.version", "level": 2}],
         "removed": [{"name": "group.version", "level": 1}],
-        "changed": [{"name": "kraft.version", "fields": ["level"], "before": {"level": 0}, "after": {"level": 1}},
-                    {"name": "metadata.version", "fields": ["level"], "before": {"level": 21},
-                     "after": {"level": 22}}],
+        "changed": [
+            {"name": "kraft.version", "fields": ["level"], "before": {"level": 0}, "after": {"level": 1}},
+            {"name": "metadata.version", "fields": ["level"], "before": {"level": 21}, "after": {"level": 22}},
+        ],
     }
 
 
 def test_other_parts(doc):
     assert doc["controllers"] == {"added": [], "removed": [], "changed": []}
-    assert doc["producerIds"]["changed"] == [{"fields": ["nextProducerId"], "before": {"nextProducerId": 1000},
-                                              "after": {"nextProducerId": 2000}}]
+    assert doc["producerIds"]["changed"] == [
+        {"fields": ["nextProducerId"], "before": {"nextProducerId": 1000}, "after": {"nextProducerId": 2000}}
+    ]
     # a null entity name is its own key (the default entity), sorted before any name
-    assert doc["clientQuotas"]["changed"] == [{"entity": {"user": None}, "key": "producer_byte_rate",
-                                               "fields": ["value"], "before": {"value": 1024.0},
-                                               "after": {"value": 2048.0}}]
+    assert doc["clientQuotas"]["changed"] == [
+        {
+            "entity": {"user": None},
+            "key": "producer_byte_rate",
+            "fields": ["value"],
+            "before": {"value": 1024.0},
+            "after": {"value": 2048.0},
+        }
+    ]
     assert doc["clientQuotas"]["added"] == [AFTER["clientQuotas"][0]]
     assert doc["acls"]["removed"] == [ACL]
-    assert doc["scram"]["changed"] == [{"mechanism": "SCRAM-SHA-256", "name": "alice", "fields": ["iterations"],
-                                        "before": {"iterations": 4096}, "after": {"iterations": 8192}}]
+    assert doc["scram"]["changed"] == [
+        {
+            "mechanism": "SCRAM-SHA-256",
+            "name": "alice",
+            "fields": ["iterations"],
+            "before": {"iterations": 4096},
+            "after": {"iterations": 8192},
+        }
+    ]
     assert doc["delegationTokens"]["added"] == [TOKEN]
 
 
@@ -230,6 +356,7 @@ def test_summary_and_frames_agree_with_json(pair):
 
 # --- differential: the Spark diff and the in-process diff of reference images -----------------------
 
+
 @pytest.fixture(scope="module")
 def generated_records(tmp_path_factory) -> list:
     out = tmp_path_factory.mktemp("gen")
@@ -240,12 +367,18 @@ def generated_records(tmp_path_factory) -> list:
 @pytest.mark.spark
 def test_spark_diff_equals_python_diff_on_generated_log(spark, generated_records):
     from image.spark.diff import diff_images
+
     last = generated_records[-1].offset
     before = replay_to(generated_records, last // 3).to_json()
     after = replay_to(generated_records, last).to_json()
     expected = python_doc(before, after)
     assert sum(n for counts in expected["summary"].values() for n in counts.values()) > 20
     assert {part for part, counts in expected["summary"].items() if any(counts.values())} >= {
-        "topics", "partitions", "brokers", "configs", "producerIds"}
+        "topics",
+        "partitions",
+        "brokers",
+        "configs",
+        "producerIds",
+    }
     actual = diff_images(ImageFrames.from_json(spark, before), ImageFrames.from_json(spark, after)).to_json()
     assert actual == expected

@@ -18,13 +18,34 @@ from crc32c import crc32c
 from generator import LOG_DIR_NAME, GenerateReport, generate
 from tests.controller_rules import ControllerRuleChecker
 
-STANDARD = {"seed": 7, "brokers": 5, "topics": 20, "partitions": 6, "churn": 2000, "snapshot_at": 3000, "segment_bytes": 256 * 1024}
+STANDARD = {
+    "seed": 7,
+    "brokers": 5,
+    "topics": 20,
+    "partitions": 6,
+    "churn": 2000,
+    "snapshot_at": 3000,
+    "segment_bytes": 256 * 1024,
+}
 
-API_KEYS = {0: "REGISTER_BROKER_RECORD", 1: "UNREGISTER_BROKER_RECORD", 2: "TOPIC_RECORD", 3: "PARTITION_RECORD",
-            4: "CONFIG_RECORD", 5: "PARTITION_CHANGE_RECORD", 9: "REMOVE_TOPIC_RECORD", 12: "FEATURE_LEVEL_RECORD",
-            15: "PRODUCER_IDS_RECORD", 17: "BROKER_REGISTRATION_CHANGE_RECORD", 20: "NO_OP_RECORD",
-            21: "ZK_MIGRATION_STATE_RECORD", 23: "BEGIN_TRANSACTION_RECORD", 24: "END_TRANSACTION_RECORD",
-            25: "ABORT_TRANSACTION_RECORD", 27: "REGISTER_CONTROLLER_RECORD"}
+API_KEYS = {
+    0: "REGISTER_BROKER_RECORD",
+    1: "UNREGISTER_BROKER_RECORD",
+    2: "TOPIC_RECORD",
+    3: "PARTITION_RECORD",
+    4: "CONFIG_RECORD",
+    5: "PARTITION_CHANGE_RECORD",
+    9: "REMOVE_TOPIC_RECORD",
+    12: "FEATURE_LEVEL_RECORD",
+    15: "PRODUCER_IDS_RECORD",
+    17: "BROKER_REGISTRATION_CHANGE_RECORD",
+    20: "NO_OP_RECORD",
+    21: "ZK_MIGRATION_STATE_RECORD",
+    23: "BEGIN_TRANSACTION_RECORD",
+    24: "END_TRANSACTION_RECORD",
+    25: "ABORT_TRANSACTION_RECORD",
+    27: "REGISTER_CONTROLLER_RECORD",
+}
 CONTROL_TYPES = {2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte record batch v2 header
 
@@ -53,12 +74,13 @@ def scan_file(path: Path) -> list[dict[str, Any]]:
     buf = path.read_bytes()
     pos, batches = 0, []
     while pos < len(buf):
-        (base, length, ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq,
-         count) = HEADER.unpack_from(buf, pos)
+        (base, length, ple, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = (
+            HEADER.unpack_from(buf, pos)
+        )
         end = pos + 12 + length
         assert magic == 2 and end <= len(buf)
-        assert crc32c(buf[pos + 21:end]) == crc, f"CRC mismatch in {path.name} at byte {pos}"
-        payload = buf[pos + 61:end]
+        assert crc32c(buf[pos + 21 : end]) == crc, f"CRC mismatch in {path.name} at byte {pos}"
+        payload = buf[pos + 61 : end]
         codec = attrs & 7
         if codec == 1:
             payload = gzip.decompress(payload)
@@ -72,18 +94,32 @@ def scan_file(path: Path) -> list[dict[str, Any]]:
                 ts_delta, rpos = _varint(payload, rpos)
                 off_delta, rpos = _varint(payload, rpos)
                 klen, rpos = _varint(payload, rpos)
-                key = payload[rpos:rpos + klen] if klen >= 0 else None
+                key = payload[rpos : rpos + klen] if klen >= 0 else None
                 rpos += max(klen, 0)
                 vlen, rpos = _varint(payload, rpos)
-                value = payload[rpos:rpos + vlen]
+                value = payload[rpos : rpos + vlen]
                 rpos += vlen
                 headers, rpos = _varint(payload, rpos)
                 assert (ts_delta, off_delta, headers, rpos - start) == (0, i, 0, length_)
                 records.append((key, value))
             assert rpos == len(payload)
-        batches.append({"base": base, "ple": ple, "attrs": attrs, "last_delta": last_delta, "base_ts": base_ts,
-                            "max_ts": max_ts, "pid": pid, "pepoch": pepoch, "bseq": bseq, "count": count, "records": records,
-                            "control": bool(attrs & 0x20), "size": end - pos})
+        batches.append(
+            {
+                "base": base,
+                "ple": ple,
+                "attrs": attrs,
+                "last_delta": last_delta,
+                "base_ts": base_ts,
+                "max_ts": max_ts,
+                "pid": pid,
+                "pepoch": pepoch,
+                "bseq": bseq,
+                "count": count,
+                "records": records,
+                "control": bool(attrs & 0x20),
+                "size": end - pos,
+            }
+        )
         pos = end
     return batches
 
@@ -100,18 +136,43 @@ def record_type(key: bytes | None, value: bytes, control: bool) -> str:
 def scan_log(log_dir: Path, *, types: bool = True) -> dict[str, Any]:
     """Counts of a generated log directory, computed from the bytes alone."""
     segments = sorted(log_dir.glob("*.log"))
-    out: dict[str, Any] = {"total": 0, "metadata": 0, "control": 0, "batches": 0, "data_batches": 0, "control_batches": 0,
-                               "by_type": Counter(), "control_by_type": Counter(), "segments": [], "epochs": [],
-                               "first_ts": None, "last_ts": None, "bytes": 0, "aborted": 0, "committed": 0, "aborted_records": 0,
-                               "boundaries": [], "batch_epoch": {}, "batch_ts": {}}
+    out: dict[str, Any] = {
+        "total": 0,
+        "metadata": 0,
+        "control": 0,
+        "batches": 0,
+        "data_batches": 0,
+        "control_batches": 0,
+        "by_type": Counter(),
+        "control_by_type": Counter(),
+        "segments": [],
+        "epochs": [],
+        "first_ts": None,
+        "last_ts": None,
+        "bytes": 0,
+        "aborted": 0,
+        "committed": 0,
+        "aborted_records": 0,
+        "boundaries": [],
+        "batch_epoch": {},
+        "batch_ts": {},
+    }
     next_offset = 0
     in_txn, txn_records = False, 0
     for seg in segments:
         batches = scan_file(seg)
         assert batches, f"empty segment {seg.name}"
         assert int(seg.name[:20]) == batches[0]["base"], "segment name is not its first batch's base offset"
-        out["segments"].append((seg.name, batches[0]["base"], batches[-1]["base"] + batches[-1]["last_delta"],
-                                len(batches), sum(b["count"] for b in batches), seg.stat().st_size))
+        out["segments"].append(
+            (
+                seg.name,
+                batches[0]["base"],
+                batches[-1]["base"] + batches[-1]["last_delta"],
+                len(batches),
+                sum(b["count"] for b in batches),
+                seg.stat().st_size,
+            )
+        )
         out["bytes"] += seg.stat().st_size
         for b in batches:
             assert b["base"] == next_offset, "base offsets are not consecutive"
@@ -207,16 +268,23 @@ def test_report_matches_an_independent_scan(standard):
     assert report.by_type == dict(scan["by_type"])
     assert report.control_by_type == dict(scan["control_by_type"])
     assert (report.batches, report.data_batches, report.control_batches) == (
-        scan["batches"], scan["data_batches"], scan["control_batches"])
+        scan["batches"],
+        scan["data_batches"],
+        scan["control_batches"],
+    )
     assert report.first_offset == 0 and report.last_offset == scan["end"] - 1
     assert (report.first_timestamp, report.last_timestamp) == (scan["first_ts"], scan["last_ts"])
     assert report.epochs == scan["epochs"] and report.first_epoch == 1 and report.last_epoch == scan["epochs"][-1]
     assert report.bytes == scan["bytes"]
     assert report.segments_written == len(scan["segments"]) > 1
-    assert [(s.file, s.base_offset, s.last_offset, s.batches, s.records, s.bytes)
-            for s in report.segments] == scan["segments"]
+    assert [(s.file, s.base_offset, s.last_offset, s.batches, s.records, s.bytes) for s in report.segments] == scan[
+        "segments"
+    ]
     assert (report.transactions_committed, report.transactions_aborted, report.aborted_transaction_records) == (
-        scan["committed"], scan["aborted"], scan["aborted_records"])
+        scan["committed"],
+        scan["aborted"],
+        scan["aborted_records"],
+    )
     assert report.transactions_aborted >= 1 and report.aborted_transaction_records > 0
     assert report.control_by_type["LEADER_CHANGE"] == len(report.epochs)
 
@@ -237,8 +305,13 @@ def test_compressed_logs_decode_to_the_same_records(compression, tmp_path):
 
     report = generate(5, 3, 5, 2, 300, tmp_path, compression=compression, snapshot_at=400)
     plain = generate(5, 3, 5, 2, 300, tmp_path / "plain", snapshot_at=400)
-    ignore = {"log_dir": True, "compression": True, "bytes": True, "segments": True,
-              "snapshots": {"__all__": {"bytes"}}}
+    ignore = {
+        "log_dir": True,
+        "compression": True,
+        "bytes": True,
+        "segments": True,
+        "snapshots": {"__all__": {"bytes"}},
+    }
     assert report.model_dump(exclude=ignore) == plain.model_dump(exclude=ignore)
     codec_id = ["none", "gzip", "snappy", "lz4", "zstd"].index(compression)
     for directory in (tmp_path / LOG_DIR_NAME, tmp_path / "plain" / LOG_DIR_NAME):
@@ -275,12 +348,15 @@ def test_standard_log_follows_the_controller_rules(standard):
     assert _check(trace) == []
 
 
-@pytest.mark.parametrize("args", [
-    {"seed": 1, "brokers": 1, "topics": 2, "partitions": 2, "churn": 300, "replication_factor": 1},
-    {"seed": 2, "brokers": 3, "topics": 0, "partitions": 4, "churn": 500, "replication_factor": 3},
-    {"seed": 3, "brokers": 4, "topics": 10, "partitions": 3, "churn": 1200, "replication_factor": 4},
-    {"seed": 4, "brokers": 9, "topics": 6, "partitions": 12, "churn": 1500, "replication_factor": 2},
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"seed": 1, "brokers": 1, "topics": 2, "partitions": 2, "churn": 300, "replication_factor": 1},
+        {"seed": 2, "brokers": 3, "topics": 0, "partitions": 4, "churn": 500, "replication_factor": 3},
+        {"seed": 3, "brokers": 4, "topics": 10, "partitions": 3, "churn": 1200, "replication_factor": 4},
+        {"seed": 4, "brokers": 9, "topics": 6, "partitions": 12, "churn": 1500, "replication_factor": 2},
+    ],
+)
 def test_other_shapes_follow_the_controller_rules(args, tmp_path):
     trace: list[tuple] = []
     generate(out_dir=tmp_path, record_sink=lambda *r: trace.append(r), snapshot_at=100, **args)
@@ -311,8 +387,12 @@ def test_the_checker_detects_broken_rules(standard):
     i = _first(trace, lambda r: r[3] == "REGISTER_BROKER_RECORD")
     assert _check(_mutated(trace, i, lambda d: d.update(brokerEpoch=d["brokerEpoch"] + 1)))
     # a replica removed without the forced leader epoch bump
-    i = _first(trace, lambda r: r[3] == pcr and "replicas" in r[5] and "leader" in r[5]
-               and "isr" in r[5] and r[5]["leader"] in r[5]["isr"])
+    i = _first(
+        trace,
+        lambda r: (
+            r[3] == pcr and "replicas" in r[5] and "leader" in r[5] and "isr" in r[5] and r[5]["leader"] in r[5]["isr"]
+        ),
+    )
     assert any("epoch bump" in v for v in _check(_mutated(trace, i, lambda d: d.pop("leader"))))
     # a fence quoting a stale broker epoch
     i = _first(trace, lambda r: r[3] == "BROKER_REGISTRATION_CHANGE_RECORD" and r[5].get("fenced") == 1)
@@ -327,8 +407,15 @@ def test_the_checker_detects_broken_rules(standard):
     i = _first(trace, lambda r: r[3] == pcr and "isr" in r[5] and "leader" not in r[5] and len(r[5]["isr"]) >= 2)
     assert _check(_mutated(trace, i, lambda d: d.update(isr=d["isr"] + [424242])))
     # the election after an unfencing is dropped: the partition stays leaderless with a live ISR
-    unfence = _first(trace, lambda r: r[3] == "BROKER_REGISTRATION_CHANGE_RECORD" and r[5].get("fenced") == -1
-                     and trace[trace.index(r) + 1][3] == pcr and trace[trace.index(r) + 1][5].get("leader", -1) >= 0)
+    unfence = _first(
+        trace,
+        lambda r: (
+            r[3] == "BROKER_REGISTRATION_CHANGE_RECORD"
+            and r[5].get("fenced") == -1
+            and trace[trace.index(r) + 1][3] == pcr
+            and trace[trace.index(r) + 1][5].get("leader", -1) >= 0
+        ),
+    )
     dropped = [r for j, r in enumerate(trace) if j != unfence + 1]
     dropped = [(k, *r[1:]) for k, r in enumerate(dropped)]
     assert any("no leader although" in v or "not in ISR" in v for v in _check(dropped))
@@ -339,10 +426,25 @@ def test_the_checker_detects_broken_rules(standard):
 def test_churn_covers_the_kafka_flows(standard):
     report, _, trace = standard
     kinds = report.churn_events
-    for kind in ("isr_shrink", "isr_expand", "preferred_election", "reassignment", "broker_crash",
-                 "controlled_shutdown", "broker_decommission", "topic_create", "topic_delete",
-                 "create_partitions", "topic_config", "broker_config", "feature_update", "producer_ids",
-                 "raft_election", "bulk_create", "aborted_transaction"):
+    for kind in (
+        "isr_shrink",
+        "isr_expand",
+        "preferred_election",
+        "reassignment",
+        "broker_crash",
+        "controlled_shutdown",
+        "broker_decommission",
+        "topic_create",
+        "topic_delete",
+        "create_partitions",
+        "topic_config",
+        "broker_config",
+        "feature_update",
+        "producer_ids",
+        "raft_election",
+        "bulk_create",
+        "aborted_transaction",
+    ):
         assert kinds.get(kind, 0) > 0, kind
     assert sum(kinds.values()) == STANDARD["churn"]
     data = [(r[3], r[4], r[5]) for r in trace if not r[6]]
@@ -390,9 +492,9 @@ def test_bootstrap_and_startup_look_like_a_real_cluster(standard):
     unfenced = [r[5]["brokerId"] for r in trace[:first_topic] if r[3] == "BROKER_REGISTRATION_CHANGE_RECORD"]
     assert sorted(unfenced) == list(range(1, STANDARD["brokers"] + 1))
     # the initial creation writes the requested topics, some inside committed transactions
-    created = [r[5]["name"] for r in trace if r[3] == "TOPIC_RECORD"][:STANDARD["topics"]]
+    created = [r[5]["name"] for r in trace if r[3] == "TOPIC_RECORD"][: STANDARD["topics"]]
     assert len(set(created)) == STANDARD["topics"]
-    prefix = trace[:_first(trace, lambda r: r[3] == "TOPIC_RECORD" and r[5]["name"] == created[-1]) + 1]
+    prefix = trace[: _first(trace, lambda r: r[3] == "TOPIC_RECORD" and r[5]["name"] == created[-1]) + 1]
     assert any(r[3] == "BEGIN_TRANSACTION_RECORD" and r[5].get("name") == "CreateTopics" for r in prefix)
 
 
@@ -422,8 +524,10 @@ def test_snapshot_file_name_and_structure(standard):
     assert snap.last_contained_log_timestamp == scan["batch_ts"][last_batch]
     # not inside a metadata transaction
     opened = 0
-    for r in trace[:snap.end_offset]:
-        opened += {"BEGIN_TRANSACTION_RECORD": 1, "END_TRANSACTION_RECORD": -1, "ABORT_TRANSACTION_RECORD": -1}.get(r[3], 0)
+    for r in trace[: snap.end_offset]:
+        opened += {"BEGIN_TRANSACTION_RECORD": 1, "END_TRANSACTION_RECORD": -1, "ABORT_TRANSACTION_RECORD": -1}.get(
+            r[3], 0
+        )
     assert opened == 0
 
     batches = scan_file(log_dir / snap.file)
@@ -438,13 +542,25 @@ def test_snapshot_file_name_and_structure(standard):
     types = [record_type(k, v, False) for b in batches[1:-1] for k, v in b["records"]]
     assert dict(Counter(types)) == snap.by_type
     # MetadataImage.write order
-    order = ["FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "REGISTER_BROKER_RECORD",
-             "REGISTER_CONTROLLER_RECORD", "TOPIC_RECORD", "CONFIG_RECORD", "PRODUCER_IDS_RECORD"]
+    order = [
+        "FEATURE_LEVEL_RECORD",
+        "ZK_MIGRATION_STATE_RECORD",
+        "REGISTER_BROKER_RECORD",
+        "REGISTER_CONTROLLER_RECORD",
+        "TOPIC_RECORD",
+        "CONFIG_RECORD",
+        "PRODUCER_IDS_RECORD",
+    ]
     ranks = [order.index("TOPIC_RECORD" if t == "PARTITION_RECORD" else t) for t in types]
     assert ranks == sorted(ranks)
     assert types[0] == "FEATURE_LEVEL_RECORD" and types.count("ZK_MIGRATION_STATE_RECORD") == 1
-    assert not set(types) & {"PARTITION_CHANGE_RECORD", "BEGIN_TRANSACTION_RECORD", "NO_OP_RECORD",
-                             "REMOVE_TOPIC_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD"}
+    assert not set(types) & {
+        "PARTITION_CHANGE_RECORD",
+        "BEGIN_TRANSACTION_RECORD",
+        "NO_OP_RECORD",
+        "REMOVE_TOPIC_RECORD",
+        "BROKER_REGISTRATION_CHANGE_RECORD",
+    }
 
 
 def _image(records: list[tuple[str, dict]]) -> dict[str, Any]:
@@ -456,8 +572,13 @@ def _image(records: list[tuple[str, dict]]) -> dict[str, Any]:
     producer = -1
     for t, d in records:
         if t == "REGISTER_BROKER_RECORD":
-            brokers[d["brokerId"]] = {"epoch": d["brokerEpoch"], "inc": d["incarnationId"], "fenced": d["fenced"],
-                                          "cs": d["inControlledShutdown"], "dirs": sorted(d.get("logDirs", []))}
+            brokers[d["brokerId"]] = {
+                "epoch": d["brokerEpoch"],
+                "inc": d["incarnationId"],
+                "fenced": d["fenced"],
+                "cs": d["inControlledShutdown"],
+                "dirs": sorted(d.get("logDirs", [])),
+            }
         elif t == "UNREGISTER_BROKER_RECORD":
             del brokers[d["brokerId"]]
         elif t == "BROKER_REGISTRATION_CHANGE_RECORD":
@@ -470,8 +591,18 @@ def _image(records: list[tuple[str, dict]]) -> dict[str, Any]:
             topics[d["topicId"]] = {"name": d["name"], "parts": {}}
         elif t == "PARTITION_RECORD":
             topics[d["topicId"]]["parts"][d["partitionId"]] = {
-                k: d[k] for k in ("replicas", "isr", "removingReplicas", "addingReplicas", "leader",
-                                  "leaderEpoch", "partitionEpoch", "directories")}
+                k: d[k]
+                for k in (
+                    "replicas",
+                    "isr",
+                    "removingReplicas",
+                    "addingReplicas",
+                    "leader",
+                    "leaderEpoch",
+                    "partitionEpoch",
+                    "directories",
+                )
+            }
         elif t == "PARTITION_CHANGE_RECORD":
             p = topics[d["topicId"]]["parts"][d["partitionId"]]
             for k in ("replicas", "isr", "removingReplicas", "addingReplicas", "directories"):
@@ -497,8 +628,13 @@ def _image(records: list[tuple[str, dict]]) -> dict[str, Any]:
                 features.pop(d["name"], None)
         elif t == "PRODUCER_IDS_RECORD":
             producer = d["nextProducerId"]
-    return {"brokers": brokers, "topics": topics, "configs": {k: v for k, v in configs.items() if v},
-                "features": features, "producer": producer}
+    return {
+        "brokers": brokers,
+        "topics": topics,
+        "configs": {k: v for k, v in configs.items() if v},
+        "features": features,
+        "producer": producer,
+    }
 
 
 def _committed(records: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
@@ -536,8 +672,9 @@ def _decode_file(path: Path) -> list[tuple[int, str, dict]]:
 def test_snapshot_equals_the_replayed_log_prefix(standard):
     report, log_dir, _ = standard
     snap = report.snapshots[0]
-    log = [(t, d) for path in sorted(log_dir.glob("*.log")) for off, t, d in _decode_file(path)
-           if off < snap.end_offset]
+    log = [
+        (t, d) for path in sorted(log_dir.glob("*.log")) for off, t, d in _decode_file(path) if off < snap.end_offset
+    ]
     from_log = _image(_committed(log))
     from_snapshot = _image([(t, d) for _, t, d in _decode_file(log_dir / snap.file)])
     assert from_snapshot == from_log
@@ -586,14 +723,34 @@ def test_generate_command(tmp_path):
 
     from cli.main import app
 
-    argv = ["generate", "--seed", "3", "--brokers", "3", "--topics", "2", "--partitions", "2", "--churn", "40",
-            "--out", str(tmp_path), "--rf=2", "--snapshot-at", "30", "--compression", "lz4", "--json"]
+    argv = [
+        "generate",
+        "--seed",
+        "3",
+        "--brokers",
+        "3",
+        "--topics",
+        "2",
+        "--partitions",
+        "2",
+        "--churn",
+        "40",
+        "--out",
+        str(tmp_path),
+        "--rf=2",
+        "--snapshot-at",
+        "30",
+        "--compression",
+        "lz4",
+        "--json",
+    ]
     run = CliRunner().invoke(app, argv)
     assert run.exit_code == 0, run.output
     printed = json.loads(run.stdout)
     assert printed["replication_factor"] == 2 and printed["snapshot_at"] == 30 and printed["segment_bytes"] == 1 << 20
-    assert printed == json.loads(generate(3, 3, 2, 2, 40, tmp_path, replication_factor=2, snapshot_at=30,
-                                          compression="lz4").model_dump_json())
+    assert printed == json.loads(
+        generate(3, 3, 2, 2, 40, tmp_path, replication_factor=2, snapshot_at=30, compression="lz4").model_dump_json()
+    )
     assert CliRunner().invoke(app, ["generate", "--seed", "1", "--bogus", "2"]).exit_code == 2
     assert CliRunner().invoke(app, ["generate", "--seed", "1"]).exit_code == 2
 

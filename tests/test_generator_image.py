@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from generator import LOG_DIR_NAME, generate
+from generator.state import TopicConfigImage
 from image.image import MetadataImage
 from image.loader import load_snapshot
 from image.replay import replay_to
-from generator import LOG_DIR_NAME, generate
-from generator.state import TopicConfigImage
 from metadata.log import LogRecord
 from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
 
@@ -59,8 +59,11 @@ def test_snapshot_keeps_configs_set_in_the_delta_that_removes_the_topic(tmp_path
     log_dir, snapshot = _generate(tmp_path, ORPHAN_SHAPE)
     snap = _records(snapshot)
     live = {r.data["name"] for r in snap if r.type == "TOPIC_RECORD"}
-    orphans = {(r.data["resourceName"], r.data["name"]) for r in snap
-               if r.type == "CONFIG_RECORD" and r.data["resourceType"] == 2 and r.data["resourceName"] not in live}
+    orphans = {
+        (r.data["resourceName"], r.data["name"])
+        for r in snap
+        if r.type == "CONFIG_RECORD" and r.data["resourceType"] == 2 and r.data["resourceName"] not in live
+    }
     assert ("invoices-0048", "segment.bytes") in orphans and ("invoices-0048", "retention.ms") in orphans
     end = int(snapshot.name[:20])
     image = replay_to([r for f in sorted(log_dir.glob("*.log")) for r in _records(f)], end - 1)

@@ -25,8 +25,15 @@ def generated(tmp_path_factory) -> dict[str, tuple]:
     out = {}
     for name, kwargs in {
         "middle": {"seed": 7, "brokers": 5, "topics": 20, "partitions": 6, "churn": 2000, "snapshot_at": 3000},
-        "end-zstd": {"seed": 2, "brokers": 7, "topics": 12, "partitions": 8, "churn": 2500, "snapshot_at": 10**9,
-                         "compression": "zstd"},
+        "end-zstd": {
+            "seed": 2,
+            "brokers": 7,
+            "topics": 12,
+            "partitions": 8,
+            "churn": 2500,
+            "snapshot_at": 10**9,
+            "compression": "zstd",
+        },
     }.items():
         directory = tmp_path_factory.mktemp(name)
         report = generate(out_dir=directory, segment_bytes=256 * 1024, **kwargs)
@@ -41,7 +48,8 @@ def test_kafka_replay_equals_the_generated_snapshots(version, generated):
         proc = oracle.run_oracle(dist, ["verify-snapshots", "--dir", str(log_dir)])
         results = json.loads(proc.stdout.strip().splitlines()[-1])
         assert [(r["snapshot"], r["offset"], r["equal"]) for r in results] == [
-            (s.file, s.end_offset - 1, True) for s in report.snapshots], name
+            (s.file, s.end_offset - 1, True) for s in report.snapshots
+        ], name
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -21,25 +21,30 @@ from typing import Any
 
 import pytest
 
+from generator import generate
 from image.health import Gauges, image_gauges, min_insync_replicas, min_insync_settings
 from image.history import broker_history, partition_history, topic_history
 from image.replay import replay_to
-from image.timeline import points_at_changes, points_by_count, points_every, timeline
 from image.temporal import MemorySource
+from image.timeline import points_at_changes, points_by_count, points_every, timeline
 from image.version_rows import Selection, Window, load, resolve
-from generator import generate
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from tests.health_logs import incident_log
 from tests.versions_oracle import oracle_source
 
-FIXTURES = {f"{p.parent.parent.name}-{p.parent.name}": p
-            for p in sorted(Path(__file__).parent.glob("fixtures/kafka/*/*/__cluster_metadata-0"))
-            if p.parent.name not in ("retention", "snapshot-fetch")}
+FIXTURES = {
+    f"{p.parent.parent.name}-{p.parent.name}": p
+    for p in sorted(Path(__file__).parent.glob("fixtures/kafka/*/*/__cluster_metadata-0"))
+    if p.parent.name not in ("retention", "snapshot-fetch")
+}
 """The real-Kafka logs that hold every record from offset 0 (the oracle replays records only; the logs
 truncated to a snapshot are covered by tests/test_versions.py)."""
-GENERATED = {"gen-5-4-4-2-150": (5, 4, 4, 2, 150), "gen-11-3-3-2-200": (11, 3, 3, 2, 200),
-             "gen-23-5-3-3-150": (23, 5, 3, 3, 150)}
+GENERATED = {
+    "gen-5-4-4-2-150": (5, 4, 4, 2, 150),
+    "gen-11-3-3-2-200": (11, 3, 3, 2, 200),
+    "gen-23-5-3-3-150": (23, 5, 3, 3, 150),
+}
 LOGS = [*FIXTURES, *GENERATED, "incident"]
 GAUGES = tuple(Gauges.model_fields)
 
@@ -134,12 +139,17 @@ def test_spaced_points_over_a_sub_window(log):
     for point in spaced:  # each at the last offset appended at or before its time, like --at-time
         ms = int(parse(point.time))
         assert point.offset == max(r.offset for r in records if r.timestamp <= ms)
-    _check_points([p for i, p in enumerate(spaced) if i == 0 or p.offset != spaced[i - 1].offset],
-                  records, images, by_time.first_offset)
+    _check_points(
+        [p for i, p in enumerate(spaced) if i == 0 or p.offset != spaced[i - 1].offset],
+        records,
+        images,
+        by_time.first_offset,
+    )
 
 
 def parse(time: str) -> int:
     from image.times import parse_time  # the CLI's own parser of --from-time / --to-time
+
     return parse_time(time)
 
 
@@ -186,13 +196,18 @@ def _history_runs(history, exists: str) -> list[tuple]:
 
 def _topic_state(image: dict[str, Any], name: str) -> dict[str, Any] | None:
     ids = [t["topicId"] for t in image["topics"] if t["name"] == name]
-    configs = {c["name"]: c["value"] for c in image["configs"]
-               if c["resourceType"] == "TOPIC" and c["resourceName"] == name}
+    configs = {
+        c["name"]: c["value"] for c in image["configs"] if c["resourceType"] == "TOPIC" and c["resourceName"] == name
+    }
     if not ids and not configs:
         return None
     topic_id = ids[0] if ids else None
-    return {"name": name, "topicId": topic_id, "partitions": sum(p["topicId"] == topic_id for p in image["partitions"]),
-            "configs": dict(sorted(configs.items()))}
+    return {
+        "name": name,
+        "topicId": topic_id,
+        "partitions": sum(p["topicId"] == topic_id for p in image["partitions"]),
+        "configs": dict(sorted(configs.items())),
+    }
 
 
 def test_history_equals_the_states_at_every_offset(log):
@@ -203,12 +218,18 @@ def test_history_equals_the_states_at_every_offset(log):
         window = load(source, Window(), Selection(topic=name))
         history = topic_history(window, name)
         expected = _runs(images, lambda image: _topic_state(image, name))
-        assert [(v.fromOffset, v.toOffset, v.state if v.state["topicId"] or v.state["configs"] else None)
-                for v in history.versions] == expected, name
+        assert [
+            (v.fromOffset, v.toOffset, v.state if v.state["topicId"] or v.state["configs"] else None)
+            for v in history.versions
+        ] == expected, name
         for pid in sorted({p["partitionId"] for _, image in images for p in image["partitions"] if p["topic"] == name}):
             window = load(source, Window(), Selection(topic=name, partition=pid))
-            expected = _runs(images, lambda image: next(
-                (p for p in image["partitions"] if p["topic"] == name and p["partitionId"] == pid), None))
+            expected = _runs(
+                images,
+                lambda image: next(
+                    (p for p in image["partitions"] if p["topic"] == name and p["partitionId"] == pid), None
+                ),
+            )
             assert _history_runs(partition_history(window, name, pid), "topicId") == expected, (name, pid)
     for broker in sorted({b["brokerId"] for _, image in images for b in image["brokers"]}):
         window = load(source, Window(), Selection(broker=broker))
@@ -221,16 +242,27 @@ def test_history_of_a_window_keeps_the_versions_overlapping_it(log):
     first, last = _sub_window(records)
     broker = images[-1][1]["brokers"][0]["brokerId"] if images[-1][1]["brokers"] else 1
     whole = broker_history(load(source, Window(), Selection(broker=broker)), broker).versions
-    part = broker_history(load(source, Window(from_offset=first, to_offset=last), Selection(broker=broker)),
-                          broker).versions
+    part = broker_history(
+        load(source, Window(from_offset=first, to_offset=last), Selection(broker=broker)), broker
+    ).versions
     assert part == [v for v in whole if v.fromOffset <= last and (v.toOffset is None or v.toOffset > first)]
 
 
 # ---- definitions on hand-made images ---------------------------------------------------------------
 
+
 def _partition(topic: str, leader: int, replicas: list[int], isr: list[int], **extra: Any) -> dict[str, Any]:
-    return {"topic": topic, "topicId": topic, "partitionId": 0, "replicas": replicas, "isr": isr,
-            "removingReplicas": [], "addingReplicas": [], "leader": leader, **extra}
+    return {
+        "topic": topic,
+        "topicId": topic,
+        "partitionId": 0,
+        "replicas": replicas,
+        "isr": isr,
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": leader,
+        **extra,
+    }
 
 
 def _config(kind: str, name: str, value: str) -> dict[str, str]:
@@ -238,9 +270,14 @@ def _config(kind: str, name: str, value: str) -> dict[str, str]:
 
 
 def test_min_insync_replicas_resolves_topic_then_broker_then_cluster_then_one():
-    settings = min_insync_settings([_config("TOPIC", "t", "3"), _config("BROKER", "2", "2"),
-                                    _config("BROKER", "", "4"),
-                                    {"resourceType": "TOPIC", "resourceName": "u", "name": "retention.ms", "value": "1"}])
+    settings = min_insync_settings(
+        [
+            _config("TOPIC", "t", "3"),
+            _config("BROKER", "2", "2"),
+            _config("BROKER", "", "4"),
+            {"resourceType": "TOPIC", "resourceName": "u", "name": "retention.ms", "value": "1"},
+        ]
+    )
     assert min_insync_replicas(settings, "t", 2) == 3
     assert min_insync_replicas(settings, "u", 2) == 2
     assert min_insync_replicas(settings, "u", 1) == 4
@@ -262,12 +299,18 @@ def test_gauges_of_an_image():
         "configs": [_config("TOPIC", "a", "2"), _config("BROKER", "", "3")],
     }
     assert image_gauges(image) == Gauges(
-        offlinePartitions=1, underReplicatedPartitions=3, underMinIsrPartitions=2, fencedBrokers=[4],
-        controlledShutdownBrokers=[3], reassigningPartitions=1,
-        leadersPerBroker={"1": 1, "2": 1, "3": 1, "4": 0})
+        offlinePartitions=1,
+        underReplicatedPartitions=3,
+        underMinIsrPartitions=2,
+        fencedBrokers=[4],
+        controlledShutdownBrokers=[3],
+        reassigningPartitions=1,
+        leadersPerBroker={"1": 1, "2": 1, "3": 1, "4": 0},
+    )
 
 
 # ---- the words of the incident log -------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def incident(tmp_path_factory) -> MemorySource:
@@ -284,54 +327,105 @@ def test_partition_words(incident):
         ["created (topic id AAAAAAAAAAAAAAAAAAAADQ): replicas [2,3,1], leader 2, ISR [2,3,1]"],
         ["ISR −3,1 → [2]"],
         ["leader 2→none (offline)", "ISR −2 → []", "ELR []→[2]", "last-known ELR []→[2]"],
-        ["leader none→3 (unclean recovery)", "leader recovering (log may be truncated)", "ISR +3 → [3]",
-         "ELR [2]→[]", "last-known ELR [2]→[]"],
+        [
+            "leader none→3 (unclean recovery)",
+            "leader recovering (log may be truncated)",
+            "ISR +3 → [3]",
+            "ELR [2]→[]",
+            "last-known ELR [2]→[]",
+        ],
         ["leader recovery completed"],
         ["ISR +1 → [3,1]"],
         ["deleted with topic id AAAAAAAAAAAAAAAAAAAADQ"],
     ]
     offline = history.versions[2]
     assert {c.field: (c.before, c.after) for c in offline.changes} == {
-        "isr": ([2], []), "leader": (2, -1), "leaderEpoch": (0, 1), "partitionEpoch": (1, 2),
-        "eligibleLeaderReplicas": ([], [2]), "lastKnownElr": ([], [2])}
+        "isr": ([2], []),
+        "leader": (2, -1),
+        "leaderEpoch": (0, 1),
+        "partitionEpoch": (1, 2),
+        "eligibleLeaderReplicas": ([], [2]),
+        "lastKnownElr": ([], [2]),
+    }
     deleted = history.versions[-1]
     assert deleted.toOffset is None and deleted.state["topic"] == "orders" and deleted.state["leader"] is None
-    words = [e for v in partition_history(load(incident, Window(), Selection(topic="orders", partition=0)),
-                                          "orders", 0).versions for e in v.events]
+    words = [
+        e
+        for v in partition_history(
+            load(incident, Window(), Selection(topic="orders", partition=0)), "orders", 0
+        ).versions
+        for e in v.events
+    ]
     assert "leader none→2 (recovery from ELR)" in words and "leader 2→1 (election)" in words
     assert words[-1].startswith("re-created (topic id AAAAAAAAAAAAAAAAAAAADg)")
-    words = [e for v in partition_history(load(incident, Window(), Selection(topic="orders", partition=2)),
-                                          "orders", 2).versions for e in v.events]
+    words = [
+        e
+        for v in partition_history(
+            load(incident, Window(), Selection(topic="orders", partition=2)), "orders", 2
+        ).versions
+        for e in v.events
+    ]
     assert "reassignment started (adding [4], removing [3])" in words and "reassignment completed" in words
-    words = [e for v in partition_history(load(incident, Window(), Selection(topic="audit", partition=0)),
-                                          "audit", 0).versions for e in v.events]
+    words = [
+        e
+        for v in partition_history(load(incident, Window(), Selection(topic="audit", partition=0)), "audit", 0).versions
+        for e in v.events
+    ]
     assert "reassignment cancelled" in words and "leader 4" not in " ".join(words)  # the aborted transaction
 
 
 def test_broker_words(incident):
     history = broker_history(load(incident, Window(), Selection(broker=3)), 3)
     assert [e.split(" (")[0] for v in history.versions for e in v.events] == [
-        "registered", "unfenced", "controlled shutdown entered", "fenced", "re-registered",
-        "controlled shutdown left", "unfenced"]
+        "registered",
+        "unfenced",
+        "controlled shutdown entered",
+        "fenced",
+        "re-registered",
+        "controlled shutdown left",
+        "unfenced",
+    ]
     assert "epoch 13→40, same incarnation, endpoints PLAINTEXT://b3:9092, rack rack-3" in history.versions[4].events[0]
-    assert _events(broker_history(load(incident, Window(), Selection(broker=4)), 4))[-2:] == [["fenced"],
-                                                                                           ["unregistered"]]
+    assert _events(broker_history(load(incident, Window(), Selection(broker=4)), 4))[-2:] == [
+        ["fenced"],
+        ["unregistered"],
+    ]
 
 
 def test_topic_words(incident):
     history = topic_history(load(incident, Window(), Selection(topic="orders")), "orders")
     words = [e for v in history.versions for e in v.events]
     assert words == [
-        "created (topic id AAAAAAAAAAAAAAAAAAAADQ, 0 partitions)", "partitions added: 0→1", "partitions added: 1→2",
-        "partitions added: 2→3", "config min.insync.replicas set to 2", "config retention.ms set to 3600000",
-        "config min.insync.replicas deleted (was 2)", "deleted (topic id AAAAAAAAAAAAAAAAAAAADQ)",
+        "created (topic id AAAAAAAAAAAAAAAAAAAADQ, 0 partitions)",
+        "partitions added: 0→1",
+        "partitions added: 1→2",
+        "partitions added: 2→3",
+        "config min.insync.replicas set to 2",
+        "config retention.ms set to 3600000",
+        "config min.insync.replicas deleted (was 2)",
+        "deleted (topic id AAAAAAAAAAAAAAAAAAAADQ)",
         "config retention.ms deleted (was 3600000)",
-        ("re-created under the same name with a new id AAAAAAAAAAAAAAAAAAAADg (was AAAAAAAAAAAAAAAAAAAADQ), "
-         "0 partitions"), "partitions added: 0→1", "config cleanup.policy set to compact"]
+        (
+            "re-created under the same name with a new id AAAAAAAAAAAAAAAAAAAADg (was AAAAAAAAAAAAAAAAAAAADQ), "
+            "0 partitions"
+        ),
+        "partitions added: 0→1",
+        "config cleanup.policy set to compact",
+    ]
     assert history.versions[-1].model_dump()["changes"] == [
-        {"field": "configs.cleanup.policy", "before": None, "after": "compact"}]
-    assert list(history.versions[0].model_dump()) == ["fromOffset", "toOffset", "fromTime", "name", "topicId",
-                                                      "partitions", "configs", "changes", "events"]
+        {"field": "configs.cleanup.policy", "before": None, "after": "compact"}
+    ]
+    assert list(history.versions[0].model_dump()) == [
+        "fromOffset",
+        "toOffset",
+        "fromTime",
+        "name",
+        "topicId",
+        "partitions",
+        "configs",
+        "changes",
+        "events",
+    ]
     assert history.versions[0].fromTime == "2026-01-01T00:02:00.000Z"
 
 

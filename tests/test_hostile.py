@@ -22,13 +22,27 @@ from crc32c import crc32c
 
 from metadata import readers
 from metadata.codec.batch import encode_batch
-from metadata.codec.compression import (MAX_BATCH_BYTES_ENV, MAX_BATCH_DECOMPRESSED_BYTES, _limit_from_env, compress,
-                                        decompress)
+from metadata.codec.compression import (
+    MAX_BATCH_BYTES_ENV,
+    MAX_BATCH_DECOMPRESSED_BYTES,
+    _limit_from_env,
+    compress,
+    decompress,
+)
 from metadata.codec.records import encode_metadata_value
 from metadata.columns import decode_to_arrow
 from metadata.errors import DecodeError, UnknownRecordError
-from metadata.readers import (NOOP_VALUE, InputFile, InputKind, ReadOptions, decode_path, discover, iter_file_rows,
-                              iter_segment_rows, read_log)
+from metadata.readers import (
+    NOOP_VALUE,
+    InputFile,
+    InputKind,
+    ReadOptions,
+    decode_path,
+    discover,
+    iter_file_rows,
+    iter_segment_rows,
+    read_log,
+)
 from tests import fuzz
 
 KAFKA = Path(__file__).resolve().parent / "fixtures" / "kafka"
@@ -86,8 +100,7 @@ def test_a_compression_bomb_of_every_codec_ends_in_one_clean_error(tmp_path, nam
     """A small batch whose records declare or produce gigabytes: decompression stops at the limit on a
     batch's decompressed size (or the codec's own framing rejects it first), naming file, byte, offset."""
     codec = fuzz._BOMB_CODECS[name.split()[0]]
-    batch = fuzz.rebuild(fuzz.split_batches(SEGMENT.read_bytes())[0], b"", codec=codec,
-                         compressed=fuzz._bombs()[name])
+    batch = fuzz.rebuild(fuzz.split_batches(SEGMENT.read_bytes())[0], b"", codec=codec, compressed=fuzz._bombs()[name])
     path = tmp_path / "00000000000000000000.log"
     data = _segment_with_batch(batch)
     path.write_bytes(data)
@@ -95,10 +108,14 @@ def test_a_compression_bomb_of_every_codec_ends_in_one_clean_error(tmp_path, nam
         list(decode_path(path))
     position = len(data) - len(batch)
     assert (info.value.file, info.value.position) == (str(path), position) and info.value.offset is not None
-    if "produces" in name or name in ("snappy declares 4 GiB", "snappy chunks declare 2 GiB each",
-                                      "zstd declares 120 MiB"):
-        assert f"more than {MAX_BATCH_DECOMPRESSED_BYTES:,} bytes, the limit on a batch's decompressed size" \
-            in str(info.value)
+    if "produces" in name or name in (
+        "snappy declares 4 GiB",
+        "snappy chunks declare 2 GiB each",
+        "zstd declares 120 MiB",
+    ):
+        assert f"more than {MAX_BATCH_DECOMPRESSED_BYTES:,} bytes, the limit on a batch's decompressed size" in str(
+            info.value
+        )
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
@@ -141,8 +158,10 @@ def test_offsets_outside_int64_are_an_error_on_both_paths(tmp_path, base, count)
     """Offsets past 2^63 - 1 (base + lastOffsetDelta) or negative; 20 NoOp batches take the vectorised path."""
     noop = [(None, NOOP_VALUE)]
     if count == 20:
-        buf = b"".join(encode_batch((base + i + (1 << 63)) % (1 << 64) - (1 << 63), noop, leader_epoch=1, timestamp=i)
-                       for i in range(count))
+        buf = b"".join(
+            encode_batch((base + i + (1 << 63)) % (1 << 64) - (1 << 63), noop, leader_epoch=1, timestamp=i)
+            for i in range(count)
+        )
     else:
         buf = encode_batch(base, noop * count, leader_epoch=1, timestamp=1)
     path = tmp_path / "seg.log"
@@ -192,8 +211,9 @@ def test_allow_gaps_resynchronises_across_a_mebibyte_of_random_garbage():
     batches = fuzz.split_batches(SEGMENT.read_bytes())
     garbage = random.Random(5).randbytes(MIB)
     issues: list = []
-    rows = list(iter_segment_rows(batches[0] + garbage + b"".join(batches[1:]), "seg.log", issues,
-                                  ReadOptions(allow_gaps=True)))
+    rows = list(
+        iter_segment_rows(batches[0] + garbage + b"".join(batches[1:]), "seg.log", issues, ReadOptions(allow_gaps=True))
+    )
     assert len(rows) == len(list(iter_segment_rows(SEGMENT.read_bytes(), "seg.log", [], ReadOptions())))
     assert [i.severity for i in issues] == ["error"] and f"({MIB} bytes)" in issues[0].message
 
@@ -205,6 +225,7 @@ def _first(pattern: str, replacement: str):
     def edit(text: str) -> str:
         assert pattern in text
         return text.replace(pattern, replacement, 1)
+
     return edit
 
 
@@ -214,31 +235,48 @@ DUMP_DAMAGE = {
     "not a number": (_first("baseOffset: 0 ", "baseOffset: 0x "), "line 3: baseOffset '0x' is not an integer"),
     "5000 digits": (_first("lastOffset: 2 ", "lastOffset: " + "9" * 5000 + " "), "line 3: lastOffset '999"),
     "offset 2^63": (_first("| offset: 1 ", "| offset: 9223372036854775808 "), "line 5: offset '9223372036854775808'"),
-    "offset outside its batch": (_first("| offset: 1 ", "| offset: 7 "),
-                                 "line 5: record offset 7 is outside its batch's offsets 0..2"),
-    "lastOffset before baseOffset": (_first("baseOffset: 0 lastOffset: 2", "baseOffset: 5 lastOffset: 2"),
-                                     "line 3: lastOffset 2 is before baseOffset 5"),
+    "offset outside its batch": (
+        _first("| offset: 1 ", "| offset: 7 "),
+        "line 5: record offset 7 is outside its batch's offsets 0..2",
+    ),
+    "lastOffset before baseOffset": (
+        _first("baseOffset: 0 lastOffset: 2", "baseOffset: 5 lastOffset: 2"),
+        "line 3: lastOffset 2 is before baseOffset 5",
+    ),
     "producer epoch over int16": (_first("producerEpoch: -1", "producerEpoch: 40000"), "line 3: producerEpoch"),
     "not true or false": (_first("isControl: true", "isControl: yes"), "line 3: isControl is 'yes'"),
     "control JSON": (_first('LeaderChange: {"version":0', 'LeaderChange: {"version":0,'), "line 4: bad payload JSON"),
-    "control body that lies": (_first('"leaderId":0', '"leaderId":"zero"'),
-                               "line 4: payload data is not a LEADER_CHANGE v0 body"),
+    "control body that lies": (
+        _first('"leaderId":0', '"leaderId":"zero"'),
+        "line 4: payload data is not a LEADER_CHANGE v0 body",
+    ),
     "unknown control type": (_first("KRaftVersion {", "controlType: BOGUS(99) X {"), "line 5: unknown control type"),
-    "deep nesting": (_first(_TOPIC_LINE, _TOPIC_LINE + ',"x":' + "[" * 100000 + "]" * 100000),
-                     "bad payload JSON (maximum recursion depth exceeded"),
-    "version Infinity": (_first('"version":0,"data":{"name":"alpha"',
-                                '"version":1e999,"data":{"name":"alpha"'), "payload is not {"),
-    "version NaN": (_first('"version":0,"data":{"name":"alpha"',
-                           '"version":NaN,"data":{"name":"alpha"'), "NaN is not a JSON number"),
+    "deep nesting": (
+        _first(_TOPIC_LINE, _TOPIC_LINE + ',"x":' + "[" * 100000 + "]" * 100000),
+        "bad payload JSON (maximum recursion depth exceeded",
+    ),
+    "version Infinity": (
+        _first('"version":0,"data":{"name":"alpha"', '"version":1e999,"data":{"name":"alpha"'),
+        "payload is not {",
+    ),
+    "version NaN": (
+        _first('"version":0,"data":{"name":"alpha"', '"version":NaN,"data":{"name":"alpha"'),
+        "NaN is not a JSON number",
+    ),
     "type not a string": (_first('"type":"TOPIC_RECORD"', '"type":["TOPIC_RECORD"]'), "payload is not {"),
-    "field of the wrong type": (_first('"name":"alpha"', '"name":7'),
-                                "payload data is not a TOPIC_RECORD v0 body"),
-    "field Kafka does not have": (_first('"name":"alpha"', '"name":"alpha","evil":1'),
-                                  "payload data is not a TOPIC_RECORD v0 body"),
-    "unknown version": (_first('"type":"TOPIC_RECORD","version":0', '"type":"TOPIC_RECORD","version":9'),
-                        "TopicRecord version 9 is not known"),
-    "snapshot line": (_first("Log starting offset: 0", "Snapshot end offset: 99999999999999999999999, epoch: 1"),
-                      "line 2: snapshot end offset '99999999999999999999999'"),
+    "field of the wrong type": (_first('"name":"alpha"', '"name":7'), "payload data is not a TOPIC_RECORD v0 body"),
+    "field Kafka does not have": (
+        _first('"name":"alpha"', '"name":"alpha","evil":1'),
+        "payload data is not a TOPIC_RECORD v0 body",
+    ),
+    "unknown version": (
+        _first('"type":"TOPIC_RECORD","version":0', '"type":"TOPIC_RECORD","version":9'),
+        "TopicRecord version 9 is not known",
+    ),
+    "snapshot line": (
+        _first("Log starting offset: 0", "Snapshot end offset: 99999999999999999999999, epoch: 1"),
+        "line 2: snapshot end offset '99999999999999999999999'",
+    ),
 }
 
 
@@ -270,8 +308,14 @@ def _gzip_naming(path: str, data: bytes) -> bytes:
     """A gzip member whose header carries a file name (FNAME): a path inside the input."""
     raw = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = raw.compress(data) + raw.flush()
-    return (b"\x1f\x8b\x08\x08" + bytes(6) + path.encode() + b"\x00" + body
-            + struct.pack("<II", zlib.crc32(data), len(data)))
+    return (
+        b"\x1f\x8b\x08\x08"
+        + bytes(6)
+        + path.encode()
+        + b"\x00"
+        + body
+        + struct.pack("<II", zlib.crc32(data), len(data))
+    )
 
 
 _EVENTS: list[tuple[str, tuple]] = []
@@ -279,9 +323,25 @@ _RECORDING: list[bool] = [False]
 
 
 def _audit(event: str, args: tuple) -> None:
-    if _RECORDING[0] and event in ("open", "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.symlink", "os.link",
-                                   "os.truncate", "os.chmod", "os.chown", "os.utime", "os.listdir", "os.scandir",
-                                   "os.chdir", "shutil.copyfile", "shutil.rmtree", "shutil.move"):
+    if _RECORDING[0] and event in (
+        "open",
+        "os.remove",
+        "os.rename",
+        "os.mkdir",
+        "os.rmdir",
+        "os.symlink",
+        "os.link",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        "os.listdir",
+        "os.scandir",
+        "os.chdir",
+        "shutil.copyfile",
+        "shutil.rmtree",
+        "shutil.move",
+    ):
         _EVENTS.append((event, args))
 
 
@@ -289,24 +349,37 @@ def test_paths_inside_input_files_are_never_opened_or_written(tmp_path):
     """Record values, a gzip header and dump text name paths (an existing file, a file to create, a
     traversal); reading, decoding to Arrow and staging open only the inputs and write only the staging."""
     from metadata import staging
+
     secret = tmp_path / "secret.txt"
     secret.write_text("must never be read")
     target = tmp_path / "written-by-content"
     named = [str(secret), str(target), "../../../../../etc/passwd", f"file://{secret}"]
     values = [encode_metadata_value("TOPIC_RECORD", 0, {"name": p, "topicId": "ThIaNwRnSM2Nt9Mx1v0RvA"}) for p in named]
-    values += [encode_metadata_value("CONFIG_RECORD", 0, {"resourceType": 4, "resourceName": "0",
-                                                          "name": "log.dirs", "value": p}) for p in named]
+    values += [
+        encode_metadata_value(
+            "CONFIG_RECORD", 0, {"resourceType": 4, "resourceName": "0", "name": "log.dirs", "value": p}
+        )
+        for p in named
+    ]
     log_dir = tmp_path / "input" / "__cluster_metadata-0"
     log_dir.mkdir(parents=True)
     plain = b"".join(encode_batch(i, [(None, v)], leader_epoch=1, timestamp=i) for i, v in enumerate(values))
-    gz = fuzz.rebuild(encode_batch(len(values), [(None, values[0])], leader_epoch=1, timestamp=9), b"", codec=1,
-                      compressed=_gzip_naming(str(target), fuzz.records_of(encode_batch(0, [(None, values[0])],
-                                                                                          leader_epoch=1,
-                                                                                          timestamp=9))))
+    gz = fuzz.rebuild(
+        encode_batch(len(values), [(None, values[0])], leader_epoch=1, timestamp=9),
+        b"",
+        codec=1,
+        compressed=_gzip_naming(
+            str(target), fuzz.records_of(encode_batch(0, [(None, values[0])], leader_epoch=1, timestamp=9))
+        ),
+    )
     (log_dir / "00000000000000000000.log").write_bytes(plain + gz)
     dump = tmp_path / "input-dump.txt"
-    dump.write_text(f"Dumping {secret}\nDumping {target}\n" + DUMP.read_text().replace(
-        "Dumping __cluster_metadata-0/00000000000000000000.log", "Dumping ../../../../../etc/passwd"))
+    dump.write_text(
+        f"Dumping {secret}\nDumping {target}\n"
+        + DUMP.read_text().replace(
+            "Dumping __cluster_metadata-0/00000000000000000000.log", "Dumping ../../../../../etc/passwd"
+        )
+    )
     inputs = {str(p) for p in (log_dir / "00000000000000000000.log", dump)}
     staged = tmp_path / "staging"
     before = {p for p in tmp_path.rglob("*")}
@@ -317,9 +390,19 @@ def test_paths_inside_input_files_are_never_opened_or_written(tmp_path):
     try:
         records = read_log(tmp_path / "input") + read_log(dump)
         files = discover(tmp_path / "input") + discover(dump)
-        tasks = pa.RecordBatch.from_pylist([{"task": i, "file": f.model_dump_json(), "start": 0, "end": None,
-                                             "options": ReadOptions().model_dump_json(), "staging": str(staged)}
-                                            for i, f in enumerate(files)])
+        tasks = pa.RecordBatch.from_pylist(
+            [
+                {
+                    "task": i,
+                    "file": f.model_dump_json(),
+                    "start": 0,
+                    "end": None,
+                    "options": ReadOptions().model_dump_json(),
+                    "staging": str(staged),
+                }
+                for i, f in enumerate(files)
+            ]
+        )
         summary = pa.Table.from_batches(list(staging.stage_tasks(iter([tasks])))).to_pylist()
     finally:
         _RECORDING[0] = False

@@ -17,16 +17,20 @@ import image.delta
 from image.errors import ReplayError
 from image.loader import DeltaCollector, MetadataLoader
 from image.replay import replay_to
-from tests.logbuilder import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import decode_metadata_value, encode_metadata_value
 from metadata.readers import ReadOptions, read_log
 from metadata.schema import MessageSpec, metadata_specs
+from tests.logbuilder import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
 from tests.recordgen import body
 
 TRANSACTION_MARKERS = {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
-SPEC_VERSIONS = [(s, v) for s in metadata_specs().values() if s.type_name not in TRANSACTION_MARKERS
-                 for v in range(s.valid_versions.low, s.valid_versions.high + 1)]
+SPEC_VERSIONS = [
+    (s, v)
+    for s in metadata_specs().values()
+    if s.type_name not in TRANSACTION_MARKERS
+    for v in range(s.valid_versions.low, s.valid_versions.high + 1)
+]
 
 
 def _prerequisites(kind: str, data: dict[str, Any]) -> list[Body]:
@@ -50,8 +54,9 @@ def _prerequisites(kind: str, data: dict[str, Any]) -> list[Body]:
 @pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), same_batch=st.booleans())
-def test_every_decodable_record_replays_or_is_a_kafka_rejection(spec: MessageSpec, version: int,
-                                                                  data: st.DataObject, same_batch: bool) -> None:
+def test_every_decodable_record_replays_or_is_a_kafka_rejection(
+    spec: MessageSpec, version: int, data: st.DataObject, same_batch: bool
+) -> None:
     decoded = decode_metadata_value(encode_metadata_value(spec.type_name, version, data.draw(body(spec, version))))[2]
     record: Body = (spec.type_name, decoded)
     log = LogBuilder()
@@ -73,14 +78,19 @@ def test_every_decodable_record_replays_or_is_a_kafka_rejection(spec: MessageSpe
 def _broken(error: Exception) -> Callable[..., None]:
     def handler(delta: Any, data: Any) -> None:
         raise error
+
     return handler
 
 
 @pytest.mark.parametrize("lenient", [False, True])
-@pytest.mark.parametrize("error", [KeyError("name"), TypeError("bug"), ValueError("bug"), AttributeError("bug")],
-                         ids=lambda e: type(e).__name__)
-def test_a_bug_in_a_handler_propagates_through_the_loader(monkeypatch: pytest.MonkeyPatch, lenient: bool,
-                                                          error: Exception) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [KeyError("name"), TypeError("bug"), ValueError("bug"), AttributeError("bug")],
+    ids=lambda e: type(e).__name__,
+)
+def test_a_bug_in_a_handler_propagates_through_the_loader(
+    monkeypatch: pytest.MonkeyPatch, lenient: bool, error: Exception
+) -> None:
     log = LogBuilder()
     log.batch(register_broker(1, 10))
     if lenient:  # a record Kafka rejects is reported and skipped; the bug after it is not
@@ -98,8 +108,9 @@ def test_a_bug_in_a_handler_propagates_through_the_loader(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("lenient", [False, True])
-def test_a_bug_propagates_from_snapshots_and_committed_transactions(monkeypatch: pytest.MonkeyPatch,
-                                                                     lenient: bool) -> None:
+def test_a_bug_propagates_from_snapshots_and_committed_transactions(
+    monkeypatch: pytest.MonkeyPatch, lenient: bool
+) -> None:
     monkeypatch.setitem(image.delta._HANDLERS, "TOPIC_RECORD", _broken(KeyError("name")))
     snapshot = LogBuilder()
     snapshot.control("SNAPSHOT_HEADER", {"version": 0, "lastContainedLogTimestamp": 1})
@@ -117,14 +128,21 @@ def test_a_bug_propagates_from_snapshots_and_committed_transactions(monkeypatch:
 def test_a_record_kept_undecoded_is_rejected_as_an_unknown_type(tmp_path: Path) -> None:
     """``--skip-unknown`` keeps a record of an unknown apiKey undecoded; replay rejects it like
     Kafka's MetadataDelta.replay rejects a type it has no case for, naming the offset."""
-    values = [encode_metadata_value("NO_OP_RECORD", 0, {}), bytes.fromhex("01" "63" "00" "00"),  # apiKey 99
-              encode_metadata_value("TOPIC_RECORD", 0, {"name": "a", "topicId": uuid(0xA)})]
+    values = [
+        encode_metadata_value("NO_OP_RECORD", 0, {}),
+        bytes.fromhex("01630000"),  # apiKey 99
+        encode_metadata_value("TOPIC_RECORD", 0, {"name": "a", "topicId": uuid(0xA)}),
+    ]
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(b"".join(encode_batch(i, [(None, v)], leader_epoch=1, timestamp=1000 + i)
-                              for i, v in enumerate(values)))
+    path.write_bytes(
+        b"".join(encode_batch(i, [(None, v)], leader_epoch=1, timestamp=1000 + i) for i, v in enumerate(values))
+    )
     records = read_log(path, ReadOptions(skip_unknown=True))
-    with pytest.raises(ReplayError, match=r"^offset 1: Unknown metadata record type \(not decoded: kept raw by "
-                                          r"--skip-unknown\)$"):
+    with pytest.raises(
+        ReplayError,
+        match=r"^offset 1: Unknown metadata record type \(not decoded: kept raw by "
+        r"--skip-unknown\)$",
+    ):
         replay_to(records)
     image = replay_to(records, lenient=True)
     assert [e.offset for e in image.errors] == [1]

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from image.image import MetadataImage
-from tests.image_json_schema import ImageJson
 from image.replay import replay_to
+from tests.image_json_schema import ImageJson
 from tests.logbuilder import (
     LogBuilder,
     acl,

@@ -12,6 +12,7 @@ from image.image import MetadataImage
 from image.loader import MetadataLoader, choose_snapshot, load_snapshot
 from image.provenance import MetadataProvenance
 from image.replay import SnapshotSource, delta_between, replay_to
+from metadata.log import LogRecord
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -33,7 +34,6 @@ from tests.logbuilder import (
     uuid,
     zk_migration_state,
 )
-from metadata.log import LogRecord
 
 A, B, C = uuid(0xA0), uuid(0xB0), uuid(0xC0)
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from image.errors import ReplayError
 from image.partition import MIGRATING_IDENTITY, PartitionRegistration
-from tests.logbuilder import partition, partition_change, uuid
 from image.uuids import LOST, MIGRATING, UNASSIGNED
+from tests.logbuilder import partition, partition_change, uuid
 
 T = uuid(77)
 D1, D2, D3, D4 = uuid(1001), uuid(1002), uuid(1003), uuid(1004)

@@ -14,8 +14,8 @@ from image.image import MetadataImage
 from image.loader import MetadataLoader, load_snapshot
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
-from tests.logbuilder import LogBuilder
 from metadata.log import LogRecord
+from tests.logbuilder import LogBuilder
 from tests.logstrategies import Body, batch_lists, build_log, snapshot_bodies
 
 

@@ -242,8 +242,11 @@ def test_clear_elr_resolves_names_like_kafka() -> None:
     for clear in (clear_elr("b"), clear_elr()):
         created_and_removed = LogBuilder()
         created_and_removed.batch(topic("b", B), partition(B, 0, [1, 2], [1], elr=[2]), remove_topic(B), clear)
-        with pytest.raises(ReplayError, match=f"offset 3: CLEAR_ELR_RECORD: ClearElrRecord for topic {B}, which "
-                                              "was created and removed in this delta"):
+        with pytest.raises(
+            ReplayError,
+            match=f"offset 3: CLEAR_ELR_RECORD: ClearElrRecord for topic {B}, which "
+            "was created and removed in this delta",
+        ):
             replay_to(created_and_removed.records)
 
 

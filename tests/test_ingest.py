@@ -41,8 +41,9 @@ def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
     assert (info.first_timestamp, info.last_timestamp) == (REPORT["first_timestamp"], REPORT["last_timestamp"])
     assert info.missing_offsets == 0
     snap = REPORT["snapshots"][0]
-    assert [(s.end_offset, s.epoch, s.records) for s in info.snapshots] == \
-        [(snap["end_offset"], snap["epoch"], snap["records"])]
+    assert [(s.end_offset, s.epoch, s.records) for s in info.snapshots] == [
+        (snap["end_offset"], snap["epoch"], snap["records"])
+    ]
     assert report.records_added == REPORT["total_records"]
 
 
@@ -55,10 +56,14 @@ def test_typed_tables_hold_every_record_with_defaults_applied(sample_lake):
     assert isr_only > 0
     assert lake.table("topics").count() == REPORT["by_type"]["TOPIC_RECORD"]
     brokers = lake.table("broker_changes")
-    assert brokers.count() == REPORT["by_type"].get("BROKER_REGISTRATION_CHANGE_RECORD", 0) + \
-        REPORT["by_type"].get("UNREGISTER_BROKER_RECORD", 0)
-    assert set(r[0] for r in lake.table("transaction_markers").select("type").distinct().collect()) == \
-        {"BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD"}
+    assert brokers.count() == REPORT["by_type"].get("BROKER_REGISTRATION_CHANGE_RECORD", 0) + REPORT["by_type"].get(
+        "UNREGISTER_BROKER_RECORD", 0
+    )
+    assert set(r[0] for r in lake.table("transaction_markers").select("type").distinct().collect()) == {
+        "BEGIN_TRANSACTION_RECORD",
+        "END_TRANSACTION_RECORD",
+        "ABORT_TRANSACTION_RECORD",
+    }
 
 
 def test_reingest_adds_nothing(sample_lake, spark):
@@ -87,8 +92,12 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     segments = sorted(log_dir.glob("*.log"))
     location = str(tmp_path / "lake")
     # the snapshot and the segments after it: a valid history without the offsets before the snapshot
-    first = ingest([str(s) for s in segments[2:]] + [str(next(log_dir.glob("*.checkpoint")))], location,
-                   spark=spark, progress=False)
+    first = ingest(
+        [str(s) for s in segments[2:]] + [str(next(log_dir.glob("*.checkpoint")))],
+        location,
+        spark=spark,
+        progress=False,
+    )
     assert first.first_offset == int(segments[2].stem)
     second = ingest([str(log_dir)], location, spark=spark, progress=False)
     assert second.records_added == REPORT["total_records"] - first.records_added
@@ -135,6 +144,7 @@ def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark,
 
     def crash(self, commit):
         raise RuntimeError("killed before the commit")
+
     monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
         ingest([str(segments[1])], location, spark=spark, progress=False)
@@ -155,6 +165,7 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
 
     def crash(self, commit):
         raise RuntimeError("killed before the commit")
+
     monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
         ingest([str(SAMPLE)], location, spark=spark, progress=False)
@@ -168,18 +179,31 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
     assert records.count() == records.select("offset").distinct().count() == REPORT["total_records"]
     topics = lake.table("topics")
     assert topics.count() == topics.select("offset").distinct().count() == REPORT["by_type"]["TOPIC_RECORD"]
-    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{lake.path('records')}`")
-                  .collect()}
+    properties = {
+        r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{lake.path('records')}`").collect()
+    }
     assert properties["delta.dataSkippingStatsColumns"] == "offset,timestamp"
 
 
 def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tmp_path):
     binary = ingest([str(KAFKA_BASIC / "__cluster_metadata-0")], str(tmp_path / "bin"), spark=spark, progress=False)
     text = ingest([str(KAFKA_BASIC / "dump-log.txt")], str(tmp_path / "txt"), spark=spark, progress=False)
-    assert (text.records_decoded, text.by_type, text.control_records) == \
-        (binary.records_decoded, binary.by_type, binary.control_records)
-    cols = ["offset", "batch_base_offset", "batch_last_offset", "batch_leader_epoch", "timestamp", "type", "version",
-            "payload", "control_type"]
+    assert (text.records_decoded, text.by_type, text.control_records) == (
+        binary.records_decoded,
+        binary.by_type,
+        binary.control_records,
+    )
+    cols = [
+        "offset",
+        "batch_base_offset",
+        "batch_last_offset",
+        "batch_leader_epoch",
+        "timestamp",
+        "type",
+        "version",
+        "payload",
+        "control_type",
+    ]
     a = Lake(str(tmp_path / "bin"), spark).table("records").select(*cols)
     b = Lake(str(tmp_path / "txt"), spark).table("records").select(*cols)
     assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
@@ -192,8 +216,11 @@ def test_cli_ingest_log_info_and_dump(sample_lake, tmp_path):
     assert info.exit_code == 0, info.output
     data = json.loads(info.stdout)
     assert {k: data[k] for k in ("first_offset", "last_offset", "records", "control_records")} == {
-        "first_offset": REPORT["first_offset"], "last_offset": REPORT["last_offset"],
-        "records": REPORT["metadata_records"], "control_records": REPORT["control_records"]}
+        "first_offset": REPORT["first_offset"],
+        "last_offset": REPORT["last_offset"],
+        "records": REPORT["metadata_records"],
+        "control_records": REPORT["control_records"],
+    }
     assert data["by_type"] == REPORT["by_type"] and data["snapshots"]
     out = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40", "--json"])
     lines = [json.loads(x) for x in out.stdout.splitlines()]
@@ -222,8 +249,7 @@ def test_cli_log_info_and_dump_for_people(sample_lake):
     assert shown.startswith("31 records, the first 10 shown\n") and more_line(21) in shown
     assert [int(line.split()[0]) for line in record_lines(shown)] == list(range(10, 20))
     assert not EPOCH_MS.search(shown)
-    every = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40",
-                                "--all"]).stdout
+    every = runner.invoke(app, ["dump", "--lake", lake.uri, "--from-offset", "10", "--to-offset", "40", "--all"]).stdout
     assert [int(line.split()[0]) for line in record_lines(every)] == list(range(10, 41)) and "more" not in every
     five = runner.invoke(app, ["dump", "--lake", lake.uri, "--type", "TOPIC_RECORD", "--limit", "5"]).stdout
     topics = REPORT["by_type"]["TOPIC_RECORD"]

@@ -22,8 +22,25 @@ from typer.testing import CliRunner
 from metadata.readers import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["ingest", "log-info", "dump", "generate", "replay", "show", "diff", "changes", "apply",
-            "leader-and-isr", "zk-replay", "timeline", "report", "check", "optimize", "demo", "history"]
+COMMANDS = [
+    "ingest",
+    "log-info",
+    "dump",
+    "generate",
+    "replay",
+    "show",
+    "diff",
+    "changes",
+    "apply",
+    "leader-and-isr",
+    "zk-replay",
+    "timeline",
+    "report",
+    "check",
+    "optimize",
+    "demo",
+    "history",
+]
 """Every command, in the order ``--help`` lists them."""
 DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"]
 """The commands ``demo`` runs, in order; it prints a rule ``kraft-replay <command> …`` before each."""
@@ -31,17 +48,19 @@ DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"
 
 def _listed_commands(help_text: str) -> list[str]:
     """The command names of the Commands panel of rich's ``--help`` (continuation lines are indented)."""
-    panel = help_text[help_text.index("Commands"):]
+    panel = help_text[help_text.index("Commands") :]
     return re.findall(r"^│ ([a-z][a-z-]*) ", panel, flags=re.MULTILINE)
 
 
 def test_both_entry_points_list_every_command() -> None:
     env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
-    module = subprocess.run([sys.executable, "-m", "cli.main", "--help"], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=120)
+    module = subprocess.run(
+        [sys.executable, "-m", "cli.main", "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert module.returncode == 0, module.stderr
     assert _listed_commands(module.stdout) == COMMANDS
     from cli.main import app  # what the console script (cli.main:app) runs
+
     script = CliRunner().invoke(app, ["--help"], terminal_width=200)
     assert script.exit_code == 0, script.output
     # in this process other tests may have imported a command module before cli.main: same set, other order
@@ -62,12 +81,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     dependencies = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
     (Path(purelib) / "kraft_replay_test_dependencies.pth").write_text("\n".join(dependencies) + "\n")
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
-                         capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert (venv / "bin" / "kraft-replay").is_file()
     return venv
@@ -80,13 +107,18 @@ def _without_venv_on_path(tmp_path: Path) -> dict[str, str]:
     shims = tmp_path / "bin"
     shims.mkdir()
     for name in ("python3", "python"):
-        (shims / name).write_text("#!/bin/sh\necho \"$0 from PATH ran a Spark Python worker\" >&2\nexit 1\n")
+        (shims / name).write_text('#!/bin/sh\necho "$0 from PATH ran a Spark Python worker" >&2\nexit 1\n')
         (shims / name).chmod(0o755)
     java = shutil.which("java")
     path = os.pathsep.join(dict.fromkeys([str(shims), *([os.path.dirname(java)] if java else []), "/usr/bin", "/bin"]))
     env = {"HOME": str(Path.home()), "PATH": path, "COLUMNS": "200", "LANG": "C.UTF-8"}
-    for name in ("JAVA_HOME", "TMPDIR", "XDG_CACHE_HOME", "KRAFT_REPLAY_DRIVER_MEMORY",
-                 "KRAFT_REPLAY_SHUFFLE_PARTITIONS"):
+    for name in (
+        "JAVA_HOME",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "KRAFT_REPLAY_DRIVER_MEMORY",
+        "KRAFT_REPLAY_SHUFFLE_PARTITIONS",
+    ):
         if name in os.environ:
             env[name] = os.environ[name]
     assert shutil.which("python3", path=path) == str(shims / "python3")
@@ -106,13 +138,20 @@ def test_console_script_of_a_venv_install_run_by_its_path(installed: Path, tmp_p
     env = _without_venv_on_path(tmp_path)
     assert str(installed) not in env["PATH"]
     script = installed / "bin" / "kraft-replay"
-    help_run = subprocess.run([str(script), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+    help_run = subprocess.run(
+        [str(script), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert help_run.returncode == 0, help_run.stderr
     assert _listed_commands(help_run.stdout) == COMMANDS
     lake = tmp_path / "lake"
-    run = subprocess.run([str(script), "demo", "--lake", str(lake), "--sample", str(ROOT / "data" / "sample")],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1700)
+    run = subprocess.run(
+        [str(script), "demo", "--lake", str(lake), "--sample", str(ROOT / "data" / "sample")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1700,
+    )
     _did_the_main_job(run, lake)
 
 
@@ -126,10 +165,14 @@ def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server(installed: Pa
     env = {**_without_venv_on_path(tmp_path), "SPARK_REMOTE": "local[2]"}
     lake, sample = tmp_path / "lake", ROOT / "data" / "sample"
     python = [str(installed / "bin" / "python"), "-m", "cli.main"]
-    runs = [subprocess.run([*python, *args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=1700)
-            for args in (["ingest", str(sample), "--lake", str(lake)], ["replay", "--lake", str(lake)],
-                         ["replay", "--log", str(sample)])]
+    runs = [
+        subprocess.run([*python, *args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1700)
+        for args in (
+            ["ingest", str(sample), "--lake", str(lake)],
+            ["replay", "--lake", str(lake)],
+            ["replay", "--log", str(sample)],
+        )
+    ]
     for run in runs:
         assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     ingested, on_spark, in_process = (json.loads(r.stdout) for r in runs)

@@ -1,5 +1,6 @@
 """Live test: really start a (one-node, combined) KRaft cluster from the fetched jars, drive a few steps
 through the Admin client, stop it, and check the recorded outputs and that no JVM is left behind."""
+
 from __future__ import annotations
 
 import json
@@ -32,6 +33,7 @@ def _pid_alive(pid: int) -> bool:
 @pytest.mark.timeout(420)
 def test_live_combined_cluster_smoke(tmp_path):
     from tests.harness.scenarios import run_scenario
+
     dist = dist_for(LIVE_VERSION)
     out = tmp_path / "smoke"
     t0 = time.monotonic()

@@ -12,6 +12,7 @@
 The project functions are imported directly: a missing or renamed one is an error, never a skip.
 The tests that run Kafka's classes skip only when java/javac/mvn are missing (with that reason).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,10 @@ def _dump_records(fixture, name: str) -> dict[str, list[dict]]:
 def _compare_records(file_label: str, ours: list[dict], kafka: list[dict]) -> list[str]:
     problems = []
     if [r["offset"] for r in ours] != [r["offset"] for r in kafka]:
-        problems.append(f"{file_label}: offsets differ: ours {[r['offset'] for r in ours][:20]}... "
-                        f"kafka {[r['offset'] for r in kafka][:20]}... (counts {len(ours)} vs {len(kafka)})")
+        problems.append(
+            f"{file_label}: offsets differ: ours {[r['offset'] for r in ours][:20]}... "
+            f"kafka {[r['offset'] for r in kafka][:20]}... (counts {len(ours)} vs {len(kafka)})"
+        )
         return problems
     for o, k in zip(ours, kafka):
         where = f"{file_label} offset {k['offset']}"
@@ -62,15 +65,15 @@ def _compare_records(file_label: str, ours: list[dict], kafka: list[dict]) -> li
                 problems.append(f"{where}: control_type {o.get('control_type')!r} != kafka {k['control_type']!r}")
             if o.get("type") is not None:
                 problems.append(f"{where}: control record has type {o.get('type')!r}")
-            if o.get("data") is not None and k["control_data"] is not None and \
-                    _as_dict(o["data"]) != k["control_data"]:
+            if o.get("data") is not None and k["control_data"] is not None and _as_dict(o["data"]) != k["control_data"]:
                 problems.append(compare.loud_diff(where + " control data", k["control_data"], _as_dict(o["data"])))
         else:
             if o.get("control_type") is not None:
                 problems.append(f"{where}: data record has control_type {o.get('control_type')!r}")
             if (o.get("type"), o.get("version")) != (k["type"], k["version"]):
-                problems.append(f"{where}: type/version {(o.get('type'), o.get('version'))} != kafka "
-                                f"{(k['type'], k['version'])}")
+                problems.append(
+                    f"{where}: type/version {(o.get('type'), o.get('version'))} != kafka {(k['type'], k['version'])}"
+                )
             elif _as_dict(o.get("data")) != k["data"]:
                 problems.append(compare.loud_diff(f"{where} {k['type']} payload", k["data"], _as_dict(o.get("data"))))
         if o.get("timestamp") is not None and o["timestamp"] != k["timestamp"]:
@@ -104,8 +107,11 @@ def test_replay_matches_kafka_images(fixture):
     for name, expected in zip(names, res["images"]):
         actual = _as_dict(replay_to(records, expected["offset"]).to_json())
         if actual != expected:
-            failures.append(compare.loud_diff(f"{fixture_id(fixture)} image after step {name!r} at offset "
-                                              f"{expected['offset']}", expected, actual))
+            failures.append(
+                compare.loud_diff(
+                    f"{fixture_id(fixture)} image after step {name!r} at offset {expected['offset']}", expected, actual
+                )
+            )
     assert not failures, "".join(failures)
 
 
@@ -115,11 +121,15 @@ def test_local_changes_match_kafka(fixture):
     res = oracle_steps(fixture)
     failures = []
     for expected in res["changes"]:
-        actual = _as_dict(local_changes_json(records, expected["fromOffset"], expected["toOffset"],
-                                             expected["broker"]))
+        actual = _as_dict(local_changes_json(records, expected["fromOffset"], expected["toOffset"], expected["broker"]))
         if actual != expected:
-            failures.append(compare.loud_diff(
-                f"{fixture_id(fixture)} local changes of broker {expected['broker']} "
-                f"{expected['fromOffset']}..{expected['toOffset']}", expected, actual))
+            failures.append(
+                compare.loud_diff(
+                    f"{fixture_id(fixture)} local changes of broker {expected['broker']} "
+                    f"{expected['fromOffset']}..{expected['toOffset']}",
+                    expected,
+                    actual,
+                )
+            )
     assert res["changes"], "oracle produced no local changes to compare"
     assert not failures, "".join(failures)

@@ -85,7 +85,9 @@ def test_committed_texts_and_images_are_kafkas_output(fixture: Path) -> None:
     dist = dist_for("4.1.1")
     md = meta_dir(fixture)
     assert tools.dump_log(dist, tools.segment_files(md), cwd=fixture) == (fixture / "dump-log.txt").read_text()
-    assert tools.dump_log(dist, tools.checkpoint_files(md), cwd=fixture) == \
-        (fixture / "dump-log-snapshots.txt").read_text()
+    assert (
+        tools.dump_log(dist, tools.checkpoint_files(md), cwd=fixture)
+        == (fixture / "dump-log-snapshots.txt").read_text()
+    )
     doc = json.loads((fixture / "kafka-images.json").read_text())
     assert [oracle.image(dist, md, image["offset"]) for image in doc["images"]] == doc["images"]

@@ -7,6 +7,7 @@ every transition visible between consecutive views, snapshots must equal log rep
 dump-log texts must be exactly what Kafka's DumpLogSegments prints for the committed files, and the final
 image must agree with Kafka's metadata shell.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -33,7 +34,8 @@ FIXTURES = all_fixtures()
 def test_fixtures_present():
     versions = {f.parent.name for f in FIXTURES}
     assert any(v.startswith("4.") for v in versions) and any(v.startswith("3.9") for v in versions), (
-        f"expected committed fixtures for Kafka 4.x and 3.9.x, found {sorted(map(fixture_id, FIXTURES))}")
+        f"expected committed fixtures for Kafka 4.x and 3.9.x, found {sorted(map(fixture_id, FIXTURES))}"
+    )
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
@@ -60,13 +62,19 @@ def test_oracle_local_changes_cover_view_transitions(fixture):
     missing = []
     checked = 0
     for prev, cur in itertools.pairwise(views):
-        brokers = {b["brokerId"] for img in res["images"] if img["offset"] in (prev["offset"], cur["offset"])
-                   for b in img["brokers"]}
+        brokers = {
+            b["brokerId"]
+            for img in res["images"]
+            if img["offset"] in (prev["offset"], cur["offset"])
+            for b in img["brokers"]
+        }
         for b in sorted(brokers):
             c = by_pair.get((prev["offset"], cur["offset"], b))
             assert c is not None, f"no oracle changes for broker {b} between {prev['name']} and {cur['name']}"
-            got = {k: {(x["topic"], x["partitionId"]) for x in c[k]}
-                   for k in ("leaders", "followers", "electedLeaders", "deletes")}
+            got = {
+                k: {(x["topic"], x["partitionId"]) for x in c[k]}
+                for k in ("leaders", "followers", "electedLeaders", "deletes")
+            }
             for kind, keys in compare.expected_local_changes(prev, cur, b).items():
                 checked += len(keys)
                 for key in sorted(keys - got[kind]):
@@ -83,15 +91,23 @@ def test_oracle_local_changes_cover_view_transitions(fixture):
     assert not missing, "\n".join(missing)
 
 
-@pytest.mark.parametrize("fixture", [f for f in FIXTURES if any(
-    int(p.name[:20]) > 0 for p in tools.checkpoint_files(meta_dir(f)))], ids=fixture_id)
+@pytest.mark.parametrize(
+    "fixture",
+    [f for f in FIXTURES if any(int(p.name[:20]) > 0 for p in tools.checkpoint_files(meta_dir(f)))],
+    ids=fixture_id,
+)
 def test_oracle_snapshots_equal_log_replay(fixture):
     results = oracle.verify_snapshots(dist_for(fixture_version(fixture)), meta_dir(fixture))
     assert results, "no snapshots checked"
     bad = [r for r in results if not r["equal"]]
-    assert not bad, "".join(compare.loud_diff(f"snapshot {r['snapshot']} vs log replay at {r['offset']}",
-                                              __import__("json").loads(r["fromLog"]),
-                                              __import__("json").loads(r["fromSnapshot"])) for r in bad)
+    assert not bad, "".join(
+        compare.loud_diff(
+            f"snapshot {r['snapshot']} vs log replay at {r['offset']}",
+            __import__("json").loads(r["fromLog"]),
+            __import__("json").loads(r["fromSnapshot"]),
+        )
+        for r in bad
+    )
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
@@ -100,8 +116,10 @@ def test_committed_dump_log_is_kafkas_output(fixture):
     segs = tools.segment_files(meta_dir(fixture))
     assert segs
     assert tools.dump_log(dist, segs, cwd=fixture) == (fixture / "dump-log.txt").read_text()
-    assert tools.dump_log(dist, segs, skip_record_metadata=True, cwd=fixture) == \
-        (fixture / "dump-log-skip-metadata.txt").read_text()
+    assert (
+        tools.dump_log(dist, segs, skip_record_metadata=True, cwd=fixture)
+        == (fixture / "dump-log-skip-metadata.txt").read_text()
+    )
     records = list(compare.parse_dump_log((fixture / "dump-log.txt").read_text()))
     offsets = [r["offset"] for r in records]
     assert offsets == list(range(len(offsets))), "dump-log offsets are not 0..n-1"
@@ -126,14 +144,24 @@ def test_metadata_shell_agrees_with_oracle_final_image(fixture):
         if s is None:
             problems.append(f"{p['topic']}-{p['partitionId']} missing in shell")
             continue
-        for sk, ok in (("replicas", "replicas"), ("isr", "isr"), ("leader", "leader"), ("leaderEpoch", "leaderEpoch"),
-                       ("partitionEpoch", "partitionEpoch"), ("removingReplicas", "removingReplicas"),
-                       ("addingReplicas", "addingReplicas"), ("directories", "directories"),
-                       ("elr", "eligibleLeaderReplicas"), ("lastKnownElr", "lastKnownElr")):
+        for sk, ok in (
+            ("replicas", "replicas"),
+            ("isr", "isr"),
+            ("leader", "leader"),
+            ("leaderEpoch", "leaderEpoch"),
+            ("partitionEpoch", "partitionEpoch"),
+            ("removingReplicas", "removingReplicas"),
+            ("addingReplicas", "addingReplicas"),
+            ("directories", "directories"),
+            ("elr", "eligibleLeaderReplicas"),
+            ("lastKnownElr", "lastKnownElr"),
+        ):
             if s.get(sk) != p[ok]:
                 problems.append(f"{p['topic']}-{p['partitionId']} {sk}: shell {s.get(sk)} != oracle {p[ok]}")
         lrs = {"RECOVERED": 0, "RECOVERING": 1}.get(s.get("leaderRecoveryState"))
         if lrs != p["leaderRecoveryState"]:
-            problems.append(f"{p['topic']}-{p['partitionId']} leaderRecoveryState: shell "
-                            f"{s.get('leaderRecoveryState')} != oracle {p['leaderRecoveryState']}")
+            problems.append(
+                f"{p['topic']}-{p['partitionId']} leaderRecoveryState: shell "
+                f"{s.get('leaderRecoveryState')} != oracle {p['leaderRecoveryState']}"
+            )
     assert not problems, "\n".join(problems)

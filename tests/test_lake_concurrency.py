@@ -16,10 +16,22 @@ from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
 from cli.main import app
-from metadata.check import check_lake, lake_differences
 from image.ingest import ingest
-from metadata.lake import (INGESTS, Commit, Lake, LakeBusy, LakeConflict, LakeTransaction, Lease, _LeaseKeeper, _now,
-                           _tagged, commit_infos, table_schemas)
+from metadata.check import check_lake, lake_differences
+from metadata.lake import (
+    INGESTS,
+    Commit,
+    Lake,
+    LakeBusy,
+    LakeConflict,
+    LakeTransaction,
+    Lease,
+    _LeaseKeeper,
+    _now,
+    _tagged,
+    commit_infos,
+    table_schemas,
+)
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
 pytestmark = pytest.mark.spark
@@ -50,8 +62,14 @@ def assert_same_lake(lake: Lake, reference: Lake) -> None:
 def start(paths: list[Path], location: str, fault: str | None = None) -> subprocess.Popen:
     """``kraft-replay ingest PATHS --lake LOCATION --json`` in its own process (its own Spark session)."""
     env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(LEASE_SECONDS), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
-    return subprocess.Popen([*KRAFT_REPLAY, "ingest", *map(str, paths), "--lake", location, "--json"], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*KRAFT_REPLAY, "ingest", *map(str, paths), "--lake", location, "--json"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, dict | None, str]:
@@ -152,8 +170,15 @@ def test_a_held_lease_makes_a_writer_wait_then_give_up_with_one_line(spark, tmp_
     lake = Lake(location, spark)
     before = lake.state()
     other = _LeaseKeeper(lake, "other-run", None)
-    assert other._cas(Lease(epoch=lake.lease().epoch + 1, owner="other-run", holder="host-b pid 7",
-                            base_seq=before.seq, expires_at=_now() + dt.timedelta(minutes=5)))
+    assert other._cas(
+        Lease(
+            epoch=lake.lease().epoch + 1,
+            owner="other-run",
+            holder="host-b pid 7",
+            base_seq=before.seq,
+            expires_at=_now() + dt.timedelta(minutes=5),
+        )
+    )
     with pytest.raises(LakeBusy, match=r"being written by host-b pid 7 \(run other-run.*nothing was changed"):
         ingest([str(SEGMENTS[1])], location, spark=spark, progress=False, wait=2)
     assert lake.state() == before
@@ -185,8 +210,10 @@ def test_a_foreign_commit_during_a_transaction_is_detected_and_the_attempt_retri
     records = lake.table("records", state)
     assert records.count() == base.high_water_mark + 1 + 3
     assert records.where("offset >= 10000000").count() == 3 and records.where("offset >= 10001000").count() == 0
-    ops = [c.operation for c in commit_infos(spark, lake.path("records"), base.versions["records"] + 1,
-                                             state.versions["records"])]
+    ops = [
+        c.operation
+        for c in commit_infos(spark, lake.path("records"), base.versions["records"] + 1, state.versions["records"])
+    ]
     assert ops == ["WRITE", "WRITE", "RESTORE", "WRITE"]  # attempt 1, the foreign append, recovery, attempt 2
 
 
@@ -201,8 +228,11 @@ def test_optimize_is_a_transaction_and_readers_of_older_versions_still_read(refe
     res = CliRunner().invoke(app, ["optimize", "--lake", location, "--json"])
     assert res.exit_code == 0, res.output
     state = lake.state()
-    assert json.loads(res.stdout) == {"lake": lake.uri, "seq": old.seq + 1,
-                                      "compacted": sorted(n for n in old.versions if state.versions[n] != old.versions[n])}
+    assert json.loads(res.stdout) == {
+        "lake": lake.uri,
+        "seq": old.seq + 1,
+        "compacted": sorted(n for n in old.versions if state.versions[n] != old.versions[n]),
+    }
     assert state.seq == old.seq + 1 and state.versions["records"] > old.versions["records"]
     assert len(lake.table("records", state).inputFiles()) < len(pinned.inputFiles())
     assert pinned.count() == lake.table("records", state).count() == total_records()

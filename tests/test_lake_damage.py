@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from metadata.check import CHECKS, check_lake
 from image.ingest import ingest
+from metadata.check import CHECKS, check_lake
 from metadata.lake import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
 from metadata.query import log_info
 from tests.processes import KRAFT_REPLAY, ROOT, environment
@@ -90,8 +90,10 @@ def test_a_truncated_data_file_is_named(copy, spark):
     damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
     damaged.with_name(f".{damaged.name}.crc").unlink()  # no checksum to catch it: Parquet's own reader must
     lake = Lake(str(copy), spark)
-    with pytest.raises(LakeDamaged, match=f"table partition_changes: data file {damaged.name} is damaged"), \
-            lake.reading():
+    with (
+        pytest.raises(LakeDamaged, match=f"table partition_changes: data file {damaged.name} is damaged"),
+        lake.reading(),
+    ):
         lake.table("partition_changes").write.format("noop").mode("overwrite").save()
     assert damaged.name in problems(copy, spark, "tables")[0]
 
@@ -145,8 +147,14 @@ def test_the_committed_state_needs_a_log_version_that_is_gone(copy, spark):
 def test_a_damaged_lake_is_one_line_from_a_real_process(copy):
     """Through the real command (its own JVM): stderr holds the one line and no Java stack trace."""
     data_file(copy, "records").unlink()
-    proc = subprocess.run([*KRAFT_REPLAY, "replay", "--lake", str(copy), "--engine", "reference"], env=environment(),
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*KRAFT_REPLAY, "replay", "--lake", str(copy), "--engine", "reference"],
+        env=environment(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
     assert len(lines) == 1 and lines[0].startswith("error: lake ") and "data file" in lines[0], proc.stderr
@@ -174,10 +182,14 @@ def test_check_reports_gaps_duplicates_typed_tables_and_snapshots(copy, spark):
     report = check_lake(lake)
     found = {c.name: c.problems for c in report.checks}
     assert not report.ok and found["tables"] == [] and found["ingests"] == []
-    assert found["offsets"] == [f"1 duplicate record rows, e.g. offset {topic} (2 rows)",
-                                f"1 offsets missing between 0 and {lake.state().high_water_mark}: {hole}"]
-    assert found["typed"] == [f"table topics lacks 2 rows of records (first at offset {topic})",
-                              f"table partitions holds 1 rows not in records (first at offset {hole})"]
+    assert found["offsets"] == [
+        f"1 duplicate record rows, e.g. offset {topic} (2 rows)",
+        f"1 offsets missing between 0 and {lake.state().high_water_mark}: {hole}",
+    ]
+    assert found["typed"] == [
+        f"table topics lacks 2 rows of records (first at offset {topic})",
+        f"table partitions holds 1 rows not in records (first at offset {hole})",
+    ]
     end, epoch = (int(x) for x in SNAPSHOT.stem.split("-"))
     assert found["snapshots"] == [f"snapshot {end}-{epoch}: no SNAPSHOT_FOOTER at its last position"]
 
@@ -185,7 +197,8 @@ def test_check_reports_gaps_duplicates_typed_tables_and_snapshots(copy, spark):
 def test_check_reports_a_forked_ingest_chain(copy, spark):
     lake = Lake(str(copy), spark)
     state = lake.state()
-    spark.createDataFrame([state.model_dump()], spark.read.format("delta").load(lake.path(INGESTS)).schema) \
-        .write.format("delta").mode("append").save(lake.path(INGESTS))  # a blind append: the pre-protocol bug
+    spark.createDataFrame(
+        [state.model_dump()], spark.read.format("delta").load(lake.path(INGESTS)).schema
+    ).write.format("delta").mode("append").save(lake.path(INGESTS))  # a blind append: the pre-protocol bug
     assert problems(copy, spark, "ingests") == [f"seq {state.seq} was committed 2 times"]
     assert log_info(lake).ingests == state.seq

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from metadata.check import check_lake, lake_differences
 from image.ingest import ingest
+from metadata.check import check_lake, lake_differences
 from metadata.lake import Lake
 from metadata.query import log_records
 from metadata.readers import read_log
@@ -53,9 +53,9 @@ def _batch_position(segment: Path, base_offset: int) -> int:
     """Byte position of the batch with ``base_offset`` (batches: 8-byte offset, 4-byte length, then length bytes)."""
     data, pos = segment.read_bytes(), 0
     while pos < len(data):
-        if int.from_bytes(data[pos:pos + 8], "big") == base_offset:
+        if int.from_bytes(data[pos : pos + 8], "big") == base_offset:
             return pos
-        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
     raise AssertionError(f"no batch at offset {base_offset} in {segment}")
 
 
@@ -64,9 +64,14 @@ def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
     live.mkdir(parents=True)
     shutil.copy(SEGMENTS[0], live / SEGMENTS[0].name)
     location = str(tmp_path / "lake")
-    proc = subprocess.Popen([*KRAFT_REPLAY, "ingest", str(live), "--lake", location, "--follow", "--interval", "1",
-                             "--json"], env=environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [*KRAFT_REPLAY, "ingest", str(live), "--lake", location, "--follow", "--interval", "1", "--json"],
+        env=environment(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     rounds: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [rounds.put(json.loads(line)) for line in proc.stdout], daemon=True).start()
 
@@ -125,10 +130,18 @@ def test_repeated_ingests_of_a_live_kafka_metadata_log(spark, tmp_path):
 
     from tests.harness.cluster import ClusterSpec, KafkaCluster
     from tests.harness.testing import dist_for
+
     dist = dist_for(LIVE_VERSION)
-    spec = ClusterSpec(brokers=1, combined=True, racks=False,
-                       controller_props={"metadata.log.segment.ms": "3000", "metadata.log.segment.min.bytes": "10240",
-                                         "metadata.log.segment.bytes": "65536"})
+    spec = ClusterSpec(
+        brokers=1,
+        combined=True,
+        racks=False,
+        controller_props={
+            "metadata.log.segment.ms": "3000",
+            "metadata.log.segment.min.bytes": "10240",
+            "metadata.log.segment.bytes": "65536",
+        },
+    )
     location = str(tmp_path / "lake")
     lake = Lake(location, spark)
     reports = []
@@ -141,7 +154,7 @@ def test_repeated_ingests_of_a_live_kafka_metadata_log(spark, tmp_path):
                 torn = tmp_path / "torn" / log_dir.name
                 shutil.copytree(log_dir, torn)
                 active = sorted(torn.glob("*.log"))[-1]
-                active.write_bytes(active.read_bytes()[:cut_mid_batch(active)])
+                active.write_bytes(active.read_bytes()[: cut_mid_batch(active)])
                 report = ingest([str(torn)], location, spark=spark, progress=False)
                 assert [w for w in report.warnings if TORN in w], report.warnings
                 reports.append(report)

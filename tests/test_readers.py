@@ -12,8 +12,16 @@ import pytest
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_metadata_value
 from metadata.errors import DecodeError, UnknownRecordError
-from metadata.readers import (InputKind, Issue, ReadOptions, decode_path, discover, iter_file_rows,
-                              iter_segment_rows, plan_ranges)
+from metadata.readers import (
+    InputKind,
+    Issue,
+    ReadOptions,
+    decode_path,
+    discover,
+    iter_file_rows,
+    iter_segment_rows,
+    plan_ranges,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
@@ -37,8 +45,14 @@ def _rows(buf: bytes, options: ReadOptions | None = None) -> tuple[list, list[Is
 def test_discover_reads_segments_and_snapshots_in_order_and_ignores_the_rest(tmp_path):
     d = tmp_path / "__cluster_metadata-0"
     shutil.copytree(SAMPLE / "__cluster_metadata-0", d)
-    for junk in ("00000000000000000000.index", "00000000000000000000.timeindex", "00000000000000003012.snapshot",
-                 "00000000000000003012-0000000008-123.checkpoint.part", "quorum-state", ".lock"):
+    for junk in (
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+        "00000000000000003012.snapshot",
+        "00000000000000003012-0000000008-123.checkpoint.part",
+        "quorum-state",
+        ".lock",
+    ):
         (d / junk).write_bytes(b"junk")
     files = discover(tmp_path)
     assert [f.kind for f in files] == [InputKind.SNAPSHOT] + [InputKind.SEGMENT] * 4
@@ -62,11 +76,11 @@ def test_sample_decodes_to_the_generator_report():
 def test_a_flipped_bit_anywhere_in_a_batch_is_caught():
     whole = SEGMENT.read_bytes()
     bounds = _batch_bounds(whole, 4)
-    clean, _ = _rows(whole[:bounds[4]])
+    clean, _ = _rows(whole[: bounds[4]])
     lo, hi = bounds[1], bounds[2]  # flip every bit of the second batch
     for byte in range(lo, hi):
         for bit in range(8):
-            damaged = bytearray(whole[:bounds[4]])
+            damaged = bytearray(whole[: bounds[4]])
             damaged[byte] ^= 1 << bit
             try:
                 rows, issues = _rows(bytes(damaged))
@@ -97,7 +111,7 @@ def test_crc_mismatch_names_file_position_and_base_offset_and_allow_gaps_skips_i
 def test_garbage_in_the_middle_is_an_error_and_allow_gaps_resynchronises():
     whole = SEGMENT.read_bytes()
     bounds = _batch_bounds(whole, 3)
-    damaged = whole[:bounds[2]] + bytes(range(1, 40)) + whole[bounds[2]:]
+    damaged = whole[: bounds[2]] + bytes(range(1, 40)) + whole[bounds[2] :]
     with pytest.raises(DecodeError) as info:
         _rows(damaged)
     assert info.value.position == bounds[2]
@@ -110,8 +124,8 @@ def test_garbage_in_the_middle_is_an_error_and_allow_gaps_resynchronises():
 def test_truncated_last_batch_is_reported_and_the_prefix_kept():
     whole = SEGMENT.read_bytes()
     bounds = _batch_bounds(whole, 5)
-    rows, issues = _rows(whole[:bounds[5] - 7])
-    clean, _ = _rows(whole[:bounds[4]])
+    rows, issues = _rows(whole[: bounds[5] - 7])
+    clean, _ = _rows(whole[: bounds[4]])
     assert rows == clean
     assert len(issues) == 1 and "truncated last batch" in issues[0].message and issues[0].position == bounds[4]
 
@@ -119,8 +133,8 @@ def test_truncated_last_batch_is_reported_and_the_prefix_kept():
 def test_zero_filled_tail_ends_the_data():
     whole = SEGMENT.read_bytes()
     bounds = _batch_bounds(whole, 2)
-    rows, issues = _rows(whole[:bounds[2]] + bytes(8192))
-    assert len(rows) == len(_rows(whole[:bounds[2]])[0]) and "zero-filled" in issues[0].message
+    rows, issues = _rows(whole[: bounds[2]] + bytes(8192))
+    assert len(rows) == len(_rows(whole[: bounds[2]])[0]) and "zero-filled" in issues[0].message
 
 
 def _segment_with(values: list[bytes]) -> bytes:
@@ -129,7 +143,7 @@ def _segment_with(values: list[bytes]) -> bytes:
 
 def test_unknown_record_type_names_file_and_offset_or_is_kept_raw(tmp_path):
     noop = encode_metadata_value("NO_OP_RECORD", 0, {})
-    unknown = bytes.fromhex("01" "63" "00" "00")  # apiKey 99
+    unknown = bytes.fromhex("01630000")  # apiKey 99
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(_segment_with([noop, unknown, noop]))
     with pytest.raises(UnknownRecordError) as info:
@@ -143,8 +157,9 @@ def test_unknown_record_type_names_file_and_offset_or_is_kept_raw(tmp_path):
 
 def test_non_consecutive_offsets_are_reported():
     noop = encode_metadata_value("NO_OP_RECORD", 0, {})
-    buf = encode_batch(0, [(None, noop)], leader_epoch=1, timestamp=1) + \
-        encode_batch(5, [(None, noop)], leader_epoch=1, timestamp=2)
+    buf = encode_batch(0, [(None, noop)], leader_epoch=1, timestamp=1) + encode_batch(
+        5, [(None, noop)], leader_epoch=1, timestamp=2
+    )
     rows, issues = _rows(buf)
     assert [r[0] for r in rows] == [0, 5] and "expected 1, batch starts at 5" in issues[0].message
 
@@ -177,6 +192,7 @@ def test_byte_ranges_hop_equal_sized_batches_like_one_at_a_time(tmp_path, monkey
     """Stretches of equal-sized batches (NoOps) are hopped over with numpy: the cuts are the ones the
     one-batch-at-a-time hop finds, for runs broken by other sizes, a torn tail and any split size."""
     from metadata import readers
+
     noop = readers.NOOP_VALUE
     topic = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t", "topicId": "f62ptyETTjet8SL5ZeREiw"})
     batches, offset = [], 0

@@ -18,9 +18,13 @@ import pytest
 from rich.console import Console, RenderableType
 
 from cli import render
-from image.times import parse_time
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
+from image.times import parse_time
+from metadata.log import LogRecord
+from metadata.log_summary import DumpRecord
+from metadata.readers import read_log
+from replica.local_changes import local_changes_json
 from tests.logbuilder import (
     LogBuilder,
     broker_change,
@@ -32,10 +36,6 @@ from tests.logbuilder import (
     unfence_broker,
     uuid,
 )
-from metadata.log import LogRecord
-from metadata.log_summary import DumpRecord
-from metadata.readers import read_log
-from replica.local_changes import local_changes_json
 from tests.test_diff import python_doc as python_diff
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,27 +97,58 @@ def test_compact_values() -> None:
 
 def test_image_summary_counts_health_from_the_image_json() -> None:
     log = LogBuilder(timestamp=1735690382434)
-    log.batch(feature_level("metadata.version", 21), producer_ids(5000),
-              *(register_broker(b, 10 + b) for b in (1, 2, 3, 4)))
-    log.batch(unfence_broker(2, 12), unfence_broker(3, 13), unfence_broker(4, 14),
-              broker_change(3, 13, in_controlled_shutdown=1))
+    log.batch(
+        feature_level("metadata.version", 21), producer_ids(5000), *(register_broker(b, 10 + b) for b in (1, 2, 3, 4))
+    )
+    log.batch(
+        unfence_broker(2, 12),
+        unfence_broker(3, 13),
+        unfence_broker(4, 14),
+        broker_change(3, 13, in_controlled_shutdown=1),
+    )
     t = uuid(7)
-    log.batch(topic("orders", t), partition(t, 0, [1, 2, 3], [2], leader=2), partition(t, 1, [2, 3], [], leader=-1),
-              partition(t, 2, [3, 4]))
+    log.batch(
+        topic("orders", t),
+        partition(t, 0, [1, 2, 3], [2], leader=2),
+        partition(t, 1, [2, 3], [], leader=-1),
+        partition(t, 2, [3, 4]),
+    )
     image = replay_to(log.records).to_json()
     summary = image_summary(image)
     assert summary == ImageSummary(
-        offset=log.records[-1].offset, epoch=1, timestamp=log.records[-1].timestamp, metadata_version=21,
-        next_producer_id=5000, fenced_brokers=[1], brokers_in_controlled_shutdown=[3], leaderless_partitions=1,
+        offset=log.records[-1].offset,
+        epoch=1,
+        timestamp=log.records[-1].timestamp,
+        metadata_version=21,
+        next_producer_id=5000,
+        fenced_brokers=[1],
+        brokers_in_controlled_shutdown=[3],
+        leaderless_partitions=1,
         under_replicated_partitions=2,
-        counts={"topics": 1, "partitions": 3, "brokers": 4, "controllers": 0, "configs": 0, "features": 1,
-                "clientQuotas": 0, "acls": 0, "scram": 0, "delegationTokens": 0})
+        counts={
+            "topics": 1,
+            "partitions": 3,
+            "brokers": 4,
+            "controllers": 0,
+            "configs": 0,
+            "features": 1,
+            "clientQuotas": 0,
+            "acls": 0,
+            "scram": 0,
+            "delegationTokens": 0,
+        },
+    )
     assert summary.metadata_version_name == "3.9-IV0"
     shown = text(render.image_summary(summary, render.DEFAULT_LIMIT))
-    for label, value in (("time", render.iso_time(log.records[-1].timestamp)), ("metadata.version", "21 (3.9-IV0)"),
-                         ("next producer id", "5000"), ("fenced brokers", "1"),
-                         ("brokers in controlled shutdown", "3"), ("leaderless partitions", "1"),
-                         ("under-replicated partitions", "2")):
+    for label, value in (
+        ("time", render.iso_time(log.records[-1].timestamp)),
+        ("metadata.version", "21 (3.9-IV0)"),
+        ("next producer id", "5000"),
+        ("fenced brokers", "1"),
+        ("brokers in controlled shutdown", "3"),
+        ("leaderless partitions", "1"),
+        ("under-replicated partitions", "2"),
+    ):
         assert [label, value] in table_rows(shown), (label, shown)
     assert not EPOCH_MS.search(shown)
     empty = text(render.image_summary(image_summary(replay_to([]).to_json()), 10))
@@ -125,8 +156,17 @@ def test_image_summary_counts_health_from_the_image_json() -> None:
 
 
 def dump_records(records: list[LogRecord], first: int, last: int) -> list[DumpRecord]:
-    return [DumpRecord(offset=r.offset, timestamp=r.timestamp, type=r.type or r.control_type or "UNKNOWN",
-                       version=r.version, data=r.data) for r in records if first <= r.offset <= last]
+    return [
+        DumpRecord(
+            offset=r.offset,
+            timestamp=r.timestamp,
+            type=r.type or r.control_type or "UNKNOWN",
+            version=r.version,
+            data=r.data,
+        )
+        for r in records
+        if first <= r.offset <= last
+    ]
 
 
 def record_lines(output: str) -> list[str]:
@@ -160,16 +200,19 @@ def test_show_lists_the_first_rows_and_leaves_out_empty_columns(images: tuple[di
     assert [(r[0], int(r[1])) for r in rows] == [(p["topic"], p["partitionId"]) for p in partitions[:10]]
     assert "empty in every row shown: adding, removing, elr, last known elr" in shown
     every = table_rows(text(render.show("partitions", partitions, None)))
-    assert [(r[0], int(r[1]), r[2]) for r in every] == [(p["topic"], p["partitionId"], str(p["leader"]))
-                                                         for p in partitions]
+    assert [(r[0], int(r[1]), r[2]) for r in every] == [
+        (p["topic"], p["partitionId"], str(p["leader"])) for p in partitions
+    ]
 
 
 def test_diff_lists_the_first_changes_of_each_section(images: tuple[dict[str, Any], dict[str, Any]]) -> None:
     doc = python_diff(*images)
     shown = text(render.diff(doc, 10))
     start, end = doc["from"], doc["to"]
-    assert (f"diff offset {start['offset']} → {end['offset']} ({render.iso_time(start['timestamp'])} → "
-            f"{render.iso_time(end['timestamp'])})") in shown
+    assert (
+        f"diff offset {start['offset']} → {end['offset']} ({render.iso_time(start['timestamp'])} → "
+        f"{render.iso_time(end['timestamp'])})"
+    ) in shown
     for section, counts in doc["summary"].items():
         assert [section, *(str(counts[c]) for c in ("added", "removed", "changed"))] in table_rows(shown)
     changes = [r for r in table_rows(shown) if r[0] in ("added", "removed", "changed")]
@@ -181,14 +224,20 @@ def test_diff_lists_the_first_changes_of_each_section(images: tuple[dict[str, An
         assert title in shown
         if total > 10:
             entries = [c for c in ("added", "removed", "changed") for _ in range(counts[c])][10:]
-            assert more_line(total - 10, ", ".join(f"{entries.count(c)} {c}" for c in ("added", "removed", "changed")
-                                                   if c in entries)) in shown
+            assert (
+                more_line(
+                    total - 10,
+                    ", ".join(f"{entries.count(c)} {c}" for c in ("added", "removed", "changed") if c in entries),
+                )
+                in shown
+            )
     every = text(render.diff(doc, None))
     assert "more" not in every
     keys = [r[1] for r in table_rows(every) if r[0] in ("added", "removed", "changed") and r[1]]
     partitions = doc["partitions"]
-    assert [k for k in keys if k in {f"{e['topic']}-{e['partitionId']}" for c in partitions.values() for e in c}] \
-        == [f"{e['topic']}-{e['partitionId']}" for c in ("added", "removed", "changed") for e in partitions[c]]
+    assert [k for k in keys if k in {f"{e['topic']}-{e['partitionId']}" for c in partitions.values() for e in c}] == [
+        f"{e['topic']}-{e['partitionId']}" for c in ("added", "removed", "changed") for e in partitions[c]
+    ]
 
 
 def test_changes_summarise_every_broker_and_list_one(sample: list[LogRecord]) -> None:
@@ -209,14 +258,18 @@ def test_changes_summarise_every_broker_and_list_one(sample: list[LogRecord]) ->
     assert ["followers", str(len(one["followers"]))] in table_rows(shown)
     assert more_line(len(one["followers"]) - 10) in shown and more_line(len(one["deletes"]) - 10) in shown
     leaders = [e for e in one["leaders"]]
-    assert [r[0] for r in table_rows(shown) if r[0] in {f"{e['topic']}-{e['partitionId']}" for e in leaders}] \
-        == [f"{e['topic']}-{e['partitionId']}" for e in leaders[:10]]
+    assert [r[0] for r in table_rows(shown) if r[0] in {f"{e['topic']}-{e['partitionId']}" for e in leaders}] == [
+        f"{e['topic']}-{e['partitionId']}" for e in leaders[:10]
+    ]
 
 
 def test_plan_lines_cut_each_phase() -> None:
-    rows = [{"step": i + 1, "phase": phase, "action": action, "topic": "t", "partition": i, "reason": "why"}
-            for i, (phase, action) in enumerate([("delete", "remove-fetcher")] * 3 + [("delete", "delete-log")] * 3
-                                                + [("leader", "make-leader")] * 2)]
+    rows = [
+        {"step": i + 1, "phase": phase, "action": action, "topic": "t", "partition": i, "reason": "why"}
+        for i, (phase, action) in enumerate(
+            [("delete", "remove-fetcher")] * 3 + [("delete", "delete-log")] * 3 + [("leader", "make-leader")] * 2
+        )
+    ]
     assert render.plan_lines(rows, 2) == [
         "Deleting 3 partition(s).",
         "     1  remove-fetcher     t-0                      why",
@@ -224,7 +277,8 @@ def test_plan_lines_cut_each_phase() -> None:
         "  " + more_line(4, "1 remove-fetcher, 3 delete-log"),
         "Transitioning 2 partition(s) to local leaders.",
         "     7  make-leader        t-6                      why",
-        "     8  make-leader        t-7                      why"]
+        "     8  make-leader        t-7                      why",
+    ]
     assert len(render.plan_lines(rows, None)) == len(rows) + 2
 
 

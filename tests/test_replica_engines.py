@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from generator import generate
 from image.lake_source import ArrowSource
 from image.spark.source import SparkSource
-from generator import generate
 from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord
 from metadata.readers import read_log
@@ -54,8 +54,9 @@ LOGS: dict[str, tuple[Callable[[Path], Path], int, int | None]] = {
 log's end)."""
 
 
-def _first(records: list[LogRecord], kind: str, test: Callable[[dict[str, Any]], bool] = lambda data: True
-           ) -> LogRecord | None:
+def _first(
+    records: list[LogRecord], kind: str, test: Callable[[dict[str, Any]], bool] = lambda data: True
+) -> LogRecord | None:
     return next((r for r in records if r.type == kind and test(r.data)), None)
 
 
@@ -73,8 +74,12 @@ def windows(records: list[LogRecord], first: int, last: int) -> Iterator[tuple[s
         yield "reassignment", moved.offset - 1, min(last, moved.offset + 30), {"num_replica_fetchers": 4}
     shutdown = _first(records, "BROKER_REGISTRATION_CHANGE_RECORD", lambda data: data.get("inControlledShutdown") == 1)
     if shutdown is not None:
-        yield ("controlled shutdown", shutdown.offset - 1, min(last, shutdown.offset + 30),
-               {"in_controlled_shutdown": [shutdown.data["brokerId"]], "inter_broker_listener": "INTERNAL"})
+        yield (
+            "controlled shutdown",
+            shutdown.offset - 1,
+            min(last, shutdown.offset + 30),
+            {"in_controlled_shutdown": [shutdown.data["brokerId"]], "inter_broker_listener": "INTERNAL"},
+        )
 
 
 def as_json(value: Any) -> str:
@@ -105,13 +110,18 @@ def test_in_process_plans_and_requests_equal_spark_for_every_broker(spark, tmp_p
             assert "delete-log" in {r["action"] for r in expected}, where
 
         listener = options.get("inter_broker_listener", "PLAINTEXT")
-        assert as_json(leader_and_isr_json(delta, controller_epoch=2, controller_id=7, inter_broker_listener=listener)
-                       ) == as_json(leader_and_isr_doc(start, one_delta, end, controller_epoch=2, controller_id=7,
-                                                       inter_broker_listener=listener)), where
+        assert as_json(
+            leader_and_isr_json(delta, controller_epoch=2, controller_id=7, inter_broker_listener=listener)
+        ) == as_json(
+            leader_and_isr_doc(
+                start, one_delta, end, controller_epoch=2, controller_id=7, inter_broker_listener=listener
+            )
+        ), where
         if label == "mid-log":  # one broker's plan and document, as `apply` and `leader-and-isr --broker` ask
             broker = max({r["broker"] for r in expected}, default=1)
             assert plan_rows(frame, broker) == [r for r in expected if r["broker"] == broker], where
             assert leader_and_isr_json(delta, controller_epoch=2, broker=broker) == leader_and_isr_doc(
-                start, one_delta, end, controller_epoch=2, broker=broker), where
+                start, one_delta, end, controller_epoch=2, broker=broker
+            ), where
         delta.changes.unpersist()
     assert {"make-leader", "make-follower", "remove-fetcher"} <= seen, name

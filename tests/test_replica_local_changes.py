@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from image.replay import delta_between
+from image.uuids import MIGRATING
+from replica.local_changes import TopicPartition, local_changes, local_changes_json
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -24,8 +25,6 @@ from tests.logbuilder import (
     topic,
 )
 from tests.logbuilder import uuid as make_uuid
-from image.uuids import MIGRATING
-from replica.local_changes import TopicPartition, local_changes, local_changes_json
 
 T, U, T2 = make_uuid(0x7001), make_uuid(0x7002), make_uuid(0x7003)
 D1, D2, D3, D4 = (make_uuid(0xD000 + i) for i in range(1, 5))
@@ -82,20 +81,28 @@ def directories() -> Window:
     re-sends the same directories, u/1 changes ISR only, u/2 reorders replicas without
     directories, u/3 gains broker 3 (directories given), u/4 changes ISR only."""
     log = base()
-    log.batch(topic("u", U), *[partition(U, p, [1, 2], directories=[D1, D2]) for p in range(4)],
-              partition(U, 4, [1, 2]))
-    return window(log, [partition_change(U, 0, directories=[D1, D2]), partition_change(U, 1, isr=[1]),
-                        partition_change(U, 2, replicas=[2, 1]),
-                        partition_change(U, 3, replicas=[1, 2, 3], directories=[D1, D2, D3]),
-                        partition_change(U, 4, isr=[1])])
+    log.batch(
+        topic("u", U), *[partition(U, p, [1, 2], directories=[D1, D2]) for p in range(4)], partition(U, 4, [1, 2])
+    )
+    return window(
+        log,
+        [
+            partition_change(U, 0, directories=[D1, D2]),
+            partition_change(U, 1, isr=[1]),
+            partition_change(U, 2, replicas=[2, 1]),
+            partition_change(U, 3, replicas=[1, 2, 3], directories=[D1, D2, D3]),
+            partition_change(U, 4, isr=[1]),
+        ],
+    )
 
 
 def migrating_to_real_and_back() -> Window:
     """p0 MIGRATING → real directories; p1 real (at A) → MIGRATING."""
     log = base()
     log.batch(partition_change(T, 1, directories=[D1, D2, D3]))
-    return window(log, [partition_change(T, 0, directories=[D4, D2, D3]),
-                        partition_change(T, 1, directories=[MIGRATING] * 3)])
+    return window(
+        log, [partition_change(T, 0, directories=[D4, D2, D3]), partition_change(T, 1, directories=[MIGRATING] * 3)]
+    )
 
 
 def transactions() -> Window:
@@ -103,8 +110,12 @@ def transactions() -> Window:
     and committed before B is."""
     log = base()
     log.batch(begin("open at A"), partition_change(T, 0, isr=[1, 3]))
-    return window(log, [end()], [begin(), partition_change(T, 1, leader=1), abort()],
-                  [begin(), topic("u", U), partition(U, 0, [1, 2])])
+    return window(
+        log,
+        [end()],
+        [begin(), partition_change(T, 1, leader=1), abort()],
+        [begin(), topic("u", U), partition(U, 0, [1, 2])],
+    )
 
 
 def leader_not_in_replicas() -> Window:
@@ -117,9 +128,23 @@ def elr_cleared() -> Window:
     return window(log, [clear_elr("t")])
 
 
-SCENARIOS: dict[str, Callable[[], Window]] = {f.__name__: f for f in (
-    isr_only, leader_moves, reassignment_removes_broker, topic_deleted, new_topic, untouched_and_restored,
-    recreated_topic, directories, migrating_to_real_and_back, transactions, leader_not_in_replicas, elr_cleared)}
+SCENARIOS: dict[str, Callable[[], Window]] = {
+    f.__name__: f
+    for f in (
+        isr_only,
+        leader_moves,
+        reassignment_removes_broker,
+        topic_deleted,
+        new_topic,
+        untouched_and_restored,
+        recreated_topic,
+        directories,
+        migrating_to_real_and_back,
+        transactions,
+        leader_not_in_replicas,
+        elr_cleared,
+    )
+}
 
 
 def changes(scenario: Callable[[], Window], broker: int) -> dict[str, Any]:
@@ -129,17 +154,27 @@ def changes(scenario: Callable[[], Window], broker: int) -> dict[str, Any]:
 
 def kinds(c: dict[str, Any]) -> dict[str, list[str]]:
     """Members as "topic-partition" lists (directories as "topic-partition=dir")."""
+
     def names(entries: list[dict[str, Any]]) -> list[str]:
         return [f"{e['topic']}-{e['partitionId']}" for e in entries]
 
-    return {"deletes": names(c["deletes"]), "leaders": names(c["leaders"]), "followers": names(c["followers"]),
-            "electedLeaders": names(c["electedLeaders"]),
-            "directoryIds": [f"{e['topic']}-{e['partitionId']}={e['directory']}" for e in c["directoryIds"]]}
+    return {
+        "deletes": names(c["deletes"]),
+        "leaders": names(c["leaders"]),
+        "followers": names(c["followers"]),
+        "electedLeaders": names(c["electedLeaders"]),
+        "directoryIds": [f"{e['topic']}-{e['partitionId']}={e['directory']}" for e in c["directoryIds"]],
+    }
 
 
 def expect(deletes=(), leaders=(), followers=(), elected=(), directories=()) -> dict[str, list[str]]:
-    return {"deletes": list(deletes), "leaders": list(leaders), "followers": list(followers),
-            "electedLeaders": list(elected), "directoryIds": list(directories)}
+    return {
+        "deletes": list(deletes),
+        "leaders": list(leaders),
+        "followers": list(followers),
+        "electedLeaders": list(elected),
+        "directoryIds": list(directories),
+    }
 
 
 def test_isr_only_change_is_listed_because_the_partition_epoch_changed() -> None:
@@ -177,8 +212,16 @@ def test_new_topic_reports_leaders_followers_and_directories() -> None:
 def test_broker_outside_the_replicas_and_untouched_partitions_report_nothing() -> None:
     log, a, b = isr_only()
     assert local_changes_json(log.records, a, b, 5) == {
-        "broker": 5, "fromOffset": a, "toOffset": b, "deletes": [], "leaders": [], "followers": [],
-        "electedLeaders": [], "topicIds": {}, "directoryIds": []}
+        "broker": 5,
+        "fromOffset": a,
+        "toOffset": b,
+        "deletes": [],
+        "leaders": [],
+        "followers": [],
+        "electedLeaders": [],
+        "topicIds": {},
+        "directoryIds": [],
+    }
     assert kinds(changes(isr_only, 2)) == expect(followers=["t-0"])  # t-1 (led by 2) untouched
 
 
@@ -191,8 +234,9 @@ def test_touched_then_restored_in_the_same_window_still_counts_by_epoch() -> Non
 
 def test_recreated_topic_is_deleted_and_created_under_the_same_name() -> None:
     c = changes(recreated_topic, 3)
-    assert kinds(c) == expect(deletes=["t-0", "t-1"], leaders=["t-0"], elected=["t-0"],
-                              directories=[f"t-0={MIGRATING}"])
+    assert kinds(c) == expect(
+        deletes=["t-0", "t-1"], leaders=["t-0"], elected=["t-0"], directories=[f"t-0={MIGRATING}"]
+    )
     assert c["leaders"][0]["topicId"] == T2 and c["topicIds"] == {"t": T2}
     assert kinds(changes(recreated_topic, 1)) == expect(deletes=["t-0", "t-1"])
 
@@ -202,14 +246,16 @@ def test_directory_ids_compare_uuid_objects_like_kafka() -> None:
         leaders=["u-0", "u-1", "u-2", "u-3", "u-4"],
         # u-0: same values, new objects; u-1, u-4: same objects; u-2: the kept array is looked up
         # at broker 1's new index, so Kafka reports broker 2's directory for broker 1
-        directories=[f"u-0={D1}", f"u-2={D2}", f"u-3={D1}"])
+        directories=[f"u-0={D1}", f"u-2={D2}", f"u-3={D1}"],
+    )
     # broker 3 joins u-3: no entry (it was not a replica at A)
     assert kinds(changes(directories, 3)) == expect(followers=["u-3"])
 
 
 def test_directory_ids_migrating_transitions() -> None:
     assert kinds(changes(migrating_to_real_and_back, 1)) == expect(
-        leaders=["t-0"], followers=["t-1"], directories=[f"t-0={D4}", f"t-1={MIGRATING}"])
+        leaders=["t-0"], followers=["t-1"], directories=[f"t-0={D4}", f"t-1={MIGRATING}"]
+    )
 
 
 def test_transactions_aborted_or_open_at_b_are_not_in_the_delta() -> None:
@@ -257,8 +303,12 @@ def test_empty_windows_have_no_changes(a_b: tuple[int, int]) -> None:
     assert kinds(local_changes_json(log.records, *a_b, 1)) == expect()
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "fixtures" / "kafka").glob("*/*/"))
-                         + [Path(__file__).parents[1] / "data" / "sample"], ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).parent / "fixtures" / "kafka").glob("*/*/"))
+    + [Path(__file__).parents[1] / "data" / "sample"],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Path) -> None:
     """The reference engine started from the temporal image at the window's last delta boundary reads only
     the window's records and reports what a replay from the log (and its best snapshot) reports."""
@@ -271,6 +321,5 @@ def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Pat
     last = log[-1].offset
     windows = [(a, b) for a in range(-1, last + 1, max(1, last // 12)) for b in (a, min(last, a + 7), last)]
     for a, b in windows:
-        base = max((s for s in snapshots if s.end_offset <= a + 1), key=lambda s: (s.end_offset, s.epoch),
-                   default=None)
+        base = max((s for s in snapshots if s.end_offset <= a + 1), key=lambda s: (s.end_offset, s.epoch), default=None)
         assert reference_changes_json(source, a, b) == local_changes_json(log, a, b, snapshot=base), (a, b)

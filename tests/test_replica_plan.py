@@ -14,6 +14,8 @@ from cli.render import plan_lines
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.replay import delta_between
+from replica.plan import ACTION_FIELDS, apply_plan_rows
+from replica.zk import NONE, leader_and_isr_doc, replay_requests
 from tests.logbuilder import (
     LogBuilder,
     broker_change,
@@ -25,8 +27,6 @@ from tests.logbuilder import (
     topic,
 )
 from tests.logbuilder import uuid as make_uuid
-from replica.plan import ACTION_FIELDS, apply_plan_rows
-from replica.zk import NONE, leader_and_isr_doc, replay_requests
 
 FOO, BAR, CO, BAZ = make_uuid(0xF0), make_uuid(0xB0), make_uuid(0xC0), make_uuid(0x20)
 TX, SH, CO2 = make_uuid(0x7C), make_uuid(0x5C), make_uuid(0xC2)
@@ -40,15 +40,26 @@ def apply_scenario(metadata_version: int = 21) -> tuple[LogBuilder, int, int]:
     to 2 (1 follows), foo-3 reassigned away from 1, bar deleted (1 led it), baz created with leader
     4 (not registered), __consumer_offsets-0 moves to 2 and -1 to 1."""
     log = LogBuilder()
-    log.batch(feature_level("metadata.version", metadata_version),
-              *[register_broker(b, 10 + b, fenced=False) for b in (1, 2, 3)])
-    log.batch(topic("foo", FOO), partition(FOO, 0, [1, 2, 3]), partition(FOO, 1, [2, 1, 3]),
-              partition(FOO, 2, [3, 1, 2]), partition(FOO, 3, [1, 2]))
+    log.batch(
+        feature_level("metadata.version", metadata_version),
+        *[register_broker(b, 10 + b, fenced=False) for b in (1, 2, 3)],
+    )
+    log.batch(
+        topic("foo", FOO),
+        partition(FOO, 0, [1, 2, 3]),
+        partition(FOO, 1, [2, 1, 3]),
+        partition(FOO, 2, [3, 1, 2]),
+        partition(FOO, 3, [1, 2]),
+    )
     log.batch(topic("bar", BAR), partition(BAR, 0, [1, 2]))
     log.batch(topic("__consumer_offsets", CO), partition(CO, 0, [1, 2]), partition(CO, 1, [2, 1]))
     a = log.next_offset - 1
-    log.batch(partition_change(FOO, 0, isr=[1, 2]), partition_change(FOO, 1, leader=1),
-              partition_change(FOO, 2, leader=2), partition_change(FOO, 3, replicas=[2, 4], isr=[2], leader=2))
+    log.batch(
+        partition_change(FOO, 0, isr=[1, 2]),
+        partition_change(FOO, 1, leader=1),
+        partition_change(FOO, 2, leader=2),
+        partition_change(FOO, 3, replicas=[2, 4], isr=[2], leader=2),
+    )
     log.batch(remove_topic(BAR))
     log.batch(topic("baz", BAZ), partition(BAZ, 0, [4, 1], directories=[D4, D1]))
     log.batch(partition_change(CO, 0, leader=2), partition_change(CO, 1, leader=1))
@@ -77,11 +88,18 @@ def shutdown_scenario() -> tuple[LogBuilder, int, int]:
     s = make_uuid(0x50)
     log = LogBuilder()
     log.batch(*[register_broker(b, 10 + b, fenced=False) for b in (1, 2)])
-    log.batch(topic("s", s), partition(s, 0, [1, 2], leader=2), partition(s, 1, [1, 2], leader=2),
-              partition(s, 2, [1, 2], leader=2, partition_epoch=5))
+    log.batch(
+        topic("s", s),
+        partition(s, 0, [1, 2], leader=2),
+        partition(s, 1, [1, 2], leader=2),
+        partition(s, 2, [1, 2], leader=2, partition_epoch=5),
+    )
     a = log.next_offset - 1
-    log.batch(partition_change(s, 0, leader=-1, isr=[2]), partition_change(s, 1, isr=[2]),
-              partition(s, 2, [1, 2], leader=2, leader_epoch=9, partition_epoch=3))
+    log.batch(
+        partition_change(s, 0, leader=-1, isr=[2]),
+        partition_change(s, 1, isr=[2]),
+        partition(s, 2, [1, 2], leader=2, leader_epoch=9, partition_epoch=3),
+    )
     return log, a, log.next_offset - 1
 
 
@@ -94,16 +112,27 @@ def mismatch_scenario() -> tuple[LogBuilder, int, int]:
     u, x = make_uuid(0x73), make_uuid(0x74)
     log = LogBuilder()
     log.batch(*[register_broker(b, 10 + b, fenced=False) for b in (1, 2)])
-    log.batch(topic("a", x), partition(x, 0, [1, 2]), topic("t", T), partition(T, 0, [1, 2]),
-              topic("u", u), partition(u, 0, [1, 2]))
+    log.batch(
+        topic("a", x),
+        partition(x, 0, [1, 2]),
+        topic("t", T),
+        partition(T, 0, [1, 2]),
+        topic("u", u),
+        partition(u, 0, [1, 2]),
+    )
     a = log.next_offset - 1
-    log.batch(partition_change(x, 0, isr=[1]), topic("t", T2), partition(T2, 0, [2, 1]),
-              partition_change(u, 0, leader=2))
+    log.batch(
+        partition_change(x, 0, isr=[1]), topic("t", T2), partition(T2, 0, [2, 1]), partition_change(u, 0, leader=2)
+    )
     return log, a, log.next_offset - 1
 
 
-SCENARIOS = {"apply": (apply_scenario, False), "coordinators": (coordinator_scenario, False),
-             "shutdown": (shutdown_scenario, False), "mismatch": (mismatch_scenario, True)}
+SCENARIOS = {
+    "apply": (apply_scenario, False),
+    "coordinators": (coordinator_scenario, False),
+    "shutdown": (shutdown_scenario, False),
+    "mismatch": (mismatch_scenario, True),
+}
 """name → (log and window, lenient)."""
 
 
@@ -164,8 +193,9 @@ def test_apply_plan_of_broker_1_step_by_step() -> None:
         (25, "partitions-deleted", "bar-0", None),
     ]
     assert rows[2]["reason"] == f"stopPartitions: drop hosted partition bar-0 (topic id {BAR}) and close it"
-    assert rows[9]["reason"] == ("becomes the leader; starts leader epoch 1 at the log end offset; partition epoch 1, "
-                                 "ISR 2,1")
+    assert rows[9]["reason"] == (
+        "becomes the leader; starts leader epoch 1 at the log end offset; partition epoch 1, ISR 2,1"
+    )
     assert rows[10]["reason"] == "already the leader; keeps leader epoch 0; partition epoch 1, ISR 1,2"
     assert rows[13]["reason"] == "follows leader 4 at new leader epoch 0; partition epoch 0; creates the log"
     assert rows[19]["reason"] == "fetch from broker 2 (b2:9092) in ReplicaFetcherThread-0-2 at leader epoch 1"
@@ -218,21 +248,33 @@ def test_coordinator_hooks_in_publisher_order() -> None:
         ("partitions-deleted", "__consumer_offsets-1", None),
     ]
     assert [r["reason"] for r in broker_rows(rows, 1) if r["phase"] == "coordinator"][:2] == [
-        "group coordinator: onResignation(1, 1)", "group coordinator: onElection(1, 0)"]
+        "group coordinator: onResignation(1, 1)",
+        "group coordinator: onElection(1, 0)",
+    ]
     # broker 2 keeps leading __transaction_state-1 at the same leader epoch: no election
     assert [summary(r)[1:] for r in broker_rows(rows, 2) if r["phase"] == "coordinator"][:3] == [
-        ("resign", "__consumer_offsets-0", ("group", 1)), ("elect", "__consumer_offsets-0", ("group", 0)),
-        ("elect", "__transaction_state-0", ("transaction", 1))]
+        ("resign", "__consumer_offsets-0", ("group", 1)),
+        ("elect", "__consumer_offsets-0", ("group", 0)),
+        ("elect", "__transaction_state-0", ("transaction", 1)),
+    ]
     # broker 3, in controlled shutdown: reassigned away from __transaction_state-1, out of an ISR
     assert [summary(r)[:3] for r in broker_rows(rows, 3)] == [
-        (1, "remove-fetcher", "__transaction_state-1"), (2, "remove-partition", "__transaction_state-1"),
-        (3, "delete-log", "__transaction_state-1"), (4, "make-follower", "__consumer_offsets-1"),
-        (5, "make-follower", "__share_group_state-0"), (6, "remove-fetcher", "__consumer_offsets-1"),
-        (7, "add-fetcher", "__consumer_offsets-1"), (8, "stop-fetching", "__share_group_state-0"),
-        (9, "check-directory", "__consumer_offsets-1"), (10, "check-directory", "__share_group_state-0"),
-        (11, "resign", "__consumer_offsets-1"), (12, "resign", "__transaction_state-1"),
-        (13, "resign", "__share_group_state-0"), (14, "partitions-deleted", "__consumer_offsets-0"),
-        (15, "partitions-deleted", "__consumer_offsets-1")]
+        (1, "remove-fetcher", "__transaction_state-1"),
+        (2, "remove-partition", "__transaction_state-1"),
+        (3, "delete-log", "__transaction_state-1"),
+        (4, "make-follower", "__consumer_offsets-1"),
+        (5, "make-follower", "__share_group_state-0"),
+        (6, "remove-fetcher", "__consumer_offsets-1"),
+        (7, "add-fetcher", "__consumer_offsets-1"),
+        (8, "stop-fetching", "__share_group_state-0"),
+        (9, "check-directory", "__consumer_offsets-1"),
+        (10, "check-directory", "__share_group_state-0"),
+        (11, "resign", "__consumer_offsets-1"),
+        (12, "resign", "__transaction_state-1"),
+        (13, "resign", "__share_group_state-0"),
+        (14, "partitions-deleted", "__consumer_offsets-0"),
+        (15, "partitions-deleted", "__consumer_offsets-1"),
+    ]
     assert broker_rows(rows, 3)[11]["reason"] == "transaction coordinator: onResignation(1, empty)"
     assert "share" not in {r["coordinator"] for r in apply_plan_rows(start, delta, end)}
     # the deleted topic's partitions go first, the re-created ones are new
@@ -243,8 +285,12 @@ def test_coordinator_hooks_in_publisher_order() -> None:
 def test_controlled_shutdown_and_stale_partition_epoch() -> None:
     rows = apply_plan_rows(*scenario_delta("shutdown"), brokers=[1], in_controlled_shutdown=[1])
     assert [summary(r)[:3] for r in rows] == [
-        (1, "make-follower", "s-0"), (2, "make-follower", "s-1"), (3, "make-follower", "s-2"),
-        (4, "stop-fetching", "s-0"), (5, "stop-fetching", "s-1")]
+        (1, "make-follower", "s-0"),
+        (2, "make-follower", "s-1"),
+        (3, "make-follower", "s-2"),
+        (4, "stop-fetching", "s-0"),
+        (5, "stop-fetching", "s-1"),
+    ]
     assert rows[2]["reason"] == "skipped: partition epoch 3 is older than the current 5"
     assert (rows[2]["newLeaderEpoch"], rows[2]["createLog"], rows[2]["isNew"]) == (False, False, False)
     assert (rows[3]["deleteLocalLog"], rows[3]["deleteRemoteLog"]) == (False, False)
@@ -266,10 +312,14 @@ def test_leader_without_the_inter_broker_listener_gets_no_fetcher() -> None:
 def test_topic_id_mismatch_aborts_apply_delta() -> None:
     """u-0's follower steps never happen; the coordinator hooks would still run."""
     rows = apply_plan_rows(*scenario_delta("mismatch"), brokers=[1])
-    assert [summary(r)[:3] for r in rows] == [(1, "remove-fetcher", "a-0"), (2, "make-leader", "a-0"),
-                                              (3, "abort", "t-0")]
-    assert rows[2]["reason"] == (f"IllegalStateException: Topic t-0 exists, but its ID is {T}, not {T2} as expected; "
-                                 "applyDelta stops")
+    assert [summary(r)[:3] for r in rows] == [
+        (1, "remove-fetcher", "a-0"),
+        (2, "make-leader", "a-0"),
+        (3, "abort", "t-0"),
+    ]
+    assert rows[2]["reason"] == (
+        f"IllegalStateException: Topic t-0 exists, but its ID is {T}, not {T2} as expected; applyDelta stops"
+    )
     assert (rows[2]["topicId"], rows[2]["isNew"]) == (T2, False)
 
 
@@ -287,11 +337,19 @@ def test_leader_and_isr_requests_replay_cleanly() -> None:
     doc = leader_and_isr_doc(start, delta, end, controller_epoch=3, broker=1)
     stop_request, lisr_request = doc["requests"]
     assert stop_request["type"] == "StopReplica" and lisr_request["type"] == "LeaderAndIsr"
-    assert [(t["topicName"], [(p["partitionIndex"], p["leaderEpoch"]) for p in t["partitionStates"]])
-            for t in stop_request["topicStates"]] == [("bar", [(0, -2)]), ("foo", [(3, 1)])]
+    assert [
+        (t["topicName"], [(p["partitionIndex"], p["leaderEpoch"]) for p in t["partitionStates"]])
+        for t in stop_request["topicStates"]
+    ] == [("bar", [(0, -2)]), ("foo", [(3, 1)])]
     states = {(s["topicName"], s["partitionIndex"]): s for s in lisr_request["partitionStates"]}
-    assert sorted(states) == [("__consumer_offsets", 0), ("__consumer_offsets", 1), ("baz", 0), ("foo", 0),
-                              ("foo", 1), ("foo", 2)]
+    assert sorted(states) == [
+        ("__consumer_offsets", 0),
+        ("__consumer_offsets", 1),
+        ("baz", 0),
+        ("foo", 0),
+        ("foo", 1),
+        ("foo", 2),
+    ]
     assert states[("baz", 0)]["isNew"] and not states[("foo", 0)]["isNew"]
     assert (states[("foo", 0)]["partitionEpoch"], states[("foo", 0)]["controllerEpoch"]) == (1, 3)
     assert [b["brokerId"] for b in lisr_request["liveLeaders"]] == [1, 2]
@@ -304,7 +362,11 @@ def test_leader_and_isr_requests_replay_cleanly() -> None:
     assert [d["brokerId"] for d in everyone["brokers"]] == [1, 2, 3]  # 4 is not registered at B
     assert everyone["brokers"][0]["requests"][0]["controllerId"] == 9
     assert leader_and_isr_doc(start, delta, end, controller_epoch=3, broker=4) == {
-        "brokerId": 4, "brokerEpoch": -1, "aliveBrokers": doc["aliveBrokers"], "requests": []}
+        "brokerId": 4,
+        "brokerEpoch": -1,
+        "aliveBrokers": doc["aliveBrokers"],
+        "requests": [],
+    }
 
 
 def test_leader_and_isr_alive_brokers_need_the_listener_and_no_fence() -> None:
@@ -313,5 +375,9 @@ def test_leader_and_isr_alive_brokers_need_the_listener_and_no_fence() -> None:
     start, delta, end = delta_between(log.records, a, b + 1)
     doc = leader_and_isr_doc(start, delta, end, controller_epoch=1, broker=3)
     assert [a["brokerId"] for a in doc["aliveBrokers"]] == [1, 2]
-    assert leader_and_isr_doc(start, delta, end, controller_epoch=1, broker=3,
-                              inter_broker_listener="INTERNAL")["aliveBrokers"] == []
+    assert (
+        leader_and_isr_doc(start, delta, end, controller_epoch=1, broker=3, inter_broker_listener="INTERNAL")[
+            "aliveBrokers"
+        ]
+        == []
+    )

@@ -20,8 +20,22 @@ from typer.testing import CliRunner
 
 import cli.replica_commands  # noqa: F401 — attaches the replica commands to the app
 from cli.app import app
+from generator import generate
 from image.frames import ImageFrames
+from image.ingest import ingest
 from image.replay import delta_between
+from image.versions import VersionLog, record_versions
+from metadata.columns import payload_json
+from metadata.lake import Lake
+from metadata.log import LogRecord
+from metadata.readers import read_log
+from metadata.tables import RECORDS_SCHEMA, typed_rows
+from metadata.version_tables import PROVENANCE
+from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
+from replica.local_changes import local_changes_json
+from replica.plan import apply_plan_rows
+from replica.spark_changes import DeltaFrames, TableSource
+from replica.zk import NONE, leader_and_isr_doc, leader_and_isr_json
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -34,20 +48,6 @@ from tests.logbuilder import (
     topic,
 )
 from tests.logbuilder import uuid as make_uuid
-from metadata.columns import payload_json
-from generator import generate
-from image.ingest import ingest
-from image.versions import VersionLog, record_versions
-from metadata.version_tables import PROVENANCE
-from metadata.lake import Lake
-from metadata.log import LogRecord
-from metadata.readers import read_log
-from metadata.tables import RECORDS_SCHEMA, typed_rows
-from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
-from replica.local_changes import local_changes_json
-from replica.plan import apply_plan_rows
-from replica.spark_changes import DeltaFrames, TableSource
-from replica.zk import NONE, leader_and_isr_doc, leader_and_isr_json
 from tests.test_render import more_line, table_rows
 from tests.test_replica_local_changes import SCENARIOS
 from tests.test_replica_plan import SCENARIOS as PLAN_SCENARIOS
@@ -58,14 +58,34 @@ pytestmark = pytest.mark.spark
 def memory_tables(spark: SparkSession, records: list[LogRecord]) -> TableSource:
     """The lake's typed tables projected from in-memory records, and the transactions the temporal image
     records (what ingest stores, no Delta I/O)."""
-    rows = [(r.offset, r.batch_base_offset, r.batch_last_offset, r.epoch, r.timestamp, r.producer_id,
-             r.producer_epoch, r.is_transactional, r.is_control, r.control_type, r.type, None, r.version,
-             payload_json(r.data), None, r.source_file) for r in records]
+    rows = [
+        (
+            r.offset,
+            r.batch_base_offset,
+            r.batch_last_offset,
+            r.epoch,
+            r.timestamp,
+            r.producer_id,
+            r.producer_epoch,
+            r.is_transactional,
+            r.is_control,
+            r.control_type,
+            r.type,
+            None,
+            r.version,
+            payload_json(r.data),
+            None,
+            r.source_file,
+        )
+        for r in records
+    ]
     frame = spark.createDataFrame(rows, RECORDS_SCHEMA)
     recorded = record_versions(records)
     assert isinstance(recorded, VersionLog)
-    spans = spark.createDataFrame([(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
-                                  "from_offset long, to_offset long, offset long, outcome string")
+    spans = spark.createDataFrame(
+        [(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
+        "from_offset long, to_offset long, offset long, outcome string",
+    )
     return lambda name: spans if name == PROVENANCE else typed_rows(name, frame)
 
 
@@ -74,10 +94,17 @@ def spark_rows(actions: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in actions.orderBy("broker", "step").collect()]
 
 
-def memory_delta(spark: SparkSession, records: list[LogRecord], a: int, b: int, *, lenient: bool = False) -> DeltaFrames:
+def memory_delta(
+    spark: SparkSession, records: list[LogRecord], a: int, b: int, *, lenient: bool = False
+) -> DeltaFrames:
     start, _, end = delta_between(records, a, b, lenient=lenient)
-    return DeltaFrames(ImageFrames.from_json(spark, start.to_json()), ImageFrames.from_json(spark, end.to_json()),
-                       memory_tables(spark, records), a, b)
+    return DeltaFrames(
+        ImageFrames.from_json(spark, start.to_json()),
+        ImageFrames.from_json(spark, end.to_json()),
+        memory_tables(spark, records),
+        a,
+        b,
+    )
 
 
 def windows(records: list[LogRecord], seed: int, count: int, transactions: bool = True) -> list[tuple[int, int]]:
@@ -134,8 +161,13 @@ def test_ingested_log_windows_spark_equals_reference(spark, lakes: Lakes) -> Non
     state = lakes.lake.state()
     for a, b in windows(lakes.records, 5, 2):
         start, _, end = delta_between(lakes.records, a, b)
-        delta = DeltaFrames(ImageFrames.from_json(spark, start.to_json()), ImageFrames.from_json(spark, end.to_json()),
-                            lambda name: lakes.lake.table(name, state), a, b)
+        delta = DeltaFrames(
+            ImageFrames.from_json(spark, start.to_json()),
+            ImageFrames.from_json(spark, end.to_json()),
+            lambda name: lakes.lake.table(name, state),
+            a,
+            b,
+        )
         assert_same(delta.changes_json(), local_changes_json(lakes.records, a, b), f"window ({a}, {b}]")
 
 
@@ -144,28 +176,42 @@ def test_sample_log_windows_spark_equals_reference(spark) -> None:
     table = memory_tables(spark, records)
     for a, b in windows(records, 9, 1, transactions=False):
         start, _, end = delta_between(records, a, b)
-        delta = DeltaFrames(ImageFrames.from_json(spark, start.to_json()), ImageFrames.from_json(spark, end.to_json()),
-                            table, a, b)
+        delta = DeltaFrames(
+            ImageFrames.from_json(spark, start.to_json()), ImageFrames.from_json(spark, end.to_json()), table, a, b
+        )
         assert_same(delta.changes_json(), local_changes_json(records, a, b), f"sample window ({a}, {b}]")
 
 
 def test_fetcher_id_expression_worked_values(spark) -> None:
     rows = [("foo", p, n) for p in range(4) for n in (1, 2, 3, 4)] + [("__consumer_offsets", p, 4) for p in range(3)]
     frame = spark.createDataFrame(rows + [("foo", 2144334854, 7), ("foo", 2144334855, 7)], "topic string, p int, n int")
-    got = {(r[0], r[1], r[2]): r[3] for r in frame.select(
-        "topic", "p", "n", *[F.when(F.col("n") == n, fetcher_id_expr(F.col("topic"), F.col("p"), n)).alias(f"f{n}")
-                             for n in (1, 2, 3, 4, 7)]).select(
-        "topic", "p", "n", F.coalesce(*[F.col(f"f{n}") for n in (1, 2, 3, 4, 7)])).collect()}
+    got = {
+        (r[0], r[1], r[2]): r[3]
+        for r in frame.select(
+            "topic",
+            "p",
+            "n",
+            *[
+                F.when(F.col("n") == n, fetcher_id_expr(F.col("topic"), F.col("p"), n)).alias(f"f{n}")
+                for n in (1, 2, 3, 4, 7)
+            ],
+        )
+        .select("topic", "p", "n", F.coalesce(*[F.col(f"f{n}") for n in (1, 2, 3, 4, 7)]))
+        .collect()
+    }
     expected = {0: (0, 0, 0, 2), 1: (0, 1, 1, 3), 2: (0, 0, 2, 0), 3: (0, 1, 0, 1)}
     for p, ids in expected.items():
         assert tuple(got[("foo", p, n)] for n in (1, 2, 3, 4)) == ids
     assert [got[("__consumer_offsets", p, 4)] for p in range(3)] == [3, 2, 1]
     # 31 * 101574 + 2144334854 = 2^31 (Integer.MIN_VALUE after overflow): abs gives 0
-    assert (got[("foo", 2144334854, 7)], got[("foo", 2144334855, 7)]) == (0, (2 ** 31 - 1) % 7)
+    assert (got[("foo", 2144334854, 7)], got[("foo", 2144334855, 7)]) == (0, (2**31 - 1) % 7)
 
 
-PLAN_OPTIONS = [{}, {"num_replica_fetchers": 2, "in_controlled_shutdown": [1, 3], "share_coordinator": True},
-                {"brokers": [1, 3, 7], "inter_broker_listener": "INTERNAL", "num_replica_fetchers": 5}]
+PLAN_OPTIONS = [
+    {},
+    {"num_replica_fetchers": 2, "in_controlled_shutdown": [1, 3], "share_coordinator": True},
+    {"brokers": [1, 3, 7], "inter_broker_listener": "INTERNAL", "num_replica_fetchers": 5},
+]
 
 
 @pytest.mark.parametrize("name", list(PLAN_SCENARIOS))
@@ -184,7 +230,8 @@ def test_hand_made_apply_plans_and_requests_on_spark_equal_in_process(spark, nam
             assert plan_rows(frame, broker) == [r for r in expected if r["broker"] == broker]
     for broker in (None, 1, 4):
         assert json.dumps(leader_and_isr_json(delta, controller_epoch=3, broker=broker)) == json.dumps(
-            leader_and_isr_doc(*images, controller_epoch=3, broker=broker)), broker
+            leader_and_isr_doc(*images, controller_epoch=3, broker=broker)
+        ), broker
 
 
 def test_misplaced_transaction_markers_are_skipped_like_the_reference(spark) -> None:
@@ -219,15 +266,29 @@ def cli_json(*args: Any) -> Any:
 def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
     last = lakes.records[-1].offset
     a = last // 3
-    doc = cli_json("changes", "--lake", lakes.location, "--from-offset", a, "--to-offset", last,
-                   "--save", tmp_path / "changes")
+    doc = cli_json(
+        "changes", "--lake", lakes.location, "--from-offset", a, "--to-offset", last, "--save", tmp_path / "changes"
+    )
     assert_same(doc, local_changes_json(lakes.records, a, last), "cli changes")
-    assert cli_json("changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2,
-                    "--engine", "reference") == local_changes_json(lakes.records, a, last, 2)
+    assert cli_json(
+        "changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--engine", "reference"
+    ) == local_changes_json(lakes.records, a, last, 2)
     saved: DataFrame = lakes.lake.spark.read.format("delta").load(str(tmp_path / "changes"))
     assert saved.count() == sum(len(b["deletes"]) + len(b["leaders"]) + len(b["followers"]) for b in doc["brokers"])
-    text = runner.invoke(app, ["apply", "--lake", str(lakes.location), "--from-offset", str(a), "--broker", "2",
-                               "--num-replica-fetchers", "3"])
+    text = runner.invoke(
+        app,
+        [
+            "apply",
+            "--lake",
+            str(lakes.location),
+            "--from-offset",
+            str(a),
+            "--broker",
+            "2",
+            "--num-replica-fetchers",
+            "3",
+        ],
+    )
     assert text.exit_code == 0 and "partition(s) to local" in text.stdout
     requests = cli_json("leader-and-isr", "--lake", lakes.location, "--from-offset", a, "--broker", 2)
     (tmp_path / "requests.json").write_text(json.dumps(requests))
@@ -240,6 +301,7 @@ def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
 def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> None:
     """Without --json: per-broker summaries, the first rows of each list and how many more; --all
     shows every row."""
+
     def text(*args: Any) -> str:
         res = runner.invoke(app, ["--debug", *(str(a) for a in args)])
         assert res.exit_code == 0, res.output
@@ -279,11 +341,13 @@ def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> N
     document = next(d for d in requests["brokers"] if d["brokerId"] == 2)
     shown = text("leader-and-isr", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 2)
     for request in document["requests"]:
-        n = (sum(len(t["partitionStates"]) for t in request["topicStates"]) if request["type"] == "StopReplica"
-             else len(request["partitionStates"]))
+        n = (
+            sum(len(t["partitionStates"]) for t in request["topicStates"])
+            if request["type"] == "StopReplica"
+            else len(request["partitionStates"])
+        )
         assert f"broker 2: {request['type']} of {n} partition" in shown
-    assert len([r for r in table_rows(shown) if re.fullmatch(r".+-\d+", r[0])]) \
-        <= 2 * len(document["requests"])
+    assert len([r for r in table_rows(shown) if re.fullmatch(r".+-\d+", r[0])]) <= 2 * len(document["requests"])
 
 
 def test_changes_between_times_matches_offsets(lakes: Lakes) -> None:
@@ -294,4 +358,3 @@ def test_changes_between_times_matches_offsets(lakes: Lakes) -> None:
     a_resolved = max(r.batch_last_offset for r in lakes.records if r.timestamp <= from_time)
     b_resolved = max(r.batch_last_offset for r in lakes.records if r.timestamp <= to_time)
     assert_same(doc, local_changes_json(lakes.records, a_resolved, b_resolved), "times")
-

@@ -43,29 +43,64 @@ def test_fetcher_id_of_integer_min_value_is_zero() -> None:
     assert fetcher_id("foo", partition + 1, 7) == ((1 << 31) - 1) % 7
 
 
-def state(topic: str, partition: int, leader: int, leader_epoch: int, replicas: list[int], *,
-          isr: list[int] | None = None, partition_epoch: int = 0, controller_epoch: int = 1) -> dict[str, Any]:
-    return {"topicName": topic, "partitionIndex": partition, "controllerEpoch": controller_epoch, "leader": leader,
-            "leaderEpoch": leader_epoch, "isr": replicas if isr is None else isr, "partitionEpoch": partition_epoch,
-            "replicas": replicas, "addingReplicas": [], "removingReplicas": [], "isNew": False,
-            "leaderRecoveryState": 0}
+def state(
+    topic: str,
+    partition: int,
+    leader: int,
+    leader_epoch: int,
+    replicas: list[int],
+    *,
+    isr: list[int] | None = None,
+    partition_epoch: int = 0,
+    controller_epoch: int = 1,
+) -> dict[str, Any]:
+    return {
+        "topicName": topic,
+        "partitionIndex": partition,
+        "controllerEpoch": controller_epoch,
+        "leader": leader,
+        "leaderEpoch": leader_epoch,
+        "isr": replicas if isr is None else isr,
+        "partitionEpoch": partition_epoch,
+        "replicas": replicas,
+        "addingReplicas": [],
+        "removingReplicas": [],
+        "isNew": False,
+        "leaderRecoveryState": 0,
+    }
 
 
-def lisr(*states: dict[str, Any], controller_epoch: int = 1, broker_epoch: int = -1,
-         topic_ids: dict[str, str] | None = None, kraft: bool = False) -> dict[str, Any]:
-    return {"type": "LeaderAndIsr", "controllerId": 0, "isKRaftController": kraft, "controllerEpoch": controller_epoch,
-            "brokerEpoch": broker_epoch, "topicIds": {"foo": FOO} if topic_ids is None else topic_ids,
-            "partitionStates": list(states)}
+def lisr(
+    *states: dict[str, Any],
+    controller_epoch: int = 1,
+    broker_epoch: int = -1,
+    topic_ids: dict[str, str] | None = None,
+    kraft: bool = False,
+) -> dict[str, Any]:
+    return {
+        "type": "LeaderAndIsr",
+        "controllerId": 0,
+        "isKRaftController": kraft,
+        "controllerEpoch": controller_epoch,
+        "brokerEpoch": broker_epoch,
+        "topicIds": {"foo": FOO} if topic_ids is None else topic_ids,
+        "partitionStates": list(states),
+    }
 
 
 def stop(*partitions: tuple[str, int, int, bool], controller_epoch: int = 1, broker_epoch: int = -1) -> dict[str, Any]:
     topics: dict[str, list[dict[str, Any]]] = {}
     for topic, partition, epoch, delete in partitions:
-        topics.setdefault(topic, []).append({"partitionIndex": partition, "leaderEpoch": epoch,
-                                             "deletePartition": delete})
-    return {"type": "StopReplica", "controllerId": 0, "controllerEpoch": controller_epoch,
-            "brokerEpoch": broker_epoch, "topicStates": [{"topicName": t, "partitionStates": p}
-                                                         for t, p in topics.items()]}
+        topics.setdefault(topic, []).append(
+            {"partitionIndex": partition, "leaderEpoch": epoch, "deletePartition": delete}
+        )
+    return {
+        "type": "StopReplica",
+        "controllerId": 0,
+        "controllerEpoch": controller_epoch,
+        "brokerEpoch": broker_epoch,
+        "topicStates": [{"topicName": t, "partitionStates": p} for t, p in topics.items()],
+    }
 
 
 def broker(**kw: Any) -> ZkBroker:
@@ -83,8 +118,13 @@ def test_leader_and_follower_transitions_and_fetchers() -> None:
     p0, p1, p2 = (b.partitions[("foo", i)] for i in range(3))
     assert (p0.leader, p0.leader_epoch, p0.isr, p0.log_topic_id) == (1, 3, [1, 2], FOO)
     assert (p1.leader, p1.leader_epoch, p1.isr) == (2, 7, [])
-    assert p1.fetcher == {"leader": 2, "host": "b2", "port": 9093, "fetcherId": fetcher_id("foo", 1, 4),
-                          "leaderEpoch": 7}
+    assert p1.fetcher == {
+        "leader": 2,
+        "host": "b2",
+        "port": 9093,
+        "fetcherId": fetcher_id("foo", 1, 4),
+        "leaderEpoch": 7,
+    }
     # leader 3 is not alive: only the log is created, no state change, no fetcher
     assert (p2.has_log, p2.leader, p2.leader_epoch, p2.fetcher) == (True, None, -1, None)
 
@@ -168,10 +208,18 @@ def test_stop_replica_epochs_and_deletion() -> None:
 
 def test_stop_replica_v0_format_and_coordinator_resignations() -> None:
     b = broker()
-    b.handle(lisr(state("__consumer_offsets", 0, 1, 4, [1, 2]), state("__transaction_state", 1, 2, 6, [1, 2]),
-                  topic_ids={}))
-    r = b.handle({"type": "StopReplica", "controllerId": 0, "controllerEpoch": 1, "deletePartitions": True,
-                  "partitions": [{"topicName": "__consumer_offsets", "partitionIndex": 0}]})
+    b.handle(
+        lisr(state("__consumer_offsets", 0, 1, 4, [1, 2]), state("__transaction_state", 1, 2, 6, [1, 2]), topic_ids={})
+    )
+    r = b.handle(
+        {
+            "type": "StopReplica",
+            "controllerId": 0,
+            "controllerEpoch": 1,
+            "deletePartitions": True,
+            "partitions": [{"topicName": "__consumer_offsets", "partitionIndex": 0}],
+        }
+    )
     assert codes(r) == {"__consumer_offsets-0": NONE}
     assert r["events"][-1] == "group coordinator: onResignation(0, empty)"
     r = b.handle(stop(("__transaction_state", 1, 6, True)))
@@ -198,9 +246,15 @@ def test_stale_partition_epoch_is_skipped_by_make_leader() -> None:
 
 
 def test_shutting_down_adds_no_fetchers_and_replay_document() -> None:
-    result = replay_requests({"brokerId": 1, "brokerEpoch": 2, "shuttingDown": True,
-                              "aliveBrokers": [{"brokerId": 2, "host": "b2", "port": 1}],
-                              "requests": [lisr(state("foo", 0, 2, 1, [1, 2]))]})
+    result = replay_requests(
+        {
+            "brokerId": 1,
+            "brokerEpoch": 2,
+            "shuttingDown": True,
+            "aliveBrokers": [{"brokerId": 2, "host": "b2", "port": 1}],
+            "requests": [lisr(state("foo", 0, 2, 1, [1, 2]))],
+        }
+    )
     (p,) = result["broker"]["partitions"]
     assert (p["leader"], p["fetcher"], result["responses"][0]["errorCode"]) == (2, None, NONE)
     with pytest.raises(ValueError, match="unknown request type"):

@@ -36,8 +36,20 @@ PLOTS = ("plot-partitions", "plot-brokers", "plot-leaders", "plot-elections")
 @pytest.fixture(scope="module")
 def page(spark, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    res = CliRunner().invoke(app, ["report", "--log", str(ROLLING), "--from-offset", str(FROM), "--out", str(out),
-                                   "--title", "Rolling restart, Kafka 4.1.1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--log",
+            str(ROLLING),
+            "--from-offset",
+            str(FROM),
+            "--out",
+            str(out),
+            "--title",
+            "Rolling restart, Kafka 4.1.1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     return out
 
@@ -54,8 +66,11 @@ def test_report_content_follows_the_reference_engine(page):
     before = image_gauges(replay_to(records, FROM).to_json()).leadersPerBroker
     after = image_gauges(replay_to(records, last).to_json()).leadersPerBroker
     for broker in before:
-        assert re.search(rf"<tr><td>{broker}</td><td class=\"n\">{before[broker]}</td>"
-                         rf"<td class=\"n\">{after[broker]}</td>", html), broker
+        assert re.search(
+            rf"<tr><td>{broker}</td><td class=\"n\">{before[broker]}</td>"
+            rf"<td class=\"n\">{after[broker]}</td>",
+            html,
+        ), broker
     events = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\">(\d+)</td><td>(\w+)</td><td>([^<]+)</td></tr>", html)
     assert 0 < len(events) <= MAX_EVENTS
     assert [int(o) for _, o, _, _ in events] == sorted(int(o) for _, o, _, _ in events)
@@ -95,7 +110,8 @@ def test_report_renders_in_headless_chromium(page, chromium, tmp_path):
             const box = d.querySelector('svg.main-svg').getBoundingClientRect();
             return {id: d.id, width: box.width, height: box.height,
                     traces: d.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length,
-                    lines: [...d.querySelectorAll('.scatterlayer path.js-line')].filter(p => p.getTotalLength() > 0).length,
+                    lines: [...d.querySelectorAll('.scatterlayer path.js-line')]
+                             .filter(p => p.getTotalLength() > 0).length,
                     bars: d.querySelectorAll('.barlayer .point path').length}; })""")
         assert [p["id"] for p in plots] == list(PLOTS)
         for plot in plots:

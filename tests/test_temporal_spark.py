@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from generator import generate
 from image.lake_source import ArrowSource
 from image.replay import replay_to
 from image.spark.build import build_versions
 from image.spark.source import SparkSource
 from image.temporal import image_at
-from generator import generate
 from metadata.lake import Lake
 from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord, Snapshot
@@ -32,14 +32,20 @@ FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob
 
 
 def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int) -> tuple[dict, list[str]]:
-    base = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
-               default=None)
+    base = max(
+        (s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch), default=None
+    )
     image = replay_to(log, offset, snapshot=base, lenient=True)
     return image.to_json(), [str(e) for e in image.errors]
 
 
-def assert_images(lake: Lake, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offsets: Sequence[int],
-                  spark_offsets: Sequence[int] = ()) -> None:
+def assert_images(
+    lake: Lake,
+    log: Sequence[LogRecord],
+    snapshots: Sequence[Snapshot],
+    offsets: Sequence[int],
+    spark_offsets: Sequence[int] = (),
+) -> None:
     arrow = ArrowSource(LakeFiles(lake.uri))
     for offset in offsets:
         doc, errors = image_at(arrow, offset, lenient=True)
@@ -112,15 +118,17 @@ def staged(root: str) -> dict[str, list[str]]:
     for kind in ("versions", "closings", "rows"):
         base = os.path.join(root, kind)
         for table in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-            rows = pa.concat_tables([pq.read_table(os.path.join(base, table, f))
-                                     for f in sorted(os.listdir(os.path.join(base, table)))]).to_pylist()
+            rows = pa.concat_tables(
+                [pq.read_table(os.path.join(base, table, f)) for f in sorted(os.listdir(os.path.join(base, table)))]
+            ).to_pylist()
             out[f"{kind}/{table}"] = sorted(repr(sorted(r.items())) for r in rows)
     return out
 
 
 @pytest.mark.parametrize("lake_name", ["crafted", "generated"])
 def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
-        request, tmp_path: Path, lake_name: str) -> None:
+    request, tmp_path: Path, lake_name: str
+) -> None:
     lake, _ = request.getfixturevalue(lake_name)
     state = lake.state()
     results = []
@@ -133,9 +141,9 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
     assert results[0]["versions/image_partitions"]
 
 
-def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(spark, tmp_path: Path,
-                                                                        crafted: tuple[Lake, Path],
-                                                                        generated: tuple[Lake, Path]) -> None:
+def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
+    spark, tmp_path: Path, crafted: tuple[Lake, Path], generated: tuple[Lake, Path]
+) -> None:
     """Each ingest continues the temporal image from where the last one stopped — for the crafted log once
     inside a metadata transaction (a segment ends at 47, between its Begin and End); the generated log in
     three ingests, its snapshot alone in the second."""
@@ -143,8 +151,11 @@ def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(spark, tm
         pieces = [[p] for p in sorted(p for p in path.iterdir() if p.suffix in (".log", ".checkpoint"))]
         if whole is generated[0]:
             segments = [p for [p] in pieces if p.suffix == ".log"]
-            pieces = [segments[:len(segments) // 2], [p for [p] in pieces if p.suffix == ".checkpoint"],
-                      segments[len(segments) // 2:]]
+            pieces = [
+                segments[: len(segments) // 2],
+                [p for [p] in pieces if p.suffix == ".checkpoint"],
+                segments[len(segments) // 2 :],
+            ]
         target = str(tmp_path / f"pieces-{path.parent.name}")
         for piece in pieces:
             make_lake(spark, tmp_path, piece, name=os.path.basename(target))

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from image.image import MetadataImage
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
-from tests.logbuilder import LogBuilder, abort, begin, end
 from image.sharding import plan_for, record_sharded
 from image.temporal import MemorySource, SnapshotId, image_at
 from image.versions import VersionLog, VersionRecorder, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
+from tests.logbuilder import LogBuilder, abort, begin, end
 from tests.logstrategies import Body, bodies, snapshot_bodies
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,8 +28,9 @@ FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob
 
 
 def best_snapshot(snapshots: Sequence[Snapshot], offset: int) -> Snapshot | None:
-    return max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch),
-               default=None)
+    return max(
+        (s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch), default=None
+    )
 
 
 def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int) -> tuple[dict, list[str]]:
@@ -37,10 +38,12 @@ def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: i
     return image.to_json(), [str(e) for e in image.errors]
 
 
-def from_versions(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
-                  offset: int) -> tuple[dict, list[str]]:
-    source = MemorySource(versions, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp)
-                                          for s in snapshots])
+def from_versions(
+    versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int
+) -> tuple[dict, list[str]]:
+    source = MemorySource(
+        versions, log, [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp) for s in snapshots]
+    )
     doc, errors = image_at(source, offset, lenient=True)
     return doc, [str(e) for e in errors]
 
@@ -76,8 +79,11 @@ def logs(draw: st.DrawFn) -> tuple[list[LogRecord], list[Snapshot]]:
         elif kind == "txn":  # a well-formed transaction over one or more batches
             inner = draw(st.lists(st.lists(bodies, max_size=3), min_size=1, max_size=3))
             closing = draw(st.sampled_from([end(), abort(), None]))
-            first = [begin(), *inner[0]] if draw(st.booleans()) else [*draw(st.lists(bodies, max_size=2)), begin(),
-                                                                       *inner[0]]
+            first = (
+                [begin(), *inner[0]]
+                if draw(st.booleans())
+                else [*draw(st.lists(bodies, max_size=2)), begin(), *inner[0]]
+            )
             rest = inner[1:]
             if closing is None:
                 builder.batch(*first)
@@ -144,6 +150,7 @@ def test_versions_match_the_reference_at_sampled_offsets_of_the_sample_log() -> 
 
 # --- recording in pieces ------------------------------------------------------------------------
 
+
 def resume_point(versions: VersionLog, log: Sequence[LogRecord], cut: int) -> int:
     """Where a recorder continuing a log recorded up to ``cut - 1`` must restart: ``cut`` (a batch
     start), or the BeginTransactionRecord of a transaction still open there."""
@@ -151,8 +158,9 @@ def resume_point(versions: VersionLog, log: Sequence[LogRecord], cut: int) -> in
     return min(open_spans, default=cut)
 
 
-def continue_recording(versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot],
-                       restart: int) -> VersionLog:
+def continue_recording(
+    versions: VersionLog, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], restart: int
+) -> VersionLog:
     """What a later ingest does: start from the versions visible at ``restart - 1``, record the rest,
     and merge: versions from ``restart`` on are replaced, closed stored versions get their end."""
     keep = {part: [r for r in rows if r["from_offset"] < restart] for part, rows in versions.versions.items()}
@@ -173,8 +181,11 @@ def continue_recording(versions: VersionLog, log: Sequence[LogRecord], snapshots
     for snap in rest:
         recorder.load_snapshot(snap.records, snap.end_offset, snap.epoch, snap.last_contained_timestamp)
     recorder.finish()
-    ends = {(part, tuple(sorted((k, repr(v)) for k, v in c.items() if k != "to_offset"))): c["to_offset"]
-            for part, closings in sink.closings.items() for c in closings}
+    ends = {
+        (part, tuple(sorted((k, repr(v)) for k, v in c.items() if k != "to_offset"))): c["to_offset"]
+        for part, closings in sink.closings.items()
+        for c in closings
+    }
     merged = VersionLog()
     for part, rows in keep.items():
         for r in rows:
@@ -182,15 +193,21 @@ def continue_recording(versions: VersionLog, log: Sequence[LogRecord], snapshots
             end_offset = ends.get((part, identity), r["to_offset"])
             merged.versions[part].append({**r, "to_offset": end_offset})
         merged.versions[part].extend(sink.versions[part])
-    merged.rejections = [r for r in versions.rejections
-                         if r.snapshot is None and (r.error.offset or 0) < restart
-                         or r.snapshot is not None and r.snapshot[0] - 1 < restart] + sink.rejections
+    merged.rejections = [
+        r
+        for r in versions.rejections
+        if r.snapshot is None
+        and (r.error.offset or 0) < restart
+        or r.snapshot is not None
+        and r.snapshot[0] - 1 < restart
+    ] + sink.rejections
     merged.spans = [s for s in versions.spans if s.begin < restart] + sink.spans
     return merged
 
 
 def _key_columns(part: str) -> tuple[str, ...]:
     from image.parts import PART_KEYS
+
     return PART_KEYS[part]
 
 
@@ -206,8 +223,10 @@ def test_recording_in_pieces_gives_the_versions_of_one_pass(log_and_snapshots: A
     starts = sorted({r.batch_base_offset for r in log})
     pieces = sorted({starts[c % len(starts)] for c in cuts if starts and starts[c % len(starts)] > 0})
     first = pieces[0] if pieces else None
-    done = record_versions([r for r in log if first is None or r.offset < first],
-                           [s for s in snapshots if first is None or s.end_offset - 1 < first])
+    done = record_versions(
+        [r for r in log if first is None or r.offset < first],
+        [s for s in snapshots if first is None or s.end_offset - 1 < first],
+    )
     assert isinstance(done, VersionLog)
     for i, cut in enumerate(pieces):
         upto = pieces[i + 1] if i + 1 < len(pieces) else None
@@ -234,22 +253,26 @@ def test_an_open_transaction_at_the_end_shows_the_image_before_its_begin() -> No
 
 def bodies_example() -> list[Body]:
     from tests.logbuilder import partition, topic, uuid
+
     return [topic("t", uuid(7)), partition(uuid(7), 0, [1, 2], [1, 2], leader=1)]
 
 
 # --- sharding -------------------------------------------------------------------------------------
 
+
 def assert_same_recording(sharded: VersionLog, whole: VersionLog) -> None:
     assert canonical_versions(sharded) == canonical_versions(whole)
     assert sorted(map(str, sharded.spans)) == sorted(map(str, whole.spans))
-    assert sorted(repr((str(r.error), r.error.offset, r.snapshot)) for r in sharded.rejections) == \
-        sorted(repr((str(r.error), r.error.offset, r.snapshot)) for r in whole.rejections)
+    assert sorted(repr((str(r.error), r.error.offset, r.snapshot)) for r in sharded.rejections) == sorted(
+        repr((str(r.error), r.error.offset, r.snapshot)) for r in whole.rejections
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(logs(), st.sampled_from([1, 2, 7, 64]), st.integers(0, 2**32))
-def test_any_sharding_records_what_one_sequential_replay_records(log_and_snapshots: Any, shards: int,
-                                                                  seed: int) -> None:
+def test_any_sharding_records_what_one_sequential_replay_records(
+    log_and_snapshots: Any, shards: int, seed: int
+) -> None:
     log, snapshots = log_and_snapshots
     plan = plan_for(log, [s.records for s in snapshots], shards=shards, seed=seed)
     whole = record_versions(log, snapshots)

@@ -31,8 +31,9 @@ def version_rows(images: Sequence[tuple[LogRecord, dict[str, Any]]]) -> dict[str
         for part in PARTS:
             now = {row_key(part, row): row for row in image[part]}
             for key, version in list(current[part].items()):
-                if now.get(key) != {k: v for k, v in version.items() if k not in ("from_offset", "to_offset",
-                                                                                    "from_time")}:
+                if now.get(key) != {
+                    k: v for k, v in version.items() if k not in ("from_offset", "to_offset", "from_time")
+                }:
                     version["to_offset"] = record.offset
                     del current[part][key]
             for key, row in now.items():

@@ -46,13 +46,12 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
-from image.sharding import (EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key_sql,
-                            row_route_key)
+from image.sharding import EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key, row_route_key_sql
 from image.versions import Rejection, Span, VersionRecorder
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
-from metadata.spark import glob_escaped
 from metadata.log import LogRecord
+from metadata.spark import glob_escaped
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
 FLUSH_ROWS = 50_000
@@ -60,23 +59,43 @@ FLUSH_ROWS = 50_000
 
 _ROW, _LOG, _SNAPSHOT, _SNAPSHOT_BEGIN = "row", "log", "snap", "snapb"
 
-INPUT_SCHEMA = T.StructType([
-    T.StructField("pkey", T.IntegerType()), T.StructField("shard", T.IntegerType()),
-    T.StructField("o1", T.LongType()), T.StructField("o2", T.IntegerType()), T.StructField("o3", T.LongType()),
-    T.StructField("kind", T.StringType()), T.StructField("part", T.StringType()),
-    T.StructField("offset", T.LongType()), T.StructField("batch_base_offset", T.LongType()),
-    T.StructField("batch_last_offset", T.LongType()), T.StructField("epoch", T.IntegerType()),
-    T.StructField("timestamp", T.LongType()), T.StructField("type", T.StringType()),
-    T.StructField("version", T.IntegerType()), T.StructField("payload", T.StringType()),
-    T.StructField("snapshot_end", T.LongType()), T.StructField("snapshot_epoch", T.IntegerType()),
-    T.StructField("snapshot_ts", T.LongType()),
-])
+INPUT_SCHEMA = T.StructType(
+    [
+        T.StructField("pkey", T.IntegerType()),
+        T.StructField("shard", T.IntegerType()),
+        T.StructField("o1", T.LongType()),
+        T.StructField("o2", T.IntegerType()),
+        T.StructField("o3", T.LongType()),
+        T.StructField("kind", T.StringType()),
+        T.StructField("part", T.StringType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("batch_base_offset", T.LongType()),
+        T.StructField("batch_last_offset", T.LongType()),
+        T.StructField("epoch", T.IntegerType()),
+        T.StructField("timestamp", T.LongType()),
+        T.StructField("type", T.StringType()),
+        T.StructField("version", T.IntegerType()),
+        T.StructField("payload", T.StringType()),
+        T.StructField("snapshot_end", T.LongType()),
+        T.StructField("snapshot_epoch", T.IntegerType()),
+        T.StructField("snapshot_ts", T.LongType()),
+    ]
+)
 """One row of a shard's input: a stored version (``row``), a log record (``log``), a snapshot boundary
 (``snapb``) or a snapshot's record (``snap``)."""
 
-SUMMARY = pa.schema([("shard", pa.int32()), ("records", pa.int64()), ("versions", pa.int64()),
-                     ("closings", pa.int64()), ("rejections", pa.int64()), ("first_rejection_at", pa.int64()),
-                     ("first_rejection", pa.string()), ("seconds", pa.float64())])
+SUMMARY = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("records", pa.int64()),
+        ("versions", pa.int64()),
+        ("closings", pa.int64()),
+        ("rejections", pa.int64()),
+        ("first_rejection_at", pa.int64()),
+        ("first_rejection", pa.string()),
+        ("seconds", pa.float64()),
+    ]
+)
 
 
 class BuildReport(BaseModel):
@@ -93,6 +112,7 @@ class BuildReport(BaseModel):
 
 
 # --- the workers ----------------------------------------------------------------------------------
+
 
 @dataclass
 class _Files:
@@ -117,8 +137,9 @@ class _Files:
         self.counts[(kind, table)] = n + 1
         directory = os.path.join(self.root, kind, table)
         os.makedirs(directory, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema),
-                       os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet"))
+        pq.write_table(
+            pa.Table.from_pylist(rows, schema=schema), os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet")
+        )
 
 
 class _TaskSink:
@@ -131,13 +152,21 @@ class _TaskSink:
 
     def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
         self.versions += 1
-        self.files.add("versions", PART_TABLES[part], _VERSION_SCHEMAS[part],
-                       {**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time})
+        self.files.add(
+            "versions",
+            PART_TABLES[part],
+            _VERSION_SCHEMAS[part],
+            {**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time},
+        )
 
     def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
         self.closings += 1
-        self.files.add("closings", PART_TABLES[part], _CLOSING_SCHEMAS[part],
-                       {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset})
+        self.files.add(
+            "closings",
+            PART_TABLES[part],
+            _CLOSING_SCHEMAS[part],
+            {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset},
+        )
 
     def rejection(self, rejection: Rejection) -> None:
         self.rejections += 1
@@ -145,14 +174,27 @@ class _TaskSink:
         at = (snapshot[0] - 1, error.offset or 0) if snapshot is not None else (error.offset or 0, -1)
         if self.first is None or at < self.first[0]:
             self.first = (at, error)
-        self.files.add("rows", REJECTIONS, REJECTIONS_SCHEMA, {
-            "offset": error.offset, "snapshot_end_offset": snapshot[0] if snapshot else None,
-            "snapshot_epoch": snapshot[1] if snapshot else None, "record_type": error.record_type,
-            "location": error.location, "message": error.detail})
+        self.files.add(
+            "rows",
+            REJECTIONS,
+            REJECTIONS_SCHEMA,
+            {
+                "offset": error.offset,
+                "snapshot_end_offset": snapshot[0] if snapshot else None,
+                "snapshot_epoch": snapshot[1] if snapshot else None,
+                "record_type": error.record_type,
+                "location": error.location,
+                "message": error.detail,
+            },
+        )
 
     def span(self, span: Span) -> None:
-        self.files.add("rows", PROVENANCE, PROVENANCE_SCHEMA, {
-            "from_offset": span.begin, "to_offset": span.end, "offset": span.begin - 1, "outcome": span.outcome})
+        self.files.add(
+            "rows",
+            PROVENANCE,
+            PROVENANCE_SCHEMA,
+            {"from_offset": span.begin, "to_offset": span.end, "offset": span.begin - 1, "outcome": span.outcome},
+        )
 
     def flush(self) -> None:
         for kind, table in list(self.files.buffers):
@@ -162,15 +204,20 @@ class _TaskSink:
 _VERSION_SCHEMAS = {part: version_schema(part) for part in PART_KEYS}
 _CLOSING_SCHEMAS = {part: closing_schema(part) for part in PART_KEYS}
 PROVENANCE_SCHEMA, REJECTIONS_SCHEMA = table_schemas()[PROVENANCE], table_schemas()[REJECTIONS]
-_SCHEMAS = {**{("versions", PART_TABLES[p]): s for p, s in _VERSION_SCHEMAS.items()},
-            **{("closings", PART_TABLES[p]): s for p, s in _CLOSING_SCHEMAS.items()},
-            ("rows", REJECTIONS): REJECTIONS_SCHEMA, ("rows", PROVENANCE): PROVENANCE_SCHEMA}
+_SCHEMAS = {
+    **{("versions", PART_TABLES[p]): s for p, s in _VERSION_SCHEMAS.items()},
+    **{("closings", PART_TABLES[p]): s for p, s in _CLOSING_SCHEMAS.items()},
+    ("rows", REJECTIONS): REJECTIONS_SCHEMA,
+    ("rows", PROVENANCE): PROVENANCE_SCHEMA,
+}
 
 
-def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: ShardPlan,
-                   restart: int) -> Iterator[pa.RecordBatch]:
+def _replay_shards(
+    batches: Iterator[pa.RecordBatch], *, staging: str, plan: ShardPlan, restart: int
+) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function: replay the shards of this task, one recorder each."""
     from pyspark import TaskContext
+
     context = TaskContext.get()
     files = _Files(staging, context.partitionId() if context is not None else 0)
     summaries: list[Row] = []
@@ -182,11 +229,18 @@ def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: Sha
     started, records = time.monotonic(), 0
 
     def open_recorder() -> VersionRecorder:
-        image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored \
+        image = (
+            MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True))
+            if stored
             else MetadataImage.EMPTY
-        return VersionRecorder(sink, image, stored if stored else None,
-                               owns=lambda part, row, s=shard: plan.shard(row_route_key(part, row)) == s,
-                               report_shared=shard == 0)
+        )
+        return VersionRecorder(
+            sink,
+            image,
+            stored if stored else None,
+            owns=lambda part, row, s=shard: plan.shard(row_route_key(part, row)) == s,
+            report_shared=shard == 0,
+        )
 
     def load(recorder: VersionRecorder) -> None:
         nonlocal snapshot
@@ -203,10 +257,18 @@ def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: Sha
         load(recorder)
         recorder.finish()
         first = sink.first
-        summaries.append({"shard": shard, "records": records, "versions": sink.versions, "closings": sink.closings,
-                          "rejections": sink.rejections, "first_rejection_at": first[0][0] if first else None,
-                          "first_rejection": str(first[1]) if first else None,
-                          "seconds": time.monotonic() - started})
+        summaries.append(
+            {
+                "shard": shard,
+                "records": records,
+                "versions": sink.versions,
+                "closings": sink.closings,
+                "rejections": sink.rejections,
+                "first_rejection_at": first[0][0] if first else None,
+                "first_rejection": str(first[1]) if first else None,
+                "seconds": time.monotonic() - started,
+            }
+        )
         recorder, stored, sink = None, {}, _TaskSink(files)
         started, records = time.monotonic(), 0
 
@@ -227,9 +289,16 @@ def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: Sha
                 snapshot = (cols["snapshot_end"][i], cols["snapshot_epoch"][i], cols["snapshot_ts"][i], [])
                 continue
             payload = cols["payload"][i]
-            record = LogRecord(cols["offset"][i], cols["batch_base_offset"][i], cols["batch_last_offset"][i],
-                               cols["epoch"][i], cols["timestamp"][i], cols["type"][i], cols["version"][i],
-                               json.loads(payload) if payload else {})
+            record = LogRecord(
+                cols["offset"][i],
+                cols["batch_base_offset"][i],
+                cols["batch_last_offset"][i],
+                cols["epoch"][i],
+                cols["timestamp"][i],
+                cols["type"][i],
+                cols["version"][i],
+                json.loads(payload) if payload else {},
+            )
             records += 1
             if kind == _SNAPSHOT:
                 assert snapshot is not None
@@ -244,8 +313,16 @@ def _replay_shards(batches: Iterator[pa.RecordBatch], *, staging: str, plan: Sha
 
 # --- the pass -------------------------------------------------------------------------------------
 
-_RECORD_COLUMNS = ["offset", "batch_base_offset", "batch_last_offset", "epoch", "timestamp", "type", "version",
-                   "payload"]
+_RECORD_COLUMNS = [
+    "offset",
+    "batch_base_offset",
+    "batch_last_offset",
+    "epoch",
+    "timestamp",
+    "type",
+    "version",
+    "payload",
+]
 
 
 def _input(spark, frame: DataFrame, **values: object) -> DataFrame:
@@ -261,9 +338,16 @@ def _input(spark, frame: DataFrame, **values: object) -> DataFrame:
     return frame.select(*cols, "route")
 
 
-def build_versions(lake: Lake, state: LakeState, *, restart: int = -1, shards: int | None = None,
-                   stored_at: int | None = None, staging: str, seed: int | None = None) -> tuple[BuildReport,
-                                                                                                   dict[str, str]]:
+def build_versions(
+    lake: Lake,
+    state: LakeState,
+    *,
+    restart: int = -1,
+    shards: int | None = None,
+    stored_at: int | None = None,
+    staging: str,
+    seed: int | None = None,
+) -> tuple[BuildReport, dict[str, str]]:
     """Replay the lake's committed log from ``restart`` (-1: the whole log) and stage its versions.
 
     ``stored_at``: continue the versions current at that offset (``restart - 1``), read from the lake's
@@ -273,10 +357,12 @@ def build_versions(lake: Lake, state: LakeState, *, restart: int = -1, shards: i
     spark = lake.spark
     started = time.monotonic()
     shards = shards or max(2, 2 * _parallelism(spark))
-    records = (lake.table("records", state)
-               .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
-               .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
-               .withColumn("route", F.expr(route_key_sql())))
+    records = (
+        lake.table("records", state)
+        .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
+        .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
+        .withColumn("route", F.expr(route_key_sql()))
+    )
     snapshot_ids = _snapshots_to_load(lake, state, restart)
     snap_records = _snapshot_records(lake, state, snapshot_ids)
     stored = _stored_rows(lake, state, stored_at) if stored_at is not None else None
@@ -286,12 +372,25 @@ def build_versions(lake: Lake, state: LakeState, *, restart: int = -1, shards: i
     keys = partition_keys(shards)
     mapping = spark.createDataFrame([(k, s) for k, s in plan.assignment.items()], "route string, planned int")
 
-    rows = [_input(spark, records.withColumn("kind", F.lit(_LOG)).withColumn("o1", F.col("offset"))
-                   .withColumn("o2", F.lit(0)).withColumn("o3", F.lit(0)))]
+    rows = [
+        _input(
+            spark,
+            records.withColumn("kind", F.lit(_LOG))
+            .withColumn("o1", F.col("offset"))
+            .withColumn("o2", F.lit(0))
+            .withColumn("o3", F.lit(0)),
+        )
+    ]
     if snap_records is not None:
-        rows.append(_input(spark, snap_records.withColumn("kind", F.lit(_SNAPSHOT))
-                           .withColumn("o1", F.col("snapshot_end") - 1).withColumn("o2", F.lit(1))
-                           .withColumn("o3", F.col("offset"))))
+        rows.append(
+            _input(
+                spark,
+                snap_records.withColumn("kind", F.lit(_SNAPSHOT))
+                .withColumn("o1", F.col("snapshot_end") - 1)
+                .withColumn("o2", F.lit(1))
+                .withColumn("o3", F.col("offset")),
+            )
+        )
     if stored is not None:
         rows.append(_input(spark, stored, kind=_ROW, o1=-2, o2=0, o3=0))
     routed = rows[0]
@@ -306,27 +405,46 @@ def build_versions(lake: Lake, state: LakeState, *, restart: int = -1, shards: i
     parts = [single, copied]
     if boundaries:
         b = spark.createDataFrame(boundaries, "shard int, snapshot_end long, snapshot_epoch int, snapshot_ts long")
-        parts.append(_input(spark, b.withColumn("o1", F.col("snapshot_end") - 1).withColumn("route", F.lit(None)),
-                            kind=_SNAPSHOT_BEGIN, o2=1, o3=-1))
+        parts.append(
+            _input(
+                spark,
+                b.withColumn("o1", F.col("snapshot_end") - 1).withColumn("route", F.lit(None)),
+                kind=_SNAPSHOT_BEGIN,
+                o2=1,
+                o3=-1,
+            )
+        )
     columns = [f.name for f in INPUT_SCHEMA.fields if f.name != "pkey"]
     shipped = parts[0].select(*columns)
     for more in parts[1:]:
         shipped = shipped.unionByName(more.select(*columns))
     key_of = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col("shard") + 1).cast("int")
-    shipped = (shipped.withColumn("pkey", key_of).select(*[f.name for f in INPUT_SCHEMA.fields])
-               .repartition(shards, "pkey").sortWithinPartitions("shard", "o1", "o2", "o3"))
-    summaries = shipped.mapInArrow(partial(_replay_shards, staging=staging, plan=plan, restart=restart),
-                                   from_arrow_schema(SUMMARY)).collect()
+    shipped = (
+        shipped.withColumn("pkey", key_of)
+        .select(*[f.name for f in INPUT_SCHEMA.fields])
+        .repartition(shards, "pkey")
+        .sortWithinPartitions("shard", "o1", "o2", "o3")
+    )
+    summaries = shipped.mapInArrow(
+        partial(_replay_shards, staging=staging, plan=plan, restart=restart), from_arrow_schema(SUMMARY)
+    ).collect()
     report = BuildReport(
-        restart=restart, shards=shards, records=sum(r["records"] for r in summaries),
-        versions=sum(r["versions"] for r in summaries), closings=sum(r["closings"] for r in summaries),
-        rejections=sum(r["rejections"] for r in summaries), tables={}, seconds=time.monotonic() - started)
+        restart=restart,
+        shards=shards,
+        records=sum(r["records"] for r in summaries),
+        versions=sum(r["versions"] for r in summaries),
+        closings=sum(r["closings"] for r in summaries),
+        rejections=sum(r["rejections"] for r in summaries),
+        tables={},
+        seconds=time.monotonic() - started,
+    )
     firsts = sorted((r["first_rejection_at"], r["first_rejection"]) for r in summaries if r["first_rejection"])
     return report, {"first_rejection": firsts[0][1] if firsts else ""}
 
 
 def _parallelism(spark) -> int:
     from metadata.spark import default_parallelism
+
     return default_parallelism(spark)
 
 
@@ -334,6 +452,7 @@ def _snapshots_to_load(lake: Lake, state: LakeState, restart: int) -> list[tuple
     """(end offset, epoch, last contained timestamp) of the snapshots the replay loads: per end offset
     the highest epoch, ``bootstrap.checkpoint`` never, only those at or after the restart point."""
     from metadata.query import snapshot_ids
+
     best: dict[int, tuple[int, int, int]] = {}
     for s in snapshot_ids(lake, state):
         if s.kind == "snapshot" and s.end_offset - 1 >= restart:
@@ -347,13 +466,26 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
     if not ids:
         return None
     chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in ids)
-    return (lake.table("snapshots", state).where(chosen).where(~F.col("is_control"))
-            .where(F.col("type") != "NO_OP_RECORD")
-            .select(F.col("position").alias("offset"), F.col("position").alias("batch_base_offset"),
-                    F.col("position").alias("batch_last_offset"), F.col("batch_leader_epoch").alias("epoch"),
-                    "timestamp", "type", "version", "payload", F.col("snapshot_end_offset").alias("snapshot_end"),
-                    "snapshot_epoch", F.col("last_contained_timestamp").alias("snapshot_ts"))
-            .withColumn("route", F.expr(route_key_sql())))
+    return (
+        lake.table("snapshots", state)
+        .where(chosen)
+        .where(~F.col("is_control"))
+        .where(F.col("type") != "NO_OP_RECORD")
+        .select(
+            F.col("position").alias("offset"),
+            F.col("position").alias("batch_base_offset"),
+            F.col("position").alias("batch_last_offset"),
+            F.col("batch_leader_epoch").alias("epoch"),
+            "timestamp",
+            "type",
+            "version",
+            "payload",
+            F.col("snapshot_end_offset").alias("snapshot_end"),
+            "snapshot_epoch",
+            F.col("last_contained_timestamp").alias("snapshot_ts"),
+        )
+        .withColumn("route", F.expr(route_key_sql()))
+    )
 
 
 def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
@@ -362,11 +494,16 @@ def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
     for part, table in PART_TABLES.items():
         if table not in state.versions:
             continue
-        t = lake.table(table, state).where((F.col("from_offset") <= at)
-                                           & (F.col("to_offset").isNull() | (F.col("to_offset") > at)))
-        frames.append(t.select(F.lit(part).alias("part"),
-                               F.to_json(F.struct(*t.columns), {"ignoreNullFields": "false"}).alias("payload"),
-                               F.expr(row_route_key_sql(part)).alias("route")))
+        t = lake.table(table, state).where(
+            (F.col("from_offset") <= at) & (F.col("to_offset").isNull() | (F.col("to_offset") > at))
+        )
+        frames.append(
+            t.select(
+                F.lit(part).alias("part"),
+                F.to_json(F.struct(*t.columns), {"ignoreNullFields": "false"}).alias("payload"),
+                F.expr(row_route_key_sql(part)).alias("route"),
+            )
+        )
     if not frames:
         return None
     out = frames[0]
@@ -375,18 +512,25 @@ def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
     return out
 
 
-def _plan_inputs(records: DataFrame, snap_records: DataFrame | None, stored: DataFrame | None
-                 ) -> tuple[dict[str, int], list[tuple[str, str]]]:
+def _plan_inputs(
+    records: DataFrame, snap_records: DataFrame | None, stored: DataFrame | None
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """Record counts per route key and the topic (id, name) pairs, for the shard plan (small results)."""
     sources = [records] + ([snap_records.select(*records.columns)] if snap_records is not None else [])
     union = sources[0]
     for more in sources[1:]:
         union = union.unionByName(more)
     topic_id, name = F.get_json_object("payload", "$.topicId"), F.get_json_object("payload", "$.name")
-    rows = (union.groupBy("route").agg(F.count(F.lit(1)).alias("n"),
-                                       F.collect_set(F.when(F.col("type") == "TOPIC_RECORD",
-                                                            F.struct(topic_id.alias("id"), name.alias("name"))))
-                                       .alias("pairs")).collect())
+    rows = (
+        union.groupBy("route")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.collect_set(
+                F.when(F.col("type") == "TOPIC_RECORD", F.struct(topic_id.alias("id"), name.alias("name")))
+            ).alias("pairs"),
+        )
+        .collect()
+    )
     weights = {r["route"]: r["n"] for r in rows}
     edges = [(f"id:{p['id']}", f"name:{p['name']}") for r in rows for p in r["pairs"]]
     if stored is not None:
@@ -398,6 +542,7 @@ def _plan_inputs(records: DataFrame, snap_records: DataFrame | None, stored: Dat
 
 
 # --- the writes -----------------------------------------------------------------------------------
+
 
 def _key_match(part: str) -> str:
     """The MERGE condition matching a stored version with its closing row."""
@@ -419,12 +564,20 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
     checks = []
     for part, table in PART_TABLES.items():
         if table in state.versions:
-            checks.append(lake.table(table, state).where((F.col("from_offset") >= restart)
-                                                         | (F.col("to_offset") >= restart))
-                          .select(F.lit(table).alias("t")).limit(1))
-    for table, cond in ((PROVENANCE, F.col("from_offset") >= restart),
-                        (REJECTIONS, (F.col("snapshot_end_offset").isNull() & (F.col("offset") >= restart))
-                         | (F.col("snapshot_end_offset") - 1 >= restart))):
+            checks.append(
+                lake.table(table, state)
+                .where((F.col("from_offset") >= restart) | (F.col("to_offset") >= restart))
+                .select(F.lit(table).alias("t"))
+                .limit(1)
+            )
+    for table, cond in (
+        (PROVENANCE, F.col("from_offset") >= restart),
+        (
+            REJECTIONS,
+            (F.col("snapshot_end_offset").isNull() & (F.col("offset") >= restart))
+            | (F.col("snapshot_end_offset") - 1 >= restart),
+        ),
+    ):
         if table in state.versions:
             checks.append(lake.table(table, state).where(cond).select(F.lit(table).alias("t")).limit(1))
     if not checks:
@@ -439,10 +592,14 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
         if table == PROVENANCE:
             return [f"DELETE FROM {path} WHERE from_offset >= {restart}"]
         if table == REJECTIONS:
-            return [f"DELETE FROM {path} WHERE (snapshot_end_offset IS NULL AND offset >= {restart}) "
-                    f"OR snapshot_end_offset - 1 >= {restart}"]
-        return [f"DELETE FROM {path} WHERE from_offset >= {restart}",
-                f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}"]
+            return [
+                f"DELETE FROM {path} WHERE (snapshot_end_offset IS NULL AND offset >= {restart}) "
+                f"OR snapshot_end_offset - 1 >= {restart}"
+            ]
+        return [
+            f"DELETE FROM {path} WHERE from_offset >= {restart}",
+            f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}",
+        ]
 
     for table in touched:
         txn.apply(table, lambda _, table=table: [spark.sql(q).collect() for q in statements(table)])
@@ -460,10 +617,13 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
         directory = os.path.join(closings, table)
         if os.path.isdir(directory):
             view = f"closings_{table}"
-            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(glob_escaped(directory)) \
-                .createOrReplaceTempView(view)
-            merge = (f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
-                     "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset")
+            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(
+                glob_escaped(directory)
+            ).createOrReplaceTempView(view)
+            merge = (
+                f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
+                "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset"
+            )
             txn.apply(table, lambda _, merge=merge: spark.sql(merge).collect())
             spark.catalog.dropTempView(view)
             written.append(table)
@@ -486,8 +646,16 @@ def compact_versions(txn: LakeTransaction, table: str) -> None:
     laid out for reads at one offset (Delta's ``OPTIMIZE`` would bin-pack them in any order)."""
     frame = txn.lake.table(table, txn.state())
     rows = frame.count()
-    txn.apply(table, lambda path: point_read_layout(frame, rows).write.format("delta").mode("overwrite")
-              .option("dataChange", "false").save(path))
+    txn.apply(
+        table,
+        lambda path: (
+            point_read_layout(frame, rows)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("dataChange", "false")
+            .save(path)
+        ),
+    )
 
 
 COMPACTORS: dict[str, Compactor] = {table: compact_versions for table in PART_TABLES.values()}
@@ -504,17 +672,27 @@ def point_read_layout(frame: DataFrame, rows: int) -> DataFrame:
     :data:`FILE_ROWS`. A file's ``from_offset``/``to_offset`` statistics then span about its level's width, so
     the image at X reads, per level, only the files around X (Delta's data skipping, or the in-process
     reader's pruning) — a few files per level instead of every file holding an early ``from_offset``."""
-    level = F.when(F.col("to_offset").isNull(), F.lit(64)).otherwise(
-        F.floor(F.log2(F.col("to_offset") - F.col("from_offset") + 1))).cast("int")
+    level = (
+        F.when(F.col("to_offset").isNull(), F.lit(64))
+        .otherwise(F.floor(F.log2(F.col("to_offset") - F.col("from_offset") + 1)))
+        .cast("int")
+    )
     files = max(1, -(-rows // FILE_ROWS))
-    return (frame.withColumn("_level", level).repartitionByRange(files, "_level", "from_offset")
-            .sortWithinPartitions("_level", "from_offset").drop("_level"))
+    return (
+        frame.withColumn("_level", level)
+        .repartitionByRange(files, "_level", "from_offset")
+        .sortWithinPartitions("_level", "from_offset")
+        .drop("_level")
+    )
 
 
 def _staged_rows(directory: str) -> int:
     """Rows of the staged Parquet files in ``directory`` (from their footers)."""
-    return sum(pq.ParquetFile(os.path.join(directory, f)).metadata.num_rows for f in os.listdir(directory)
-               if f.endswith(".parquet"))
+    return sum(
+        pq.ParquetFile(os.path.join(directory, f)).metadata.num_rows
+        for f in os.listdir(directory)
+        if f.endswith(".parquet")
+    )
 
 
 def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
@@ -522,14 +700,22 @@ def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
     batch holding ``offset`` (a delta boundary), or the BeginTransactionRecord of a metadata transaction
     open there (the replay then sees the whole transaction)."""
     records = lake.table("records", state)
-    holder = (records.where((F.col("offset") <= offset) & (F.col("batch_last_offset") >= offset))
-              .select("batch_base_offset").limit(1).collect())
+    holder = (
+        records.where((F.col("offset") <= offset) & (F.col("batch_last_offset") >= offset))
+        .select("batch_base_offset")
+        .limit(1)
+        .collect()
+    )
     restart = min(offset, holder[0][0]) if holder else offset
     if PROVENANCE in state.versions:
-        spans = (lake.table(PROVENANCE, state)
-                 .where((F.col("from_offset") <= restart - 1)
-                        & (F.col("to_offset").isNull() | (F.col("to_offset") >= restart)))
-                 .select(F.min("from_offset")).first()[0])
+        spans = (
+            lake.table(PROVENANCE, state)
+            .where(
+                (F.col("from_offset") <= restart - 1) & (F.col("to_offset").isNull() | (F.col("to_offset") >= restart))
+            )
+            .select(F.min("from_offset"))
+            .first()[0]
+        )
         if spans is not None:
             restart = spans
     return restart

@@ -44,19 +44,22 @@ class Section:
         return tuple(c for c in SCHEMAS[self.part].names if c not in self.keys and c not in self.context)
 
 
-SECTIONS: dict[str, Section] = {s.part: s for s in (
-    Section("topics", ("topicId",)),
-    Section("partitions", ("topicId", "partitionId"), ("topic",)),
-    Section("brokers", ("brokerId",)),
-    Section("controllers", ("controllerId",)),
-    Section("configs", ("resourceType", "resourceName", "name")),
-    Section("features", ("name",)),
-    Section("producerIds", ()),
-    Section("clientQuotas", ("entity", "key")),
-    Section("acls", ("id",)),
-    Section("scram", ("mechanism", "name")),
-    Section("delegationTokens", ("tokenId",)),
-)}
+SECTIONS: dict[str, Section] = {
+    s.part: s
+    for s in (
+        Section("topics", ("topicId",)),
+        Section("partitions", ("topicId", "partitionId"), ("topic",)),
+        Section("brokers", ("brokerId",)),
+        Section("controllers", ("controllerId",)),
+        Section("configs", ("resourceType", "resourceName", "name")),
+        Section("features", ("name",)),
+        Section("producerIds", ()),
+        Section("clientQuotas", ("entity", "key")),
+        Section("acls", ("id",)),
+        Section("scram", ("mechanism", "name")),
+        Section("delegationTokens", ("tokenId",)),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -88,26 +91,33 @@ def _rows(frame: DataFrame, section: Section) -> DataFrame:
     """``_k0.._kn`` (joinable key columns) and ``row`` (the part's columns, nested lists normalized)."""
     cols = [F.array_sort(c).alias(c) if c in _SORTED_NESTED else F.col(c) for c in SCHEMAS[section.part].names]
     keys: list[Column] = [
-        F.to_json(F.array_sort(F.map_entries(k)), _JSON_OPTIONS) if k == "entity" else F.col(k)
-        for k in section.keys
+        F.to_json(F.array_sort(F.map_entries(k)), _JSON_OPTIONS) if k == "entity" else F.col(k) for k in section.keys
     ] or [F.lit(0)]  # producerIds: one row, nothing to key on
     return frame.select(*[k.alias(f"_k{i}") for i, k in enumerate(keys)], F.struct(*cols).alias("row"))
 
 
 def diff_section(before: DataFrame, after: DataFrame, section: Section) -> SectionDiff:
     """Full outer join of one part of two images on its key (see the module docstring)."""
-    b, a = _rows(before, section).withColumnRenamed("row", "before"), _rows(after, section).withColumnRenamed("row", "after")
+    b, a = (
+        _rows(before, section).withColumnRenamed("row", "before"),
+        _rows(after, section).withColumnRenamed("row", "after"),
+    )
     joined = b.join(a, [c for c in b.columns if c.startswith("_k")], "full_outer")
     differing = F.filter(
         F.array(*[F.when(~F.col("before")[c].eqNullSafe(F.col("after")[c]), F.lit(c)) for c in section.values]),
-        lambda name: name.isNotNull())
+        lambda name: name.isNotNull(),
+    )
     both = F.col("before").isNotNull() & F.col("after").isNotNull()
     fields = F.when(both, differing).otherwise(F.array().cast("array<string>"))
-    change = (F.when(F.col("before").isNull(), "added").when(F.col("after").isNull(), "removed")
-              .when(F.size(fields) > 0, "changed"))
+    change = (
+        F.when(F.col("before").isNull(), "added")
+        .when(F.col("after").isNull(), "removed")
+        .when(F.size(fields) > 0, "changed")
+    )
     shown = [F.coalesce(F.col("after")[c], F.col("before")[c]).alias(c) for c in (*section.keys, *section.context)]
-    changes = (joined.select(*shown, change.alias("change"), fields.alias("fields"), "before", "after")
-               .where(F.col("change").isNotNull()))
+    changes = joined.select(*shown, change.alias("change"), fields.alias("fields"), "before", "after").where(
+        F.col("change").isNotNull()
+    )
     return SectionDiff(section, changes)
 
 
@@ -139,9 +149,13 @@ class ImageDiff:
 
     def summary(self) -> dict[str, dict[str, int]]:
         """``{section: {added, removed, changed}}`` counted by Spark (one job, nothing else collected)."""
-        counts = reduce(DataFrame.unionByName, [
-            d.changes.groupBy("change").count().select(F.lit(name).alias("section"), "change", "count")
-            for name, d in self.sections.items()]).collect()
+        counts = reduce(
+            DataFrame.unionByName,
+            [
+                d.changes.groupBy("change").count().select(F.lit(name).alias("section"), "change", "count")
+                for name, d in self.sections.items()
+            ],
+        ).collect()
         out = {name: dict.fromkeys(CHANGES, 0) for name in self.sections}
         for r in counts:
             out[r["section"]][r["change"]] = r["count"]
@@ -152,22 +166,36 @@ class ImageDiff:
 
         Collects every difference (and both provenances) with one Spark job.
         """
+
         def as_json(c: str) -> Column:
             return F.to_json(c, _JSON_OPTIONS)
 
-        provenance = [frame.select(F.lit(side).alias("section"), F.lit(None).cast("string").alias("change"),
-                                   F.array().cast("array<string>").alias("fields"),
-                                   F.lit(None).cast("string").alias("before"),
-                                   F.to_json(F.struct("offset", "epoch", "timestamp")).alias("after"))
-                      for side, frame in (("from", self.from_provenance), ("to", self.to_provenance))]
-        details = [d.changes.select(F.lit(name).alias("section"), "change", "fields", as_json("before").alias("before"),
-                                    as_json("after").alias("after"))
-                   for name, d in self.sections.items()]
+        provenance = [
+            frame.select(
+                F.lit(side).alias("section"),
+                F.lit(None).cast("string").alias("change"),
+                F.array().cast("array<string>").alias("fields"),
+                F.lit(None).cast("string").alias("before"),
+                F.to_json(F.struct("offset", "epoch", "timestamp")).alias("after"),
+            )
+            for side, frame in (("from", self.from_provenance), ("to", self.to_provenance))
+        ]
+        details = [
+            d.changes.select(
+                F.lit(name).alias("section"),
+                "change",
+                "fields",
+                as_json("before").alias("before"),
+                as_json("after").alias("after"),
+            )
+            for name, d in self.sections.items()
+        ]
         rows = reduce(DataFrame.unionByName, provenance + details).collect()
 
         doc: dict[str, Any] = {"from": None, "to": None, "summary": {}}
         grouped: dict[str, dict[str, list[tuple[Any, dict]]]] = {
-            name: {c: [] for c in CHANGES} for name in self.sections}
+            name: {c: [] for c in CHANGES} for name in self.sections
+        }
         for r in rows:
             before = json.loads(r["before"]) if r["before"] is not None else None
             after = json.loads(r["after"]) if r["after"] is not None else None
@@ -178,8 +206,9 @@ class ImageDiff:
             row = after if after is not None else before
             assert row is not None
             key = tuple(_sort_value(row[k]) for k in section.keys)
-            grouped[r["section"]][r["change"]].append((key, _entry(section, r["change"], list(r["fields"]),
-                                                                   before, after)))
+            grouped[r["section"]][r["change"]].append(
+                (key, _entry(section, r["change"], list(r["fields"]), before, after))
+            )
         for name, by_change in grouped.items():
             doc["summary"][name] = {c: len(entries) for c, entries in by_change.items()}
             doc[name] = {c: [e for _, e in sorted(entries, key=lambda ke: ke[0])] for c, entries in by_change.items()}
@@ -188,6 +217,11 @@ class ImageDiff:
 
 def diff_images(before: ImageFrames, after: ImageFrames) -> ImageDiff:
     """The differences from ``before`` to ``after`` (lazy: DataFrames until collected)."""
-    return ImageDiff(from_provenance=before.provenance, to_provenance=after.provenance, sections={
-        name: diff_section(getattr(before, name), getattr(after, name), section)
-        for name, section in SECTIONS.items()})
+    return ImageDiff(
+        from_provenance=before.provenance,
+        to_provenance=after.provenance,
+        sections={
+            name: diff_section(getattr(before, name), getattr(after, name), section)
+            for name, section in SECTIONS.items()
+        },
+    )

@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from image.errors import ReplayError
-from image.parts import Row
 from image.frames import SCHEMAS, ImageFrames
+from image.parts import Row
 from image.temporal import RecordPosition, SnapshotId, log_bounds, provenance_at
 from image.versions import Span
 from metadata.lake import Lake, LakeState
@@ -50,39 +50,62 @@ class SparkSource:
     @cached_property
     def _snapshots(self) -> list[SnapshotId]:
         from metadata.query import snapshot_ids
-        return [SnapshotId(s.end_offset, s.epoch, s.last_contained_timestamp if s.last_contained_timestamp is not None
-                           else -1) for s in snapshot_ids(self.lake, self.state) if s.kind == "snapshot"]
+
+        return [
+            SnapshotId(
+                s.end_offset, s.epoch, s.last_contained_timestamp if s.last_contained_timestamp is not None else -1
+            )
+            for s in snapshot_ids(self.lake, self.state)
+            if s.kind == "snapshot"
+        ]
 
     def snapshots(self) -> Sequence[SnapshotId]:
         return self._snapshots
 
     def record_at_or_before(self, offset: int) -> RecordPosition | None:
-        row = (self.table("records").where(F.col("offset") <= offset).orderBy(F.col("offset").desc())
-               .select("offset", "batch_leader_epoch", "timestamp").limit(1).collect())
+        row = (
+            self.table("records")
+            .where(F.col("offset") <= offset)
+            .orderBy(F.col("offset").desc())
+            .select("offset", "batch_leader_epoch", "timestamp")
+            .limit(1)
+            .collect()
+        )
         return RecordPosition(*row[0]) if row else None
 
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
         t = self.table(REJECTIONS)
         log = F.col("snapshot_end_offset").isNull() & F.col("offset").between(first, last)
-        own = (F.col("snapshot_end_offset") == snapshot.end_offset) & (F.col("snapshot_epoch") == snapshot.epoch) \
-            if snapshot is not None else F.lit(False)
+        own = (
+            (F.col("snapshot_end_offset") == snapshot.end_offset) & (F.col("snapshot_epoch") == snapshot.epoch)
+            if snapshot is not None
+            else F.lit(False)
+        )
         rows = t.where(log | own).orderBy(F.col("snapshot_end_offset").isNull(), "offset").collect()
-        return [ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
-                for r in rows]
+        return [
+            ReplayError(r["message"], location=r["location"], offset=r["offset"], record_type=r["record_type"])
+            for r in rows
+        ]
 
-    def versions(self, part: str, during: tuple[int, int] | None = None,
-                 equal: Mapping[str, Any] | None = None) -> pa.Table:
+    def versions(
+        self, part: str, during: tuple[int, int] | None = None, equal: Mapping[str, Any] | None = None
+    ) -> pa.Table:
         frame = self.table(PART_TABLES[part])
         if during is not None:
-            frame = frame.where((F.col("from_offset") <= during[1])
-                                & (F.col("to_offset").isNull() | (F.col("to_offset") > during[0])))
+            frame = frame.where(
+                (F.col("from_offset") <= during[1]) & (F.col("to_offset").isNull() | (F.col("to_offset") > during[0]))
+            )
         for column, value in (equal or {}).items():
             frame = frame.where(F.col(column) == value)
         return frame.toArrow().cast(version_schema(part))
 
     def records(self, first: int, last: int) -> pa.Table:
-        frame = (self.table("records").where(F.col("offset").between(first, last))
-                 .select("offset", "timestamp", F.coalesce("type", "control_type").alias("type")).orderBy("offset"))
+        frame = (
+            self.table("records")
+            .where(F.col("offset").between(first, last))
+            .select("offset", "timestamp", F.coalesce("type", "control_type").alias("type"))
+            .orderBy("offset")
+        )
         return frame.toArrow()
 
     def bounds(self) -> tuple[int, int] | None:
@@ -109,18 +132,23 @@ class SparkSource:
         p = provenance_at(self, offset)
         session = self.lake.spark
         frames["provenance"] = session.createDataFrame(
-            [(p.last_contained_offset, p.last_contained_epoch, p.last_contained_log_time_ms)], SCHEMAS["provenance"])
+            [(p.last_contained_offset, p.last_contained_epoch, p.last_contained_log_time_ms)], SCHEMAS["provenance"]
+        )
         return ImageFrames(**frames)
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         from metadata.query import snapshot_records
+
         return snapshot_records(self.lake, end_offset, epoch, self.state)
 
     def log_info(self) -> LogInfo:
         from metadata.query import log_info
+
         return log_info(self.lake)
 
-    def dump(self, first: int | None, last: int | None, types: Sequence[str] = (),
-             include_control: bool = False) -> Iterator[DumpRecord]:
+    def dump(
+        self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False
+    ) -> Iterator[DumpRecord]:
         from metadata.query import dump
+
         return dump(self.lake, first, last, types, include_control)

@@ -22,10 +22,24 @@ CRC_START = 21  # the CRC covers the batch from its attributes to its end
 
 # The batch header as a numpy record (big-endian, unaligned): reads the headers of a run of
 # equal-size batches at once (``np.ndarray`` of this dtype with ``itemsize`` set to the batch size).
-HEADER_FIELDS = ("base_offset", "batch_length", "leader_epoch", "magic", "crc", "attributes", "last_offset_delta",
-                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
-HEADER_DTYPE = np.dtype(list(zip(HEADER_FIELDS, (">i8", ">i4", ">i4", "i1", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8",
-                                                  ">i2", ">i4", ">i4"))))
+HEADER_FIELDS = (
+    "base_offset",
+    "batch_length",
+    "leader_epoch",
+    "magic",
+    "crc",
+    "attributes",
+    "last_offset_delta",
+    "base_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "record_count",
+)
+HEADER_DTYPE = np.dtype(
+    list(zip(HEADER_FIELDS, (">i8", ">i4", ">i4", "i1", ">u4", ">i2", ">i4", ">i8", ">i8", ">i8", ">i2", ">i4", ">i4")))
+)
 assert HEADER_DTYPE.itemsize == HEADER.size
 
 ATTR_COMPRESSION = 0x07
@@ -102,7 +116,7 @@ def _crc_tables(width: int) -> np.ndarray:
     values = np.arange(256, dtype=np.uint32)
     table = np.zeros((width, 256), dtype=np.uint32)
     for i in range(8):
-        table ^= np.where((values >> i) & 1, bits[:, i:i + 1], np.uint32(0))
+        table ^= np.where((values >> i) & 1, bits[:, i : i + 1], np.uint32(0))
     return table
 
 
@@ -125,15 +139,18 @@ def check_batch(buf: bytes, pos: int, end: int) -> tuple:
     header = HEADER.unpack_from(buf, pos)
     base_offset, _, _, magic, crc = header[:5]
     if magic != 2:
-        raise CorruptBatchError(f"unsupported batch magic {magic} (KRaft logs use magic 2)",
-                                position=pos, offset=base_offset)
-    actual = crc32c(memoryview(buf)[pos + 21:end])
+        raise CorruptBatchError(
+            f"unsupported batch magic {magic} (KRaft logs use magic 2)", position=pos, offset=base_offset
+        )
+    actual = crc32c(memoryview(buf)[pos + 21 : end])
     if actual != crc:
-        raise CorruptBatchError(f"CRC mismatch: stored 0x{crc:08x}, computed 0x{actual:08x}",
-                                position=pos, offset=base_offset)
+        raise CorruptBatchError(
+            f"CRC mismatch: stored 0x{crc:08x}, computed 0x{actual:08x}", position=pos, offset=base_offset
+        )
     if (header[5] & ATTR_COMPRESSION) > 4:
-        raise CorruptBatchError(f"Unknown compression type id: {header[5] & ATTR_COMPRESSION}",
-                                position=pos, offset=base_offset)
+        raise CorruptBatchError(
+            f"Unknown compression type id: {header[5] & ATTR_COMPRESSION}", position=pos, offset=base_offset
+        )
     if header[12] < 0:
         raise CorruptBatchError(f"negative record count {header[12]}", position=pos, offset=base_offset)
     return header
@@ -163,13 +180,13 @@ def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, by
         key_len, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         key = None
         if key_len >= 0:
-            key = bytes(payload[pos:pos + key_len])
+            key = bytes(payload[pos : pos + key_len])
             pos += key_len
         b = payload[pos]
         value_len, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
         value = None
         if value_len >= 0:
-            value = bytes(payload[pos:pos + value_len])
+            value = bytes(payload[pos : pos + value_len])
             pos += value_len
         b = payload[pos]
         n_headers, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else read_varint(payload, pos)
@@ -180,12 +197,12 @@ def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, by
             hk_len, pos = read_varint(payload, pos)
             if hk_len < 0:
                 raise DecodeError("negative header key length")
-            hkey = bytes(payload[pos:pos + hk_len]).decode("utf-8", errors="replace")
+            hkey = bytes(payload[pos : pos + hk_len]).decode("utf-8", errors="replace")
             pos += hk_len
             hv_len, pos = read_varint(payload, pos)
             hval = None
             if hv_len >= 0:
-                hval = bytes(payload[pos:pos + hv_len])
+                hval = bytes(payload[pos : pos + hv_len])
                 pos += hv_len
             headers.append((hkey, hval))
         if pos - start != length:
@@ -195,10 +212,9 @@ def iter_records(payload: bytes, count: int) -> Iterator[tuple[int, int, int, by
         raise DecodeError(f"Incorrect declared batch size: {end - pos} byte(s) left after {count} records")
 
 
-def batch_payload(buf: bytes, pos: int, end: int, attributes: int,
-                  limit: int = MAX_BATCH_DECOMPRESSED_BYTES) -> bytes:
+def batch_payload(buf: bytes, pos: int, end: int, attributes: int, limit: int = MAX_BATCH_DECOMPRESSED_BYTES) -> bytes:
     """The records bytes of a batch, decompressed; more than ``limit`` bytes is an error."""
-    raw = buf[pos + HEADER_SIZE:end]
+    raw = buf[pos + HEADER_SIZE : end]
     codec = attributes & ATTR_COMPRESSION
     if codec:
         return decompress(codec, bytes(raw), limit)
@@ -218,13 +234,16 @@ def decode_batch(buf: bytes, pos: int = 0) -> tuple[RecordBatch, int]:
     header = check_batch(buf, pos, end)
     (base_offset, _, ple, magic, crc, attributes, last_delta, base_ts, max_ts, pid, pepoch, base_seq, count) = header
     try:
-        records = [Record(offset_delta=o, value=v, key=k, attributes=a, timestamp_delta=t, headers=h)
-                   for a, t, o, k, v, h in iter_records(batch_payload(buf, pos, end, attributes), count)]
+        records = [
+            Record(offset_delta=o, value=v, key=k, attributes=a, timestamp_delta=t, headers=h)
+            for a, t, o, k, v, h in iter_records(batch_payload(buf, pos, end, attributes), count)
+        ]
     except (DecodeError, IndexError) as exc:
         message = exc.message if isinstance(exc, DecodeError) else "record runs past the end of the batch"
         raise CorruptBatchError(message, position=pos, offset=base_offset) from None
-    return RecordBatch(base_offset, ple, attributes, last_delta, base_ts, max_ts, pid, pepoch, base_seq,
-                       records, magic, crc), end
+    return RecordBatch(
+        base_offset, ple, attributes, last_delta, base_ts, max_ts, pid, pepoch, base_seq, records, magic, crc
+    ), end
 
 
 def encode_records(records: Sequence[Record]) -> bytes:
@@ -258,17 +277,39 @@ def encode_record_batch(batch: RecordBatch) -> bytes:
     codec = batch.attributes & ATTR_COMPRESSION
     if codec:
         payload = compress(codec, payload)
-    body = struct.pack(">hiqqqhii", batch.attributes, batch.last_offset_delta, batch.base_timestamp,
-                       batch.max_timestamp, batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                       len(batch.records)) + payload
+    body = (
+        struct.pack(
+            ">hiqqqhii",
+            batch.attributes,
+            batch.last_offset_delta,
+            batch.base_timestamp,
+            batch.max_timestamp,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            len(batch.records),
+        )
+        + payload
+    )
     crc = crc32c(body)
-    return struct.pack(">qiibI", batch.base_offset, len(body) + 9, batch.partition_leader_epoch,
-                       batch.magic, crc) + body
+    return (
+        struct.pack(">qiibI", batch.base_offset, len(body) + 9, batch.partition_leader_epoch, batch.magic, crc) + body
+    )
 
 
-def encode_batch(base_offset: int, records: Sequence[tuple[bytes | None, bytes]], *, leader_epoch: int,
-                 timestamp: int, control: bool = False, compression: str = "none", transactional: bool = False,
-                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+def encode_batch(
+    base_offset: int,
+    records: Sequence[tuple[bytes | None, bytes]],
+    *,
+    leader_epoch: int,
+    timestamp: int,
+    control: bool = False,
+    compression: str = "none",
+    transactional: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
     """A batch as the KRaft raft layer writes it: CreateTime, every record at ``timestamp``,
     offset deltas 0..n-1, no headers."""
     attributes = CODECS.index(compression)
@@ -276,7 +317,16 @@ def encode_batch(base_offset: int, records: Sequence[tuple[bytes | None, bytes]]
         attributes |= ATTR_CONTROL
     if transactional:
         attributes |= ATTR_TRANSACTIONAL
-    batch = RecordBatch(base_offset, leader_epoch, attributes, len(records) - 1, timestamp, timestamp,
-                        producer_id, producer_epoch, base_sequence,
-                        [Record(offset_delta=i, key=k, value=v) for i, (k, v) in enumerate(records)])
+    batch = RecordBatch(
+        base_offset,
+        leader_epoch,
+        attributes,
+        len(records) - 1,
+        timestamp,
+        timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        [Record(offset_delta=i, key=k, value=v) for i, (k, v) in enumerate(records)],
+    )
     return encode_record_batch(batch)

@@ -44,8 +44,10 @@ batch's records): 16 MiB, twice the largest batch Kafka's raft layer writes
 
 def too_large(what: str, limit: int) -> DecodeError:
     """The error of a batch whose records exceed ``limit`` bytes."""
-    return DecodeError(f"{what} more than {limit:,} bytes, the limit on a batch's decompressed size "
-                       f"(set {MAX_BATCH_BYTES_ENV} to raise it)")
+    return DecodeError(
+        f"{what} more than {limit:,} bytes, the limit on a batch's decompressed size "
+        f"(set {MAX_BATCH_BYTES_ENV} to raise it)"
+    )
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -68,7 +70,7 @@ def xxhash32(data: bytes, seed: int = 0) -> int:
         v = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed & _M32, (seed - _P1) & _M32]
         while pos + 16 <= n:
             for i in range(4):
-                lane = int.from_bytes(data[pos:pos + 4], "little")
+                lane = int.from_bytes(data[pos : pos + 4], "little")
                 v[i] = (_rotl((v[i] + lane * _P2) & _M32, 13) * _P1) & _M32
                 pos += 4
         h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M32
@@ -76,7 +78,7 @@ def xxhash32(data: bytes, seed: int = 0) -> int:
         h = (seed + _P5) & _M32
     h = (h + n) & _M32
     while pos + 4 <= n:
-        h = (_rotl((h + int.from_bytes(data[pos:pos + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
+        h = (_rotl((h + int.from_bytes(data[pos : pos + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
         pos += 4
     while pos < n:
         h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32
@@ -123,7 +125,7 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
             continue
         if n < 0 or pos + n > len(data):
             raise DecodeError(f"bad snappy chunk length {n}")
-        out += _snappy_block(data[pos:pos + n], len(out), limit)
+        out += _snappy_block(data[pos : pos + n], len(out), limit)
         pos += n
     return bytes(out)
 
@@ -131,7 +133,7 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
 def _snappy(data: bytes) -> bytes:
     out = bytearray(_XERIAL_MAGIC + struct.pack(">ii", 1, 1))
     for i in range(0, len(data), 32 * 1024):
-        block = bytes(cramjam.snappy.compress_raw(data[i:i + 32 * 1024]))
+        block = bytes(cramjam.snappy.compress_raw(data[i : i + 32 * 1024]))
         out += struct.pack(">i", len(block)) + block
     return bytes(out)
 
@@ -165,7 +167,7 @@ def _unlz4(data: bytes, limit: int) -> bytes:
         stored, size = size & 0x80000000, size & 0x7FFFFFFF
         if size > max_block or pos + size > len(data):
             raise DecodeError("lz4: block too large")
-        block = bytes(data[pos:pos + size])
+        block = bytes(data[pos : pos + size])
         pos += size
         if flg & 0x10:
             if xxhash32(block) != struct.unpack_from("<I", data, pos)[0]:
@@ -204,7 +206,7 @@ def _lz4(data: bytes) -> bytes:
     descriptor = bytes((0x60, 0x40))  # version 01, independent blocks; 64 KiB blocks
     out = bytearray(struct.pack("<I", _LZ4_MAGIC) + descriptor + bytes((xxhash32(descriptor) >> 8 & 0xFF,)))
     for i in range(0, len(data), 1 << 16):
-        chunk = data[i:i + (1 << 16)]
+        chunk = data[i : i + (1 << 16)]
         block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
         if len(block) >= len(chunk):
             out += struct.pack("<I", len(chunk) | 0x80000000) + chunk

@@ -31,8 +31,12 @@ Reader = Callable[[bytes, int, int], tuple[Any, int]]  # (buf, pos, end) -> (val
 Writer = Callable[[Any, bytearray], None]
 
 _FIXED: dict[str, struct.Struct] = {
-    "int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "uint16": struct.Struct(">H"),
-    "int32": struct.Struct(">i"), "uint32": struct.Struct(">I"), "int64": struct.Struct(">q"),
+    "int8": struct.Struct(">b"),
+    "int16": struct.Struct(">h"),
+    "uint16": struct.Struct(">H"),
+    "int32": struct.Struct(">i"),
+    "uint32": struct.Struct(">I"),
+    "int64": struct.Struct(">q"),
     "float64": struct.Struct(">d"),
 }
 
@@ -62,8 +66,10 @@ def _array_length(buf: bytes, pos: int, end: int, name: str, nullable: bool) -> 
             raise DecodeError(f"non-nullable field {name} was serialized as null")
         return -1, pos
     if n > end - pos:
-        raise DecodeError(f"Tried to allocate a collection of size {n} for field {name}, "
-                          f"but there are only {end - pos} bytes remaining")
+        raise DecodeError(
+            f"Tried to allocate a collection of size {n} for field {name}, "
+            f"but there are only {end - pos} bytes remaining"
+        )
     return n, pos
 
 
@@ -76,15 +82,33 @@ def _is_default(field: FieldSpec, value: Any) -> bool:
     return value == field.default_value() if value is not None else field.default_value() is None
 
 
-_STRUCT_CODES = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
-                 "float64": "d", "bool": "?", "uuid": "16s"}  # fixed-size fields, read in groups by one unpack
+_STRUCT_CODES = {
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
+    "bool": "?",
+    "uuid": "16s",
+}  # fixed-size fields, read in groups by one unpack
 _UUID = "_b2a({}, newline=False)[:22].translate(_URLSAFE).decode('ascii')"  # primitives.uuid_to_str, inlined
 _HELPERS: dict[str, Any] = {
-    "DecodeError": DecodeError, "_need": _need, "_need_each": _need_each, "_array_length": _array_length,
-    "_read_uvarint": read_uvarint, "_b2a": binascii.b2a_base64, "_URLSAFE": URLSAFE, "_b64": base64.b64encode,
+    "DecodeError": DecodeError,
+    "_need": _need,
+    "_need_each": _need_each,
+    "_array_length": _array_length,
+    "_read_uvarint": read_uvarint,
+    "_b2a": binascii.b2a_base64,
+    "_URLSAFE": URLSAFE,
+    "_b64": base64.b64encode,
     "_unpack_array": _unpack_array,
-    "_jstr": json.encoder.encode_basestring_ascii, "_jfloat": json_text, "_jbool": {True: "true", False: "false"},
-    "_json_text": json_text, "_ABSENT": object(),
+    "_jstr": json.encoder.encode_basestring_ascii,
+    "_jfloat": json_text,
+    "_jbool": {True: "true", False: "false"},
+    "_json_text": json_text,
+    "_ABSENT": object(),
 }
 
 
@@ -126,10 +150,12 @@ class _ReaderSource:
         fmt = struct.Struct(">" + "".join(codes))
         sizes = tuple((struct.calcsize(">" + c), f.name) for c, f in zip(codes, fields))
         names = [self.name("v") for _ in fields]
-        out += [f"    if pos + {fmt.size} > end:",
-                f"        _need_each(pos, end, {self.const(sizes)})",
-                f"    {', '.join(names)}, = {self.const(fmt.unpack_from)}(buf, pos)",
-                f"    pos += {fmt.size}"]
+        out += [
+            f"    if pos + {fmt.size} > end:",
+            f"        _need_each(pos, end, {self.const(sizes)})",
+            f"    {', '.join(names)}, = {self.const(fmt.unpack_from)}(buf, pos)",
+            f"    pos += {fmt.size}",
+        ]
         pieces = []
         for f, v in zip(fields, names):
             if f.type == "uuid":
@@ -137,8 +163,11 @@ class _ReaderSource:
             if not json_mode:
                 pieces.append(v)
             else:
-                pieces.append({"uuid": f'"{{{v}}}"', "bool": f"{{_jbool[{v}]}}", "float64": f"{{_jfloat({v})}}"}
-                              .get(f.type, f"{{{v}}}"))
+                pieces.append(
+                    {"uuid": f'"{{{v}}}"', "bool": f"{{_jbool[{v}]}}", "float64": f"{{_jfloat({v})}}"}.get(
+                        f.type, f"{{{v}}}"
+                    )
+                )
         return pieces
 
     def read_field(self, field: FieldSpec, out: list[str], json_mode: bool, nullable: bool) -> str:
@@ -149,39 +178,51 @@ class _ReaderSource:
         name = field.name
         not_null = f"non-nullable field {name} was serialized as null"
         if field.is_array:
-            out += ["    n = buf[pos]",
-                    "    if 0 < n < 0x80 and n <= end - pos:  # one-byte length, not null, fits",
-                    "        n -= 1",
-                    "        pos += 1",
-                    "    else:",
-                    f"        n, pos = _array_length(buf, pos, end, {name!r}, {nullable})",
-                    "    if n < 0:",
-                    f"        {v} = {null}",
-                    "    else:"]
+            out += [
+                "    n = buf[pos]",
+                "    if 0 < n < 0x80 and n <= end - pos:  # one-byte length, not null, fits",
+                "        n -= 1",
+                "        pos += 1",
+                "    else:",
+                f"        n, pos = _array_length(buf, pos, end, {name!r}, {nullable})",
+                "    if n < 0:",
+                f"        {v} = {null}",
+                "    else:",
+            ]
             element_type = field.element_type
             if element_type == "uuid":
                 items = f"[{_UUID.format('buf[p:p + 16]')} for p in range(pos, pos + 16 * n, 16)]"
-                out += ["        if pos + 16 * n > end:",
-                        f"            _need(pos, 16 * n, end, {name!r})",
-                        f"        {v} = {items}",
-                        "        pos += 16 * n"]
+                out += [
+                    "        if pos + 16 * n > end:",
+                    f"            _need(pos, 16 * n, end, {name!r})",
+                    f"        {v} = {items}",
+                    "        pos += 16 * n",
+                ]
                 if json_mode:
                     out.append(f"""        {v} = '["' + '","'.join({v}) + '"]' if n else '[]'""")
             elif element_type in _FIXED:
                 size, code = _FIXED[element_type].size, _FIXED[element_type].format[-1]
                 items = f"_unpack_array({code!r}, n)(buf, pos)"
-                out += [f"        if pos + {size} * n > end:",
-                        f"            _need(pos, {size} * n, end, {name!r})",
-                        (f"        {v} = '[' + ','.join(map(_jfloat, {items})) + ']'" if code == "d"
-                         else f"        {v} = str(list({items})).replace(' ', '') if n else '[]'") if json_mode
-                        else f"        {v} = list({items})",
-                        f"        pos += {size} * n"]
+                out += [
+                    f"        if pos + {size} * n > end:",
+                    f"            _need(pos, {size} * n, end, {name!r})",
+                    (
+                        f"        {v} = '[' + ','.join(map(_jfloat, {items})) + ']'"
+                        if code == "d"
+                        else f"        {v} = str(list({items})).replace(' ', '') if n else '[]'"
+                    )
+                    if json_mode
+                    else f"        {v} = list({items})",
+                    f"        pos += {size} * n",
+                ]
             else:
                 element = self.element_reader(field, json_mode)
-                out += [f"        {v} = []",
-                        "        for _ in range(n):",
-                        f"            e, pos = {element}(buf, pos, end)",
-                        f"            {v}.append(e)"]
+                out += [
+                    f"        {v} = []",
+                    "        for _ in range(n):",
+                    f"            e, pos = {element}(buf, pos, end)",
+                    f"            {v}.append(e)",
+                ]
                 if json_mode:
                     out.append(f"        {v} = '[' + ','.join({v}) + ']'")
             return v
@@ -190,34 +231,41 @@ class _ReaderSource:
             return v
         if field.type not in ("string", "bytes"):
             raise ValueError(f"unknown primitive type {field.type}")
-        out += ["    n = buf[pos]",
-                "    if n < 0x80:",
-                "        pos += 1",
-                "    else:",
-                "        n, pos = _read_uvarint(buf, pos)",
-                "    if n <= 0:",
-                f"        {v} = {null}" if nullable else f"        raise DecodeError({not_null!r})",
-                "    else:",
-                "        n -= 1"]
+        out += [
+            "    n = buf[pos]",
+            "    if n < 0x80:",
+            "        pos += 1",
+            "    else:",
+            "        n, pos = _read_uvarint(buf, pos)",
+            "    if n <= 0:",
+            f"        {v} = {null}" if nullable else f"        raise DecodeError({not_null!r})",
+            "    else:",
+            "        n -= 1",
+        ]
         if field.type == "string":
             text = "str(buf[pos:pos + n], 'utf-8', 'replace')"
-            out += ["        if n > 32767:",
-                    f"            raise DecodeError({f'string field {name} had invalid length '!r} + str(n))"]
+            out += [
+                "        if n > 32767:",
+                f"            raise DecodeError({f'string field {name} had invalid length '!r} + str(n))",
+            ]
         else:
             text = "_b64(buf[pos:pos + n]).decode('ascii')"
-        out += ["        if pos + n > end:",
-                f"            _need(pos, n, end, {name!r})",
-                f"        {v} = " + (text if not json_mode else f"_jstr({text})" if field.type == "string"
-                                     else f"""'"' + {text} + '"'"""),
-                "        pos += n"]
+        out += [
+            "        if pos + n > end:",
+            f"            _need(pos, n, end, {name!r})",
+            f"        {v} = "
+            + (text if not json_mode else f"_jstr({text})" if field.type == "string" else f"""'"' + {text} + '"'"""),
+            "        pos += n",
+        ]
         return v
 
     def element_reader(self, field: FieldSpec, json_mode: bool) -> str:
         """The reader of one element of a (not packed) array field."""
         if field.is_struct:
             return f"{'_j' if json_mode else '_d'}{self.struct(field.fields, field.name)}"
-        element = FieldSpec(field.name, field.element_type, field.versions, Versions(1, 0), Versions(1, 0), None,
-                            None, False, ())
+        element = FieldSpec(
+            field.name, field.element_type, field.versions, Versions(1, 0), Versions(1, 0), None, None, False, ()
+        )
         body: list[str] = []
         if element.type in _STRUCT_CODES:
             piece = self.fixed_group([element], body, json_mode)[0]
@@ -267,19 +315,22 @@ class _ReaderSource:
                 fast = "f" + repr("{{" + ",".join(pieces) + "}}")
             else:
                 fast = "{" + ", ".join(f"{k!r}: {v}" for k, v in values.items()) + "}"
-            self.lines += [f"def {'_j' if json_mode else '_d'}{index}(buf, pos, end):", *body,
-                           "    if pos >= end:",
-                           f"        _need(pos, 1, end, {what + ' tagged fields'!r})",
-                           "    count = buf[pos]",
-                           "    if count == 0:",
-                           f"        return {fast}, pos + 1",
-                           *self.tagged_fields(what, tagged, all_tags)]
-            self.lines += self.tagged_output(present, values, {tag: t for tag, (*_, t) in tagged.items()},
-                                             json_mode)
+            self.lines += [
+                f"def {'_j' if json_mode else '_d'}{index}(buf, pos, end):",
+                *body,
+                "    if pos >= end:",
+                f"        _need(pos, 1, end, {what + ' tagged fields'!r})",
+                "    count = buf[pos]",
+                "    if count == 0:",
+                f"        return {fast}, pos + 1",
+                *self.tagged_fields(what, tagged, all_tags),
+            ]
+            self.lines += self.tagged_output(present, values, {tag: t for tag, (*_, t) in tagged.items()}, json_mode)
         return index
 
-    def tagged_output(self, present: list[FieldSpec], values: dict[str, str], variables: dict[int, str],
-                      json_mode: bool) -> list[str]:
+    def tagged_output(
+        self, present: list[FieldSpec], values: dict[str, str], variables: dict[int, str], json_mode: bool
+    ) -> list[str]:
         """Code returning a struct read with tagged fields: every present field in declaration order,
         then the unknown tagged fields."""
         version = self.version
@@ -296,68 +347,95 @@ class _ReaderSource:
             if version in f.tagged:
                 t = variables[f.tag]
                 text = f'"{key}":'
-                lines += [f"    if {t} is not _ABSENT:",
-                          f"        parts.append({text!r} + {self.json_of(f, t)})" if json_mode
-                          else f"        out[{key!r}] = {t}"]
+                lines += [
+                    f"    if {t} is not _ABSENT:",
+                    f"        parts.append({text!r} + {self.json_of(f, t)})"
+                    if json_mode
+                    else f"        out[{key!r}] = {t}",
+                ]
             elif json_mode:
                 text = f'"{key}":{values[key]}'
                 lines.append(f"    parts.append(f{text!r})")
             else:
                 lines.append(f"    out[{key!r}] = {values[key]}")
         text = f'"{UNKNOWN_TAGS}":'
-        lines += ["    if unknown is not None:",
-                  f"        parts.append({text!r} + _json_text(unknown))" if json_mode
-                  else f"        out[{UNKNOWN_TAGS!r}] = unknown",
-                  "    return '{' + ','.join(parts) + '}', pos" if json_mode else "    return out, pos", ""]
+        lines += [
+            "    if unknown is not None:",
+            f"        parts.append({text!r} + _json_text(unknown))"
+            if json_mode
+            else f"        out[{UNKNOWN_TAGS!r}] = unknown",
+            "    return '{' + ','.join(parts) + '}', pos" if json_mode else "    return out, pos",
+            "",
+        ]
         return lines
 
-    def tagged_fields(self, what: str, tagged: dict[int, tuple[FieldSpec, list[str], str, str]],
-                      all_tags: str) -> list[str]:
+    def tagged_fields(
+        self, what: str, tagged: dict[int, tuple[FieldSpec, list[str], str, str]], all_tags: str
+    ) -> list[str]:
         """Code reading the tagged fields (``count`` read, ``pos`` at it) into ``t<n>`` variables (left
         ``_ABSENT`` when missing or default) and ``unknown``, as Kafka's generated readers do."""
-        lines = ["    if count < 0x80:",
-                 "        pos += 1",
-                 "    else:",
-                 "        count, pos = _read_uvarint(buf, pos)",
-                 *(f"    {t} = _ABSENT" for *_, t in tagged.values()),
-                 "    unknown = None",
-                 "    for _ in range(count):",
-                 "        tag = buf[pos]",
-                 "        if tag < 0x80:",
-                 "            pos += 1",
-                 "        else:",
-                 "            tag, pos = _read_uvarint(buf, pos)",
-                 "        size = buf[pos]",
-                 "        if size < 0x80:",
-                 "            pos += 1",
-                 "        else:",
-                 "            size, pos = _read_uvarint(buf, pos)",
-                 "        if size < 0 or pos + size > end:",
-                 f"            raise DecodeError(f'{what}: tagged field {{tag}} of size {{size}} overruns the body')",
-                 "        stop = pos + size"]
+        lines = [
+            "    if count < 0x80:",
+            "        pos += 1",
+            "    else:",
+            "        count, pos = _read_uvarint(buf, pos)",
+            *(f"    {t} = _ABSENT" for *_, t in tagged.values()),
+            "    unknown = None",
+            "    for _ in range(count):",
+            "        tag = buf[pos]",
+            "        if tag < 0x80:",
+            "            pos += 1",
+            "        else:",
+            "            tag, pos = _read_uvarint(buf, pos)",
+            "        size = buf[pos]",
+            "        if size < 0x80:",
+            "            pos += 1",
+            "        else:",
+            "            size, pos = _read_uvarint(buf, pos)",
+            "        if size < 0 or pos + size > end:",
+            f"            raise DecodeError(f'{what}: tagged field {{tag}} of size {{size}} overruns the body')",
+            "        stop = pos + size",
+        ]
         branches = []
         for tag, (field, code, value, t) in tagged.items():
             default = field.default_value()
-            check = f"{value} is not None" if default is None else \
-                f"{value} is None or not {value} == {self.const(default)}"
-            branches.append((f"tag == {tag}", [
-                "            start, limit, end = pos, end, stop  # the value must fill its declared size",
-                *code,
-                "            end = limit",
-                "            if pos != stop:",
-                (f"                raise DecodeError(f'{what}: tagged field {field.name} declared {{size}} byte(s), "
-                 "its value used {pos - start}')"),
-                f"            if {check}:",
-                f"                {t} = {value}"]))
-        branches.append((f"tag in {all_tags}", [
-            f"            raise DecodeError(f'{what}: Tag {{tag}} is not valid for version {self.version}')"]))
+            check = (
+                f"{value} is not None"
+                if default is None
+                else f"{value} is None or not {value} == {self.const(default)}"
+            )
+            branches.append(
+                (
+                    f"tag == {tag}",
+                    [
+                        "            start, limit, end = pos, end, stop  # the value must fill its declared size",
+                        *code,
+                        "            end = limit",
+                        "            if pos != stop:",
+                        (
+                            f"                raise DecodeError(f'{what}: tagged field {field.name} "
+                            "declared {size} byte(s), its value used {pos - start}')"
+                        ),
+                        f"            if {check}:",
+                        f"                {t} = {value}",
+                    ],
+                )
+            )
+        branches.append(
+            (
+                f"tag in {all_tags}",
+                [f"            raise DecodeError(f'{what}: Tag {{tag}} is not valid for version {self.version}')"],
+            )
+        )
         for i, (condition, code) in enumerate(branches):
             lines += [f"        {'elif' if i else 'if'} {condition}:", *code]
-        return lines + ["        else:",
-                        "            if unknown is None:",
-                        "                unknown = []",
-                        "            unknown.append({'tag': tag, 'data': _b64(buf[pos:stop]).decode()})",
-                        "        pos = stop"]
+        return lines + [
+            "        else:",
+            "            if unknown is None:",
+            "                unknown = []",
+            "            unknown.append({'tag': tag, 'data': _b64(buf[pos:stop]).decode()})",
+            "        pos = stop",
+        ]
 
     @staticmethod
     def json_of(field: FieldSpec, v: str) -> str:
@@ -397,8 +475,9 @@ def body_reader(spec: MessageSpec, version: int, json_payload: bool = False) -> 
     return reader
 
 
-def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None,
-                json_payload: bool = False) -> Any:
+def decode_body(
+    spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None, json_payload: bool = False
+) -> Any:
     """Decode a whole body (dict, or its :func:`json_text` with ``json_payload``); trailing bytes are an
     error as in Kafka's serde."""
     end = len(buf) if end is None else end
@@ -422,14 +501,19 @@ def _primitive_writer(type_: str, name: str) -> Writer:
 
         def write_fixed(value: Any, out: bytearray) -> None:
             out += pack(value)
+
         return write_fixed
     if type_ == "bool":
+
         def write_bool(value: Any, out: bytearray) -> None:
             out.append(1 if value else 0)
+
         return write_bool
     if type_ == "uuid":
+
         def write_uuid(value: Any, out: bytearray) -> None:
             out += uuid_from_str(value)
+
         return write_uuid
     if type_ in ("string", "bytes"):
         is_string = type_ == "string"
@@ -441,14 +525,18 @@ def _primitive_writer(type_: str, name: str) -> Writer:
             raw = value.encode("utf-8") if is_string else base64.b64decode(value)
             out += uvarint(len(raw) + 1)
             out += raw
+
         return write_var
     raise ValueError(f"unknown primitive type {type_} of {name}")
 
 
 def _field_writer(field: FieldSpec, version: int) -> Writer:
     if field.is_array:
-        element = (_struct_writer(field.fields, version) if field.is_struct
-                   else _primitive_writer(field.element_type, field.name))
+        element = (
+            _struct_writer(field.fields, version)
+            if field.is_struct
+            else _primitive_writer(field.element_type, field.name)
+        )
 
         def write_array(value: Any, out: bytearray) -> None:
             if value is None:
@@ -457,6 +545,7 @@ def _field_writer(field: FieldSpec, version: int) -> Writer:
             out += uvarint(len(value) + 1)
             for item in value:
                 element(item, out)
+
         return write_array
     if field.is_struct:
         return _struct_writer(field.fields, version)
@@ -466,8 +555,7 @@ def _field_writer(field: FieldSpec, version: int) -> Writer:
 def _struct_writer(fields: tuple[FieldSpec, ...], version: int) -> Writer:
     present = [f for f in fields if version in f.versions]
     regular = [(f.json_name, f.default_value(), _field_writer(f, version)) for f in present if version not in f.tagged]
-    tagged = sorted(((f.tag, f, _field_writer(f, version)) for f in present if version in f.tagged),
-                    key=lambda t: t[0])
+    tagged = sorted(((f.tag, f, _field_writer(f, version)) for f in present if version in f.tagged), key=lambda t: t[0])
 
     def write_struct(value: dict[str, Any], out: bytearray) -> None:
         for key, default, writer in regular:
@@ -486,6 +574,7 @@ def _struct_writer(fields: tuple[FieldSpec, ...], version: int) -> Writer:
             out += uvarint(tag)
             out += uvarint(len(data))
             out += data
+
     return write_struct
 
 

@@ -39,8 +39,9 @@ def metadata_spec(api_key: int, version: int) -> MessageSpec:
     if spec is None:
         raise UnknownRecordError(f"Unknown metadata id {api_key}")
     if version not in spec.valid_versions:
-        raise UnknownRecordError(f"{spec.name} version {version} is not known (valid: "
-                                 f"{spec.valid_versions.low}-{spec.valid_versions.high})")
+        raise UnknownRecordError(
+            f"{spec.name} version {version} is not known (valid: {spec.valid_versions.low}-{spec.valid_versions.high})"
+        )
     return spec
 
 

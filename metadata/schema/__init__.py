@@ -13,7 +13,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-PRIMITIVES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes"})
+PRIMITIVES = frozenset(
+    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +122,20 @@ def _load() -> tuple[dict[int, MessageSpec], dict[int, MessageSpec]]:
     raw = json.loads(resources.files("metadata.schema").joinpath("records.json").read_text())
     metadata = {
         m["apiKey"]: MessageSpec(
-            m["name"], record_type_name(m["name"]), m["apiKey"], Versions.parse(m["validVersions"]),
+            m["name"],
+            record_type_name(m["name"]),
+            m["apiKey"],
+            Versions.parse(m["validVersions"]),
             tuple(_field(f) for f in m["fields"]),
         )
         for m in raw["metadata"]
     }
     control = {
         c["controlType"]: MessageSpec(
-            c["name"], c["type"], c["controlType"], Versions.parse(c["validVersions"]),
+            c["name"],
+            c["type"],
+            c["controlType"],
+            Versions.parse(c["validVersions"]),
             tuple(_field(f) for f in c["fields"]),
         )
         for c in raw["control"]
@@ -154,5 +162,12 @@ def spec_by_type_name(type_name: str) -> MessageSpec:
     raise KeyError(f"unknown record type {type_name!r}")
 
 
-CONTROL_TYPE_NAMES: dict[int, str] = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
-                                      4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+CONTROL_TYPE_NAMES: dict[int, str] = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}

@@ -1,4 +1,5 @@
 """Command line of the real-Kafka harness: ``python -m tests.harness <command> ...`` (see README.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,14 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--brokers", type=int, default=None)
     s.add_argument("--combined", action="store_true", default=None, help="one broker+controller node")
     s.add_argument("--quorum", choices=["dynamic", "static"], default="dynamic")
-    s.add_argument("--snapshots", action=argparse.BooleanOptionalAction, default=None,
-                   help="force frequent metadata snapshots (default: per scenario)")
+    s.add_argument(
+        "--snapshots",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force frequent metadata snapshots (default: per scenario)",
+    )
     s.add_argument("--keep-indexes", action="store_true", help="also copy .index/.timeindex files")
     s.add_argument("--keep-workdir", action="store_true", help="keep the cluster's temp dir (debugging)")
 
-    o = sub.add_parser("oracle", help="Kafka's own replay (KraftOracle.java); args after -- go to the oracle",
-                       epilog="oracle commands: image, changes, steps, bench, verify-snapshots; "
-                              "e.g. oracle --version 4.1.1 -- image --dir D --offset 42")
+    o = sub.add_parser(
+        "oracle",
+        help="Kafka's own replay (KraftOracle.java); args after -- go to the oracle",
+        epilog="oracle commands: image, changes, steps, bench, verify-snapshots; "
+        "e.g. oracle --version 4.1.1 -- image --dir D --offset 42",
+    )
     o.add_argument("--version", default="4.1.1")
     o.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -46,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     sh = sub.add_parser("shell", help="metadata shell on a snapshot or segment, non-interactive")
     sh.add_argument("--version", default="4.1.1")
     sh.add_argument("--snapshot", required=True, type=Path, help=".checkpoint or .log file")
-    sh.add_argument("command", nargs=argparse.REMAINDER, help='e.g. tree /  or  cat /features/metadata.version')
+    sh.add_argument("command", nargs=argparse.REMAINDER, help="e.g. tree /  or  cat /features/metadata.version")
 
     a = ap.parse_args(argv)
     from .kafka_dist import DEFAULT_VERSIONS, ensure_kafka
@@ -55,17 +63,36 @@ def main(argv: list[str] | None = None) -> int:
         for v in a.version or list(DEFAULT_VERSIONS):
             t0 = time.monotonic()
             dist = ensure_kafka(v, verbose=False)
-            print(json.dumps({"version": v, "lib": str(dist.lib), "jars": len(dist.jars()),
-                              "seconds": round(time.monotonic() - t0, 1)}))
+            print(
+                json.dumps(
+                    {
+                        "version": v,
+                        "lib": str(dist.lib),
+                        "jars": len(dist.jars()),
+                        "seconds": round(time.monotonic() - t0, 1),
+                    }
+                )
+            )
         return 0
     if a.cmd == "scenario":
         from .scenarios import run_scenario
-        run_scenario(a.name, a.version, a.out, brokers=a.brokers, combined=a.combined, quorum=a.quorum,
-                     snapshots=a.snapshots, keep_indexes=a.keep_indexes, command=_cmdline(),
-                     keep_workdir=a.keep_workdir)
+
+        run_scenario(
+            a.name,
+            a.version,
+            a.out,
+            brokers=a.brokers,
+            combined=a.combined,
+            quorum=a.quorum,
+            snapshots=a.snapshots,
+            keep_indexes=a.keep_indexes,
+            command=_cmdline(),
+            keep_workdir=a.keep_workdir,
+        )
         return 0
     if a.cmd == "oracle":
         from .oracle import run_oracle
+
         args = a.args[1:] if a.args[:1] == ["--"] else a.args
         proc = run_oracle(ensure_kafka(a.version), args, check=False)
         sys.stdout.write(proc.stdout)
@@ -73,10 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         return proc.returncode
     if a.cmd == "dump-log":
         from .tools import dump_log
+
         sys.stdout.write(dump_log(ensure_kafka(a.version), a.files, skip_record_metadata=a.skip_record_metadata))
         return 0
     if a.cmd == "shell":
         from .tools import metadata_shell
+
         cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
         sys.stdout.write(metadata_shell(ensure_kafka(a.version), a.snapshot, cmd or ["tree", "/"]))
         return 0

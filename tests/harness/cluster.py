@@ -10,6 +10,7 @@
   kills every JVM of the cluster after ``hard_timeout`` seconds.  JVMs also get ``PR_SET_PDEATHSIG``
   (SIGKILL) so they die if the Python process is killed.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -101,12 +102,14 @@ def write_log_configs(directory: Path, *, log_file: Path | None, level: str = "I
     """Write log4j (3.x, reload4j) and log4j2 (4.x) configs; returns the -D options selecting them."""
     directory.mkdir(parents=True, exist_ok=True)
     if log_file is not None:
-        l1 = LOG4J1.format(level=level, appender="org.apache.log4j.FileAppender",
-                           file_line=f"log4j.appender.out.File={log_file}\n")
+        l1 = LOG4J1.format(
+            level=level, appender="org.apache.log4j.FileAppender", file_line=f"log4j.appender.out.File={log_file}\n"
+        )
         l2 = LOG4J2.format(level=level, type2="File", file_line2=f"appender.out.fileName = {log_file}\n")
     else:
-        l1 = LOG4J1.format(level=level, appender="org.apache.log4j.ConsoleAppender",
-                           file_line="log4j.appender.out.Target=System.err\n")
+        l1 = LOG4J1.format(
+            level=level, appender="org.apache.log4j.ConsoleAppender", file_line="log4j.appender.out.Target=System.err\n"
+        )
         l2 = LOG4J2.format(level=level, type2="Console", file_line2="appender.out.target = SYSTEM_ERR\n")
     p1, p2 = directory / "log4j.properties", directory / "log4j2.properties"
     p1.write_text(l1)
@@ -114,33 +117,68 @@ def write_log_configs(directory: Path, *, log_file: Path | None, level: str = "I
     return [f"-Dlog4j.configuration=file:{p1}", f"-Dlog4j2.configurationFile={p2}"]
 
 
-def java_command(dist: KafkaDist, main_class: str, args: list[str], log_options: list[str], *,
-                 heap: str = "256m", extra_cp: list[str] | None = None,
-                 extra_jvm: list[str] | None = None) -> list[str]:
+def java_command(
+    dist: KafkaDist,
+    main_class: str,
+    args: list[str],
+    log_options: list[str],
+    *,
+    heap: str = "256m",
+    extra_cp: list[str] | None = None,
+    extra_jvm: list[str] | None = None,
+) -> list[str]:
     """The command line running one of Kafka's main classes from the cached jars (``log_options`` from
     :func:`write_log_configs`)."""
     cp = os.pathsep.join([*(extra_cp or []), dist.classpath])
     return [java_bin(), f"-Xmx{heap}", *JVM_OPTS, *log_options, *(extra_jvm or []), "-cp", cp, main_class, *args]
 
 
-def run_java(dist: KafkaDist, main_class: str, args: list[str], *, timeout: float = 120,
-             heap: str = "256m", extra_cp: list[str] | None = None, log_level: str = "WARN",
-             check: bool = True, input_text: str | None = None,
-             extra_jvm: list[str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_java(
+    dist: KafkaDist,
+    main_class: str,
+    args: list[str],
+    *,
+    timeout: float = 120,
+    heap: str = "256m",
+    extra_cp: list[str] | None = None,
+    log_level: str = "WARN",
+    check: bool = True,
+    input_text: str | None = None,
+    extra_jvm: list[str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess:
     """Run one of Kafka's CLI main classes from the cached jars (bounded by ``timeout``)."""
     tmp = Path(tempfile.mkdtemp(prefix="kraft-java-"))
     try:
-        cmd = java_command(dist, main_class, args, write_log_configs(tmp, log_file=None, level=log_level),
-                           heap=heap, extra_cp=extra_cp, extra_jvm=extra_jvm)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                              input=input_text if input_text is not None else "",
-                              preexec_fn=_pdeathsig, start_new_session=True, cwd=cwd)
+        cmd = java_command(
+            dist,
+            main_class,
+            args,
+            write_log_configs(tmp, log_file=None, level=log_level),
+            heap=heap,
+            extra_cp=extra_cp,
+            extra_jvm=extra_jvm,
+        )
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            input=input_text if input_text is not None else "",
+            preexec_fn=_pdeathsig,
+            start_new_session=True,
+            cwd=cwd,
+        )
         if check and proc.returncode != 0:
-            raise RuntimeError(f"{main_class} {' '.join(args)} failed ({proc.returncode}):\n"
-                               f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"{main_class} {' '.join(args)} failed ({proc.returncode}):\n"
+                f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+            )
         return proc
     finally:
         import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -198,8 +236,9 @@ class ClusterError(RuntimeError):
 class KafkaCluster:
     """A KRaft cluster of real Kafka JVMs.  Use as a context manager."""
 
-    def __init__(self, dist: KafkaDist, spec: ClusterSpec | None = None, workdir: Path | None = None,
-                 keep_workdir: bool = False):
+    def __init__(
+        self, dist: KafkaDist, spec: ClusterSpec | None = None, workdir: Path | None = None, keep_workdir: bool = False
+    ):
         self.dist = dist
         self.spec = spec or ClusterSpec()
         self._own_workdir = workdir is None
@@ -215,11 +254,18 @@ class KafkaCluster:
     def _build_nodes(self) -> None:
         s = self.spec
         if s.combined:
-            self.nodes[1] = Node(1, "broker,controller", self.workdir / "node1", free_port(), free_port(),
-                                 rack="rack-a" if s.racks else None)
+            self.nodes[1] = Node(
+                1,
+                "broker,controller",
+                self.workdir / "node1",
+                free_port(),
+                free_port(),
+                rack="rack-a" if s.racks else None,
+            )
         else:
-            self.nodes[CONTROLLER_ID] = Node(CONTROLLER_ID, "controller", self.workdir / f"node{CONTROLLER_ID}",
-                                             None, free_port())
+            self.nodes[CONTROLLER_ID] = Node(
+                CONTROLLER_ID, "controller", self.workdir / f"node{CONTROLLER_ID}", None, free_port()
+            )
             for i in range(1, s.brokers + 1):
                 rack = f"rack-{'abc'[(i - 1) % 3]}" if s.racks else None
                 self.nodes[i] = Node(i, "broker", self.workdir / f"node{i}", free_port(), None, rack=rack)
@@ -337,12 +383,28 @@ class KafkaCluster:
             return
         cfg = self._write_node_files(n)
         logopts = write_log_configs(n.dir, log_file=n.log_file, level="INFO")
-        cmd = [java_bin(), f"-Xmx{self.spec.heap}", *JVM_OPTS, *logopts,
-               f"-Dkafka.logs.dir={n.dir}", "-cp", self.dist.classpath, "kafka.Kafka", str(cfg)]
+        cmd = [
+            java_bin(),
+            f"-Xmx{self.spec.heap}",
+            *JVM_OPTS,
+            *logopts,
+            f"-Dkafka.logs.dir={n.dir}",
+            "-cp",
+            self.dist.classpath,
+            "kafka.Kafka",
+            str(cfg),
+        ]
         out = open(n.dir / "stdout.log", "ab")  # noqa: SIM115 (handed to the child, closed below)
         n.down_expected = False
-        n.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  start_new_session=True, preexec_fn=_pdeathsig, cwd=n.dir)  # noqa: PLW1509
+        n.proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_pdeathsig,
+            cwd=n.dir,
+        )  # noqa: PLW1509
         out.close()
         n.starts += 1
         if wait and n.is_broker:
@@ -448,9 +510,11 @@ class KafkaCluster:
             self.kill_all()
             if exc_type is not None and self._own_workdir:
                 import sys
+
                 print(f"[harness] cluster failed; its files are kept in {self.workdir}", file=sys.stderr)
             elif self._own_workdir and not self.keep_workdir:
                 import shutil
+
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
     # ------------------------------------------------------------------ admin
@@ -465,12 +529,16 @@ class KafkaCluster:
         if self._admin is None:
             from kafka.admin import KafkaAdminClient
             from kafka.errors import KafkaConfigurationError
+
             last = None
             for _ in range(20):
                 try:
-                    self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers(),
-                                                   client_id="kraft-replay-harness", request_timeout_ms=15000,
-                                                   bootstrap_timeout_ms=10000)
+                    self._admin = KafkaAdminClient(
+                        bootstrap_servers=self.bootstrap_servers(),
+                        client_id="kraft-replay-harness",
+                        request_timeout_ms=15000,
+                        bootstrap_timeout_ms=10000,
+                    )
                     break
                 except KafkaConfigurationError:
                     raise
@@ -486,8 +554,11 @@ class KafkaCluster:
 
     def wait_brokers_unfenced(self, ids: list[int], timeout: float = 60) -> None:
         """Wait until every id is an alive (unfenced) broker in describe_cluster."""
-        self.wait_for(lambda: set(ids) <= {b["broker_id"] for b in self.describe_cluster()["brokers"] if not b.get("is_fenced")},
-                      timeout, f"brokers {ids} registered and unfenced")
+        self.wait_for(
+            lambda: set(ids) <= {b["broker_id"] for b in self.describe_cluster()["brokers"] if not b.get("is_fenced")},
+            timeout,
+            f"brokers {ids} registered and unfenced",
+        )
 
     def wait_for(self, cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.3) -> None:
         deadline = time.monotonic() + timeout
@@ -501,14 +572,18 @@ class KafkaCluster:
                 last_exc = e
                 self._reset_admin()
             time.sleep(interval)
-        raise ClusterError(f"timed out after {timeout}s waiting for {what}"
-                           + (f" (last error: {last_exc!r})" if last_exc else "") + self._log_tails())
+        raise ClusterError(
+            f"timed out after {timeout}s waiting for {what}"
+            + (f" (last error: {last_exc!r})" if last_exc else "")
+            + self._log_tails()
+        )
 
     def _check_processes(self) -> None:
         for n in self.nodes.values():
             if n.proc is not None and n.proc.poll() is not None and not n.down_expected:
-                raise ClusterError(f"node {n.node_id} exited unexpectedly with code {n.proc.returncode}"
-                                   + self._log_tails())
+                raise ClusterError(
+                    f"node {n.node_id} exited unexpectedly with code {n.proc.returncode}" + self._log_tails()
+                )
 
     def _log_tails(self, lines: int = 15) -> str:
         out = []

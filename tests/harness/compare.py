@@ -1,4 +1,5 @@
 """Comparison helpers: cluster views vs images, readable JSON diffs, and a parser for kafka-dump-log text."""
+
 from __future__ import annotations
 
 import difflib
@@ -55,8 +56,13 @@ def loud_diff(what: str, expected: Any, actual: Any, *, context: int = 3, max_li
     ud = list(difflib.unified_diff(e, a, "expected (Kafka)", "actual (kraft-replay)", n=context, lineterm=""))
     if len(ud) > max_lines:
         ud = ud[:max_lines] + [f"... ({len(ud) - max_lines} more diff lines)"]
-    return (f"\n===== MISMATCH: {what} =====\n" + "\n".join(f"  * {p}" for p in paths)
-            + "\n----- unified diff -----\n" + "\n".join(ud) + "\n")
+    return (
+        f"\n===== MISMATCH: {what} =====\n"
+        + "\n".join(f"  * {p}" for p in paths)
+        + "\n----- unified diff -----\n"
+        + "\n".join(ud)
+        + "\n"
+    )
 
 
 # ----------------------------------------------------------------------------- views vs images
@@ -79,12 +85,13 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
     iparts = {(p["topic"], p["partitionId"]): p for p in img["partitions"]}
     vparts = {(n, p["partition"]): p for n, t in view["topics"].items() for p in t["partitions"]}
     if set(vparts) != set(iparts):
-        d.append(f"partition sets differ: only in view {sorted(set(vparts) - set(iparts))}, "
-                 f"only in image {sorted(set(iparts) - set(vparts))}")
+        d.append(
+            f"partition sets differ: only in view {sorted(set(vparts) - set(iparts))}, "
+            f"only in image {sorted(set(iparts) - set(vparts))}"
+        )
     for key in sorted(set(vparts) & set(iparts)):
         v, i = vparts[key], iparts[key]
-        for vk, ik in (("leader", "leader"), ("leaderEpoch", "leaderEpoch"), ("replicas", "replicas"),
-                       ("isr", "isr")):
+        for vk, ik in (("leader", "leader"), ("leaderEpoch", "leaderEpoch"), ("replicas", "replicas"), ("isr", "isr")):
             if v.get(vk) is not None and v[vk] != i[ik]:
                 d.append(f"{key[0]}-{key[1]} {ik}: view {v[vk]} != image {i[ik]}")
     # brokers
@@ -136,10 +143,13 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
     if set(vr) != set(ir):
         d.append(f"in-flight reassignments: view {sorted(vr)} != image {sorted(ir)}")
     for key in sorted(set(vr) & set(ir)):
-        if sorted(vr[key]["addingReplicas"]) != sorted(ir[key]["addingReplicas"]) or \
-                sorted(vr[key]["removingReplicas"]) != sorted(ir[key]["removingReplicas"]):
-            d.append(f"reassignment {key}: view {vr[key]} != image adding {ir[key]['addingReplicas']} "
-                     f"removing {ir[key]['removingReplicas']}")
+        if sorted(vr[key]["addingReplicas"]) != sorted(ir[key]["addingReplicas"]) or sorted(
+            vr[key]["removingReplicas"]
+        ) != sorted(ir[key]["removingReplicas"]):
+            d.append(
+                f"reassignment {key}: view {vr[key]} != image adding {ir[key]['addingReplicas']} "
+                f"removing {ir[key]['removingReplicas']}"
+            )
     if "scram" in view:
         isc: dict[str, list] = {}
         for c in img["scram"]:
@@ -148,8 +158,10 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
         if isc != view["scram"]:
             d.append(f"scram: view {view['scram']} != image {isc}")
     if "acls" in view:
-        ia = sorted(({k: v for k, v in a.items() if k != "id"} for a in img["acls"]),
-                    key=lambda x: tuple(str(v) for v in x.values()))
+        ia = sorted(
+            ({k: v for k, v in a.items() if k != "id"} for a in img["acls"]),
+            key=lambda x: tuple(str(v) for v in x.values()),
+        )
         if ia != view["acls"]:
             d.append(f"acls: view {view['acls']} != image {ia}")
     return d
@@ -191,11 +203,15 @@ def expected_local_changes(prev: dict, cur: dict, broker: int) -> dict[str, set]
 
 # ----------------------------------------------------------------------------- kafka-dump-log text
 
-_BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+) "
-                    r"isTransactional: (\w+) isControl: (\w+) .*?CreateTime: (-?\d+) size: (\d+) magic: (\d+) "
-                    r"compresscodec: (\S+) crc: (\d+) isvalid: (\w+)")
-_REC = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: (-?\d+) "
-                  r"headerKeys: \[[^\]]*\] ?(.*)$")
+_BATCH = re.compile(
+    r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*?partitionLeaderEpoch: (-?\d+) "
+    r"isTransactional: (\w+) isControl: (\w+) .*?CreateTime: (-?\d+) size: (\d+) magic: (\d+) "
+    r"compresscodec: (\S+) crc: (\d+) isvalid: (\w+)"
+)
+_REC = re.compile(
+    r"^\| offset: (\d+) CreateTime: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: (-?\d+) "
+    r"headerKeys: \[[^\]]*\] ?(.*)$"
+)
 # control record labels printed by DumpLogSegments -> ControlRecordType names
 CONTROL_LABELS = {
     "LeaderChange": "LEADER_CHANGE",
@@ -217,26 +233,40 @@ def parse_dump_log(text: str) -> Iterator[dict]:
     batch = None
     for line in text.splitlines():
         if line.startswith("Dumping "):
-            file = line[len("Dumping "):].strip()
+            file = line[len("Dumping ") :].strip()
             continue
         m = _BATCH.match(line)
         if m:
-            batch = {"base": int(m.group(1)), "last": int(m.group(2)), "epoch": int(m.group(4)),
-                     "control": m.group(6) == "true", "time": int(m.group(7))}
+            batch = {
+                "base": int(m.group(1)),
+                "last": int(m.group(2)),
+                "epoch": int(m.group(4)),
+                "control": m.group(6) == "true",
+                "time": int(m.group(7)),
+            }
             continue
         m = _REC.match(line)
         if not m:
             continue
         rest = m.group(6)
-        rec = {"file": file, "offset": int(m.group(1)), "timestamp": int(m.group(2)),
-               "batch_base_offset": batch["base"] if batch else None,
-               "is_control": bool(batch and batch["control"]), "control_type": None, "control_data": None,
-               "type": None, "version": None, "data": None, "raw": rest}
+        rec = {
+            "file": file,
+            "offset": int(m.group(1)),
+            "timestamp": int(m.group(2)),
+            "batch_base_offset": batch["base"] if batch else None,
+            "is_control": bool(batch and batch["control"]),
+            "control_type": None,
+            "control_data": None,
+            "type": None,
+            "version": None,
+            "data": None,
+            "raw": rest,
+        }
         if rest.startswith("payload: "):
-            payload = json.loads(rest[len("payload: "):])
+            payload = json.loads(rest[len("payload: ") :])
             rec["type"], rec["version"], rec["data"] = payload.get("type"), payload.get("version"), payload.get("data")
         elif rest.startswith("controlType: "):  # 3.x: "controlType: LEADER_CHANGE(2)", no body
-            rec["control_type"] = rest[len("controlType: "):].split("(")[0].strip()
+            rec["control_type"] = rest[len("controlType: ") :].split("(")[0].strip()
         else:  # 4.x: "LeaderChange: {...}", "KRaftVersion {...}", "SnapshotHeader {...}", ...
             label, _, js = rest.partition(" ")
             label = label.rstrip(":")

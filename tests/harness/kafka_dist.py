@@ -9,6 +9,7 @@ Layout (``$KRAFT_REPLAY_CACHE`` or ``~/.cache/kraft-replay``)::
 
 Nothing here is committed to the repository.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -126,9 +127,12 @@ def ensure_kafka(version: str, *, verbose: bool = False, timeout: float = 900) -
     tmp_lib = home / "lib.tmp"
     shutil.rmtree(tmp_lib, ignore_errors=True)
     cmd = [
-        mvn, "-B", *([] if verbose else ["-q"]),
+        mvn,
+        "-B",
+        *([] if verbose else ["-q"]),
         f"-Dmaven.repo.local={cache_root() / 'm2'}",
-        "-f", str(home / "pom.xml"),
+        "-f",
+        str(home / "pom.xml"),
         "dependency:copy-dependencies",
         f"-DoutputDirectory={tmp_lib}",
         "-DincludeScope=runtime",

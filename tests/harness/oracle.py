@@ -4,6 +4,7 @@ The class is compiled with ``javac`` into ``<cache>/kafka/<version>/oracle/<sour
 (never committed).  ``steps()`` returns images at the given offsets and the local replica changes of
 every broker between consecutive offsets, in the JSON shapes documented in ``README.md``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,9 +32,25 @@ def compile_oracle(dist: KafkaDist) -> Path:
     if (out / "KraftOracle.class").exists():
         return out
     tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
-    proc = subprocess.run([java_bin("javac"), "-nowarn", "-encoding", "UTF-8", "--release", "17",
-                           "-cp", dist.classpath, "-d", str(tmp), str(SOURCE)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [
+            java_bin("javac"),
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "--release",
+            "17",
+            "-cp",
+            dist.classpath,
+            "-d",
+            str(tmp),
+            str(SOURCE),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise OracleError(f"javac KraftOracle.java against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
@@ -45,16 +62,32 @@ def compile_oracle(dist: KafkaDist) -> Path:
     return out
 
 
-def run_oracle(dist: KafkaDist, args: list[str], *, timeout: float = 600, heap: str = "1g",
-               check: bool = True) -> subprocess.CompletedProcess:
+def run_oracle(
+    dist: KafkaDist, args: list[str], *, timeout: float = 600, heap: str = "1g", check: bool = True
+) -> subprocess.CompletedProcess:
     classes = compile_oracle(dist)
     tmp = Path(tempfile.mkdtemp(prefix="oracle-run-"))
     try:
         logopts = write_log_configs(tmp, log_file=None, level="ERROR")
-        cmd = [java_bin(), f"-Xmx{heap}", *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
-               *logopts, "-cp", os.pathsep.join([str(classes), dist.classpath]), "KraftOracle", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                              preexec_fn=_pdeathsig, start_new_session=True)
+        cmd = [
+            java_bin(),
+            f"-Xmx{heap}",
+            *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
+            *logopts,
+            "-cp",
+            os.pathsep.join([str(classes), dist.classpath]),
+            "KraftOracle",
+            *args,
+        ]
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            preexec_fn=_pdeathsig,
+            start_new_session=True,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if check and proc.returncode != 0:
@@ -67,16 +100,23 @@ def image(dist: KafkaDist, meta_dir: Path, offset: int, source: str = "auto") ->
     return json.loads(p.stdout.splitlines()[0])
 
 
-def changes(dist: KafkaDist, meta_dir: Path, from_offset: int, to_offset: int,
-            brokers: list[int] | None = None, source: str = "auto") -> list[dict]:
+def changes(
+    dist: KafkaDist,
+    meta_dir: Path,
+    from_offset: int,
+    to_offset: int,
+    brokers: list[int] | None = None,
+    source: str = "auto",
+) -> list[dict]:
     args = ["changes", "--dir", str(meta_dir), "--from", str(from_offset), "--to", str(to_offset), "--source", source]
     for b in brokers or []:
         args += ["--broker", str(b)]
-    return [json.loads(l) for l in run_oracle(dist, args).stdout.splitlines() if l.strip()]
+    return [json.loads(line) for line in run_oracle(dist, args).stdout.splitlines() if line.strip()]
 
 
-def steps(dist: KafkaDist, meta_dir: Path, offsets: list[int], brokers: list[int] | None = None,
-          source: str = "auto") -> dict:
+def steps(
+    dist: KafkaDist, meta_dir: Path, offsets: list[int], brokers: list[int] | None = None, source: str = "auto"
+) -> dict:
     """{"images": [image JSON per offset], "changes": [changes JSON per consecutive pair and broker],
     "warnings": [...], "records": n}"""
     args = ["steps", "--dir", str(meta_dir), "--offsets", ",".join(map(str, offsets)), "--source", source]
@@ -93,6 +133,7 @@ def verify_snapshots(dist: KafkaDist, meta_dir: Path) -> list[dict]:
 
 
 def bench(dist: KafkaDist, meta_dir: Path, *, warmup: int = 1, repeat: int = 3, source: str = "log") -> dict:
-    p = run_oracle(dist, ["bench", "--dir", str(meta_dir), "--warmup", str(warmup), "--repeat", str(repeat),
-                          "--source", source])
+    p = run_oracle(
+        dist, ["bench", "--dir", str(meta_dir), "--warmup", str(warmup), "--repeat", str(repeat), "--source", source]
+    )
     return json.loads(p.stdout.splitlines()[-1])

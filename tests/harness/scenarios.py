@@ -10,6 +10,7 @@ updates, ACLs, SCRAM users).  Two operations kafka-python cannot do are done wit
 ``kafka.admin.ConfigCommand`` from the fetched jars: cluster-wide default broker configs (resource name
 ``""``) and client quotas.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,13 +55,13 @@ class ScenarioRun:
         return self.cluster.admin()
 
     # -- recording
-    def step(self, name: str, description: str, check: Callable[[dict], bool] | None = None,
-             timeout: float = 90) -> dict:
+    def step(
+        self, name: str, description: str, check: Callable[[dict], bool] | None = None, timeout: float = 90
+    ) -> dict:
         view = settle_and_record(self.cluster, check=check, timeout=timeout, with_acls=self.with_acls)
         rec = {"step": len(self.steps), "name": name, "description": description, **view}
         self.steps.append(rec)
-        log(f"step {rec['step']:2d} {name:28s} offset={rec['offset']} "
-            f"(+{time.monotonic() - self.t0:.0f}s)")
+        log(f"step {rec['step']:2d} {name:28s} offset={rec['offset']} (+{time.monotonic() - self.t0:.0f}s)")
         return rec
 
     # -- helpers
@@ -90,8 +91,9 @@ class ScenarioRun:
             raise RuntimeError(f"reassignment rejected: {bad}")
 
     def wait_no_reassignments(self, timeout: float = 60) -> None:
-        self.cluster.wait_for(lambda: not self.admin.list_partition_reassignments(), timeout,
-                              "all reassignments to complete")
+        self.cluster.wait_for(
+            lambda: not self.admin.list_partition_reassignments(), timeout, "all reassignments to complete"
+        )
 
     def elect_preferred(self, topics: dict[str, list[int]] | None = None) -> None:
         self.admin.elect_leaders(0, topics, raise_errors=False)
@@ -137,59 +139,98 @@ def no_leader_on(view: dict, broker: int) -> bool:
 def scenario_smoke(run: ScenarioRun) -> None:
     """Tiny scenario for the live CI test (one combined node)."""
     run.step("cluster-up", "cluster formatted and started")
-    run.create_topics({"smoke-a": {"num_partitions": 2, "replication_factor": 1},
-                       "smoke-b": {"num_partitions": 1, "replication_factor": 1,
-                                   "configs": {"cleanup.policy": "compact"}}})
-    run.step("create-topics", "smoke-a (2 partitions), smoke-b (1 partition, compacted)",
-             check=lambda v: len(parts(v, "smoke-a")) == 2 and len(parts(v, "smoke-b")) == 1)
+    run.create_topics(
+        {
+            "smoke-a": {"num_partitions": 2, "replication_factor": 1},
+            "smoke-b": {"num_partitions": 1, "replication_factor": 1, "configs": {"cleanup.policy": "compact"}},
+        }
+    )
+    run.step(
+        "create-topics",
+        "smoke-a (2 partitions), smoke-b (1 partition, compacted)",
+        check=lambda v: len(parts(v, "smoke-a")) == 2 and len(parts(v, "smoke-b")) == 1,
+    )
     run.alter_configs(ConfigResourceType.TOPIC, "smoke-a", {"retention.ms": "123456"})
     run.admin.delete_topics(["smoke-b"])
-    run.step("alter-and-delete", "set retention.ms on smoke-a, delete smoke-b",
-             check=lambda v: "smoke-b" not in v["topics"]
-             and v["configs"]["TOPIC"].get("smoke-a", {}).get("retention.ms") == "123456")
+    run.step(
+        "alter-and-delete",
+        "set retention.ms on smoke-a, delete smoke-b",
+        check=lambda v: (
+            "smoke-b" not in v["topics"] and v["configs"]["TOPIC"].get("smoke-a", {}).get("retention.ms") == "123456"
+        ),
+    )
 
 
 def scenario_basic(run: ScenarioRun) -> None:
     n = len(run.cluster.brokers)
     rf = min(3, n)
-    run.step("cluster-up", f"controller + {n} brokers formatted at an older metadata.version and started",
-             check=lambda v: len(alive_ids(v)) == n)
-    run.create_topics({
-        "alpha": {"num_partitions": 1, "replication_factor": 1},
-        "beta": {"num_partitions": 3, "replication_factor": rf},
-        "gamma": {"num_partitions": 6, "replication_factor": min(2, n),
-                  "configs": {"cleanup.policy": "compact", "segment.bytes": "1048576"}},
-        "delta": {"assignments": {0: [1, 2][:n], 1: [2, 3][:n] if n >= 3 else [1]}},
-    })
-    run.step("create-topics", "alpha 1xRF1, beta 3xRF3, gamma 6xRF2 compacted, delta manual assignment",
-             check=lambda v: all(t in v["topics"] for t in ("alpha", "beta", "gamma", "delta")) and full_isr(v))
+    run.step(
+        "cluster-up",
+        f"controller + {n} brokers formatted at an older metadata.version and started",
+        check=lambda v: len(alive_ids(v)) == n,
+    )
+    run.create_topics(
+        {
+            "alpha": {"num_partitions": 1, "replication_factor": 1},
+            "beta": {"num_partitions": 3, "replication_factor": rf},
+            "gamma": {
+                "num_partitions": 6,
+                "replication_factor": min(2, n),
+                "configs": {"cleanup.policy": "compact", "segment.bytes": "1048576"},
+            },
+            "delta": {"assignments": {0: [1, 2][:n], 1: [2, 3][:n] if n >= 3 else [1]}},
+        }
+    )
+    run.step(
+        "create-topics",
+        "alpha 1xRF1, beta 3xRF3, gamma 6xRF2 compacted, delta manual assignment",
+        check=lambda v: all(t in v["topics"] for t in ("alpha", "beta", "gamma", "delta")) and full_isr(v),
+    )
     run.alter_configs(ConfigResourceType.TOPIC, "alpha", {"retention.ms": "3600000", "max.message.bytes": "2000000"})
     run.alter_configs(ConfigResourceType.TOPIC, "gamma", {"segment.bytes": None, "min.compaction.lag.ms": "1000"})
-    run.step("alter-topic-configs", "set retention.ms/max.message.bytes on alpha; delete segment.bytes and set "
-             "min.compaction.lag.ms on gamma",
-             check=lambda v: v["configs"]["TOPIC"].get("alpha", {}).get("retention.ms") == "3600000"
-             and "segment.bytes" not in v["configs"]["TOPIC"].get("gamma", {}))
+    run.step(
+        "alter-topic-configs",
+        "set retention.ms/max.message.bytes on alpha; delete segment.bytes and set min.compaction.lag.ms on gamma",
+        check=lambda v: (
+            v["configs"]["TOPIC"].get("alpha", {}).get("retention.ms") == "3600000"
+            and "segment.bytes" not in v["configs"]["TOPIC"].get("gamma", {})
+        ),
+    )
     run.alter_configs(ConfigResourceType.BROKER, "1", {"log.retention.bytes": "1073741824"})
     run.alter_default_broker_configs(add={"log.retention.ms": "7200000", "log.cleaner.delete.retention.ms": "3600000"})
-    run.step("alter-broker-configs", "broker 1 log.retention.bytes=1073741824; cluster default log.retention.ms "
-             "and log.cleaner.delete.retention.ms (via kafka.admin.ConfigCommand)",
-             check=lambda v: v["configs"]["BROKER"].get("1", {}).get("log.retention.bytes") == "1073741824"
-             and v["configs"]["BROKER"].get("", {}).get("log.retention.ms") == "7200000")
+    run.step(
+        "alter-broker-configs",
+        "broker 1 log.retention.bytes=1073741824; cluster default log.retention.ms "
+        "and log.cleaner.delete.retention.ms (via kafka.admin.ConfigCommand)",
+        check=lambda v: (
+            v["configs"]["BROKER"].get("1", {}).get("log.retention.bytes") == "1073741824"
+            and v["configs"]["BROKER"].get("", {}).get("log.retention.ms") == "7200000"
+        ),
+    )
     run.alter_configs(ConfigResourceType.BROKER, "1", {"log.retention.bytes": None})
     run.alter_default_broker_configs(delete=["log.cleaner.delete.retention.ms"])
-    run.step("delete-broker-configs", "delete broker 1 log.retention.bytes and the default "
-             "log.cleaner.delete.retention.ms",
-             check=lambda v: "1" not in v["configs"]["BROKER"]
-             and "log.cleaner.delete.retention.ms" not in v["configs"]["BROKER"].get("", {}))
+    run.step(
+        "delete-broker-configs",
+        "delete broker 1 log.retention.bytes and the default log.cleaner.delete.retention.ms",
+        check=lambda v: (
+            "1" not in v["configs"]["BROKER"]
+            and "log.cleaner.delete.retention.ms" not in v["configs"]["BROKER"].get("", {})
+        ),
+    )
     run.admin.create_partitions({"beta": 5, "alpha": 2})
-    run.step("create-partitions", "beta 3->5 partitions, alpha 1->2",
-             check=lambda v: len(parts(v, "beta")) == 5 and len(parts(v, "alpha")) == 2 and full_isr(v))
+    run.step(
+        "create-partitions",
+        "beta 3->5 partitions, alpha 1->2",
+        check=lambda v: len(parts(v, "beta")) == 5 and len(parts(v, "alpha")) == 2 and full_isr(v),
+    )
     run.admin.delete_topics(["alpha"])
     run.step("delete-topic", "delete alpha", check=lambda v: "alpha" not in v["topics"])
-    run.create_topics({"alpha": {"num_partitions": 2, "replication_factor": rf,
-                                 "configs": {"retention.ms": "60000"}}})
-    run.step("recreate-topic", "re-create alpha (2 partitions, RF3, new topic id)",
-             check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]))
+    run.create_topics({"alpha": {"num_partitions": 2, "replication_factor": rf, "configs": {"retention.ms": "60000"}}})
+    run.step(
+        "recreate-topic",
+        "re-create alpha (2 partitions, RF3, new topic id)",
+        check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]),
+    )
     if run.with_acls:
         from kafka.admin import (
             ACL,
@@ -201,44 +242,89 @@ def scenario_basic(run: ScenarioRun) -> None:
             ResourcePatternFilter,
             ResourceType,
         )
-        acls = [ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
-                    ResourcePattern(ResourceType.TOPIC, "beta", ACLResourcePatternType.LITERAL)),
-                ACL("User:bob", "127.0.0.1", ACLOperation.WRITE, ACLPermissionType.DENY,
-                    ResourcePattern(ResourceType.TOPIC, "gam", ACLResourcePatternType.PREFIXED))]
+
+        acls = [
+            ACL(
+                "User:alice",
+                "*",
+                ACLOperation.READ,
+                ACLPermissionType.ALLOW,
+                ResourcePattern(ResourceType.TOPIC, "beta", ACLResourcePatternType.LITERAL),
+            ),
+            ACL(
+                "User:bob",
+                "127.0.0.1",
+                ACLOperation.WRITE,
+                ACLPermissionType.DENY,
+                ResourcePattern(ResourceType.TOPIC, "gam", ACLResourcePatternType.PREFIXED),
+            ),
+        ]
         run.admin.create_acls(acls)
-        tools.config_command(run.dist, run.cluster.bootstrap_servers(),
-                             ["--entity-type", "users", "--entity-name", "alice", "--alter",
-                              "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"])
-        run.step("acls-and-quotas", "two ACLs (literal allow, prefixed deny) and client quotas for user alice",
-                 check=lambda v: len(v.get("acls", [])) == 2)
+        tools.config_command(
+            run.dist,
+            run.cluster.bootstrap_servers(),
+            [
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                "--alter",
+                "--add-config",
+                "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+            ],
+        )
+        run.step(
+            "acls-and-quotas",
+            "two ACLs (literal allow, prefixed deny) and client quotas for user alice",
+            check=lambda v: len(v.get("acls", [])) == 2,
+        )
         from kafka.admin import (
             ScramMechanism,
             UserScramCredentialDeletion,
             UserScramCredentialUpsertion,
         )
-        for batch in ([UserScramCredentialUpsertion("alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", iterations=4096),
-                       UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", iterations=8192)],
-                      [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_256, "bob-secret2", iterations=4096)]):
+
+        for batch in (
+            [
+                UserScramCredentialUpsertion("alice", ScramMechanism.SCRAM_SHA_256, "alice-secret", iterations=4096),
+                UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", iterations=8192),
+            ],
+            [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_256, "bob-secret2", iterations=4096)],
+        ):
             res = run.admin.alter_user_scram_credentials(batch)  # one alteration per user and request
             if any(e for e in res.values()):
                 raise RuntimeError(f"SCRAM upsert failed: {res}")
         _produce_idempotent(run, "beta")
-        run.step("scram-and-producer-ids", "SCRAM credentials for alice (SHA-256) and bob (SHA-256, SHA-512); "
-                 "an idempotent producer writes to beta (producer id block allocation)",
-                 check=lambda v: len(v.get("scram", {}).get("bob", [])) == 2)
+        run.step(
+            "scram-and-producer-ids",
+            "SCRAM credentials for alice (SHA-256) and bob (SHA-256, SHA-512); "
+            "an idempotent producer writes to beta (producer id block allocation)",
+            check=lambda v: len(v.get("scram", {}).get("bob", [])) == 2,
+        )
         res = run.admin.alter_user_scram_credentials([UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)])
         if any(e for e in res.values()):
             raise RuntimeError(f"SCRAM delete failed: {res}")
-        run.admin.delete_acls([ACLFilter(principal="User:bob", host=None, operation=ACLOperation.ANY,
-                                         permission_type=ACLPermissionType.ANY,
-                                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
-                                                                                ACLResourcePatternType.ANY))])
-        tools.config_command(run.dist, run.cluster.bootstrap_servers(),
-                             ["--entity-type", "users", "--entity-name", "alice", "--alter",
-                              "--delete-config", "consumer_byte_rate"])
-        run.step("remove-acl-scram-quota", "delete bob's ACL, bob's SCRAM-SHA-512 credential and alice's "
-                 "consumer_byte_rate quota",
-                 check=lambda v: len(v.get("acls", [])) == 1 and len(v.get("scram", {}).get("bob", [])) == 1)
+        run.admin.delete_acls(
+            [
+                ACLFilter(
+                    principal="User:bob",
+                    host=None,
+                    operation=ACLOperation.ANY,
+                    permission_type=ACLPermissionType.ANY,
+                    resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+                )
+            ]
+        )
+        tools.config_command(
+            run.dist,
+            run.cluster.bootstrap_servers(),
+            ["--entity-type", "users", "--entity-name", "alice", "--alter", "--delete-config", "consumer_byte_rate"],
+        )
+        run.step(
+            "remove-acl-scram-quota",
+            "delete bob's ACL, bob's SCRAM-SHA-512 credential and alice's consumer_byte_rate quota",
+            check=lambda v: len(v.get("acls", [])) == 1 and len(v.get("scram", {}).get("bob", [])) == 1,
+        )
     _maybe_upgrade_features(run)
     time.sleep(4)
     run.step("idle", "4 s without changes (NoOp records every 500 ms)")
@@ -246,8 +332,14 @@ def scenario_basic(run: ScenarioRun) -> None:
 
 def _produce_idempotent(run: ScenarioRun, topic: str) -> None:
     from kafka import KafkaProducer
-    p = KafkaProducer(bootstrap_servers=run.cluster.bootstrap_servers(), enable_idempotence=True, acks="all",
-                      client_id="kraft-replay-harness-producer", request_timeout_ms=15000)
+
+    p = KafkaProducer(
+        bootstrap_servers=run.cluster.bootstrap_servers(),
+        enable_idempotence=True,
+        acks="all",
+        client_id="kraft-replay-harness-producer",
+        request_timeout_ms=15000,
+    )
     try:
         p.send(topic, b"hello").get(timeout=30)
         p.flush(timeout=30)
@@ -292,52 +384,94 @@ def scenario_reassign(run: ScenarioRun) -> None:
     if n < 3:
         raise SystemExit("the reassign scenario needs --brokers 3 or more")
     run.step("cluster-up", f"controller + {n} brokers", check=lambda v: len(alive_ids(v)) == n)
-    run.create_topics({"r1": {"assignments": {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}},
-                       "r2": {"assignments": {0: [1, 2, 3], 1: [2, 3, 1]}}})
-    run.step("create-topics", "r1 4 partitions RF2 and r2 2 partitions RF3 with manual assignments",
-             check=lambda v: full_isr(v) and len(parts(v, "r1")) == 4)
+    run.create_topics(
+        {
+            "r1": {"assignments": {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}},
+            "r2": {"assignments": {0: [1, 2, 3], 1: [2, 3, 1]}},
+        }
+    )
+    run.step(
+        "create-topics",
+        "r1 4 partitions RF2 and r2 2 partitions RF3 with manual assignments",
+        check=lambda v: full_isr(v) and len(parts(v, "r1")) == 4,
+    )
     run.reassign({("r1", 0): [1, 2, 3], ("r1", 1): [3, 1]})
     run.wait_no_reassignments()
-    run.step("reassign-add", "r1-0 [1,2]->[1,2,3] (add a replica); r1-1 [2,3]->[3,1] (move)",
-             check=lambda v: parts(v, "r1")[0]["replicas"] == [1, 2, 3] and parts(v, "r1")[1]["replicas"] == [3, 1]
-             and full_isr(v))
+    run.step(
+        "reassign-add",
+        "r1-0 [1,2]->[1,2,3] (add a replica); r1-1 [2,3]->[3,1] (move)",
+        check=lambda v: (
+            parts(v, "r1")[0]["replicas"] == [1, 2, 3] and parts(v, "r1")[1]["replicas"] == [3, 1] and full_isr(v)
+        ),
+    )
     run.reassign({("r2", 0): [1, 2], ("r2", 1): [3, 1]})
     run.wait_no_reassignments()
-    run.step("reassign-remove", "r2-0 [1,2,3]->[1,2]; r2-1 [2,3,1]->[3,1] (remove replicas, leader 2 moves away)",
-             check=lambda v: parts(v, "r2")[0]["replicas"] == [1, 2] and parts(v, "r2")[1]["replicas"] == [3, 1]
-             and full_isr(v))
+    run.step(
+        "reassign-remove",
+        "r2-0 [1,2,3]->[1,2]; r2-1 [2,3,1]->[3,1] (remove replicas, leader 2 moves away)",
+        check=lambda v: (
+            parts(v, "r2")[0]["replicas"] == [1, 2] and parts(v, "r2")[1]["replicas"] == [3, 1] and full_isr(v)
+        ),
+    )
     run.elect_preferred()
-    run.step("elect-preferred", "preferred leader election on all partitions",
-             check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)))
+    run.step(
+        "elect-preferred",
+        "preferred leader election on all partitions",
+        check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)),
+    )
     # an in-flight reassignment: the target broker is down, so adding/removing replicas stay visible
     run.stop_broker(3)
-    run.step("stop-broker-3", "controlled shutdown of broker 3",
-             check=lambda v: 3 not in alive_ids(v) and no_leader_on(v, 3))
+    run.step(
+        "stop-broker-3", "controlled shutdown of broker 3", check=lambda v: 3 not in alive_ids(v) and no_leader_on(v, 3)
+    )
     run.reassign({("r1", 2): [1, 2], ("r1", 3): [2, 3], ("r2", 1): [1, 2]})
-    run.step("reassign-pending", "r1-3 [1,3]->[2,3] and r2-1 [3,1]->[1,2] while broker 3 is down (pending: "
-             "adding/removing replicas); r1-2 [3,1]->[1,2] completes",
-             check=lambda v: bool(v["reassignments"]) and parts(v, "r1")[2]["replicas"] == [1, 2])
+    run.step(
+        "reassign-pending",
+        "r1-3 [1,3]->[2,3] and r2-1 [3,1]->[1,2] while broker 3 is down (pending: "
+        "adding/removing replicas); r1-2 [3,1]->[1,2] completes",
+        check=lambda v: bool(v["reassignments"]) and parts(v, "r1")[2]["replicas"] == [1, 2],
+    )
     run.reassign({("r1", 3): None})
-    run.step("reassign-cancel", "cancel the pending reassignment of r1-3",
-             check=lambda v: "3" not in v["reassignments"].get("r1", {}))
+    run.step(
+        "reassign-cancel",
+        "cancel the pending reassignment of r1-3",
+        check=lambda v: "3" not in v["reassignments"].get("r1", {}),
+    )
     run.start_broker(3)
     run.wait_no_reassignments(timeout=90)
-    run.step("start-broker-3", "broker 3 restarted; pending reassignment of r2-1 completes",
-             check=lambda v: 3 in alive_ids(v) and not v["reassignments"] and full_isr(v)
-             and parts(v, "r2")[1]["replicas"] == [1, 2])
+    run.step(
+        "start-broker-3",
+        "broker 3 restarted; pending reassignment of r2-1 completes",
+        check=lambda v: (
+            3 in alive_ids(v) and not v["reassignments"] and full_isr(v) and parts(v, "r2")[1]["replicas"] == [1, 2]
+        ),
+    )
     run.elect_preferred()
-    run.step("elect-preferred-2", "preferred leader election after the restart",
-             check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)))
+    run.step(
+        "elect-preferred-2",
+        "preferred leader election after the restart",
+        check=lambda v: all(p["leader"] == p["replicas"][0] for t in ("r1", "r2") for p in parts(v, t)),
+    )
     run.reassign({("r1", 0): [1, 2], ("r1", 1): [1, 2], ("r1", 3): [2, 1]})
     run.wait_no_reassignments()
-    run.step("drain-broker-3", "move every replica off broker 3",
-             check=lambda v: all(3 not in p["replicas"] for t in v["topics"].values() for p in t["partitions"])
-             and full_isr(v))
+    run.step(
+        "drain-broker-3",
+        "move every replica off broker 3",
+        check=lambda v: (
+            all(3 not in p["replicas"] for t in v["topics"].values() for p in t["partitions"]) and full_isr(v)
+        ),
+    )
     run.stop_broker(3)
-    tools.run_java(run.dist, "org.apache.kafka.tools.ClusterTool",
-                   ["unregister", "--bootstrap-server", run.cluster.bootstrap_servers(), "--id", "3"])
-    run.step("unregister-broker-3", "stop broker 3 and unregister it (org.apache.kafka.tools.ClusterTool)",
-             check=lambda v: 3 not in {b["id"] for b in v["cluster"]["brokers"]})
+    tools.run_java(
+        run.dist,
+        "org.apache.kafka.tools.ClusterTool",
+        ["unregister", "--bootstrap-server", run.cluster.bootstrap_servers(), "--id", "3"],
+    )
+    run.step(
+        "unregister-broker-3",
+        "stop broker 3 and unregister it (org.apache.kafka.tools.ClusterTool)",
+        check=lambda v: 3 not in {b["id"] for b in v["cluster"]["brokers"]},
+    )
     time.sleep(3)
     run.step("idle", "3 s without changes")
 
@@ -346,29 +480,51 @@ def scenario_rolling_restart(run: ScenarioRun) -> None:
     n = len(run.cluster.brokers)
     ids = [b.node_id for b in run.cluster.brokers]
     run.step("cluster-up", f"controller + {n} brokers", check=lambda v: len(alive_ids(v)) == n)
-    run.create_topics({"rr1": {"num_partitions": 3, "replication_factor": min(3, n)},
-                       "rr2": {"num_partitions": 6, "replication_factor": min(2, n)},
-                       "rr3": {"assignments": {0: [ids[min(1, n - 1)]]}}})
-    run.step("create-topics", "rr1 3xRF3, rr2 6xRF2, rr3 1xRF1 on the second broker",
-             check=lambda v: full_isr(v) and len(parts(v, "rr2")) == 6)
+    run.create_topics(
+        {
+            "rr1": {"num_partitions": 3, "replication_factor": min(3, n)},
+            "rr2": {"num_partitions": 6, "replication_factor": min(2, n)},
+            "rr3": {"assignments": {0: [ids[min(1, n - 1)]]}},
+        }
+    )
+    run.step(
+        "create-topics",
+        "rr1 3xRF3, rr2 6xRF2, rr3 1xRF1 on the second broker",
+        check=lambda v: full_isr(v) and len(parts(v, "rr2")) == 6,
+    )
     for b in ids:
         run.stop_broker(b)
-        run.step(f"stop-broker-{b}", f"controlled shutdown of broker {b} (SIGTERM)",
-                 check=lambda v, b=b: b not in alive_ids(v) and no_leader_on(v, b) and full_isr(v))
+        run.step(
+            f"stop-broker-{b}",
+            f"controlled shutdown of broker {b} (SIGTERM)",
+            check=lambda v, b=b: b not in alive_ids(v) and no_leader_on(v, b) and full_isr(v),
+        )
         run.start_broker(b)
-        run.step(f"start-broker-{b}", f"broker {b} restarted, ISR restored",
-                 check=lambda v, b=b: b in alive_ids(v) and full_isr(v))
+        run.step(
+            f"start-broker-{b}",
+            f"broker {b} restarted, ISR restored",
+            check=lambda v, b=b: b in alive_ids(v) and full_isr(v),
+        )
     victim = ids[0]
     run.kill_broker(victim)
-    run.step(f"kill-broker-{victim}", f"broker {victim} killed with SIGKILL; fenced after the session timeout",
-             check=lambda v: victim not in alive_ids(v) and no_leader_on(v, victim) and full_isr(v), timeout=120)
+    run.step(
+        f"kill-broker-{victim}",
+        f"broker {victim} killed with SIGKILL; fenced after the session timeout",
+        check=lambda v: victim not in alive_ids(v) and no_leader_on(v, victim) and full_isr(v),
+        timeout=120,
+    )
     run.start_broker(victim)
-    run.step(f"restart-broker-{victim}", f"broker {victim} restarted after the hard kill",
-             check=lambda v: victim in alive_ids(v) and full_isr(v))
+    run.step(
+        f"restart-broker-{victim}",
+        f"broker {victim} restarted after the hard kill",
+        check=lambda v: victim in alive_ids(v) and full_isr(v),
+    )
     run.elect_preferred()
-    run.step("elect-preferred", "preferred leader election to rebalance leadership",
-             check=lambda v: all(p["leader"] == p["replicas"][0] for t in v["topics"].values()
-                                 for p in t["partitions"]))
+    run.step(
+        "elect-preferred",
+        "preferred leader election to rebalance leadership",
+        check=lambda v: all(p["leader"] == p["replicas"][0] for t in v["topics"].values() for p in t["partitions"]),
+    )
     time.sleep(6)
     run.step("idle", "6 s without changes (snapshots are taken every few seconds in this scenario)")
 
@@ -397,19 +553,27 @@ def scenario_retention(run: ScenarioRun) -> None:
     """The controller's directory just after Kafka's snapshot retention deleted the old segments and
     snapshots (CONTROLLER_PROPS): the newest snapshot, and the segments from the one holding its end offset."""
     run.step("cluster-up", "controller + 2 brokers", check=lambda v: len(alive_ids(v)) == 2)
-    run.create_topics({"kept": {"num_partitions": 3, "replication_factor": 2},
-                       "gone": {"num_partitions": 1, "replication_factor": 1}})
+    run.create_topics(
+        {"kept": {"num_partitions": 3, "replication_factor": 2}, "gone": {"num_partitions": 1, "replication_factor": 1}}
+    )
     run.alter_configs(ConfigResourceType.TOPIC, "kept", {"retention.ms": "86400000"})
     run.admin.delete_topics(["gone"])
     controller = run.cluster.controller
     md = controller.metadata_log_dir
     # the log cleaner runs every 60 s (KafkaRaftClient): wait until a run has deleted segment 0 and every
     # snapshot but the newest (it deletes them one by one, each with the segments below the next one)
-    run.cluster.wait_for(lambda: not (md / "00000000000000000000.log").exists()
-                         and len(tools.checkpoint_files(md)) == 1, 200,
-                         "the metadata log cleaner to delete the old segments and snapshots", interval=0.02)
-    capture(run, controller.node_id, "the controller right after its log cleaner deleted the segments and "
-            "snapshots below its newest snapshot (metadata.max.retention.ms)")
+    run.cluster.wait_for(
+        lambda: not (md / "00000000000000000000.log").exists() and len(tools.checkpoint_files(md)) == 1,
+        200,
+        "the metadata log cleaner to delete the old segments and snapshots",
+        interval=0.02,
+    )
+    capture(
+        run,
+        controller.node_id,
+        "the controller right after its log cleaner deleted the segments and "
+        "snapshots below its newest snapshot (metadata.max.retention.ms)",
+    )
 
 
 def scenario_snapshot_fetch(run: ScenarioRun) -> None:
@@ -422,8 +586,13 @@ def scenario_snapshot_fetch(run: ScenarioRun) -> None:
     run.step("cluster-up", "controller + 2 brokers", check=lambda v: len(alive_ids(v)) == 2)
     run.create_topics({"before": {"num_partitions": 2, "replication_factor": 2}})
     run.cluster.freeze_node(lagging)
-    run.cluster.wait_for(lambda: lagging not in {b["broker_id"] for b in run.cluster.describe_cluster()["brokers"]
-                                                 if not b.get("is_fenced")}, 60, f"broker {lagging} to be fenced")
+    run.cluster.wait_for(
+        lambda: (
+            lagging not in {b["broker_id"] for b in run.cluster.describe_cluster()["brokers"] if not b.get("is_fenced")}
+        ),
+        60,
+        f"broker {lagging} to be fenced",
+    )
     run.create_topics({"after": {"num_partitions": 3, "replication_factor": 1}})
     run.alter_configs(ConfigResourceType.TOPIC, "after", {"cleanup.policy": "compact"})
     run.admin.delete_topics(["before"])
@@ -441,15 +610,24 @@ def scenario_snapshot_fetch(run: ScenarioRun) -> None:
             run.alter_configs(ConfigResourceType.TOPIC, "after", {"retention.ms": str(3600000 + attempt)})
     else:
         raise ClusterError("the controller wrote no snapshot at the end of its log")
-    run.cluster.wait_for(lambda: len(tools.checkpoint_files(md)) == 1, 200,
-                         "the metadata log cleaner to delete every older snapshot")
+    run.cluster.wait_for(
+        lambda: len(tools.checkpoint_files(md)) == 1, 200, "the metadata log cleaner to delete every older snapshot"
+    )
     end = snapshot_id(tools.checkpoint_files(md)[-1])
     broker_md = run.cluster.nodes[lagging].metadata_log_dir
     run.cluster.thaw_node(lagging)
-    run.cluster.wait_for(lambda: any(snapshot_id(p) == end for p in tools.checkpoint_files(broker_md)), 60,
-                         f"broker {lagging} to fetch snapshot {end}", interval=0.002)
-    capture(run, lagging, f"broker {lagging} right after fetching the controller's snapshot {end[0]}-{end[1]} "
-            "(it had hung while the controller's log start moved past its log end)")
+    run.cluster.wait_for(
+        lambda: any(snapshot_id(p) == end for p in tools.checkpoint_files(broker_md)),
+        60,
+        f"broker {lagging} to fetch snapshot {end}",
+        interval=0.002,
+    )
+    capture(
+        run,
+        lagging,
+        f"broker {lagging} right after fetching the controller's snapshot {end[0]}-{end[1]} "
+        "(it had hung while the controller's log start moved past its log end)",
+    )
     run.cluster.wait_brokers_unfenced([lagging], timeout=90)
 
 
@@ -487,8 +665,9 @@ CONTROLLER_PROPS = {
 }
 
 
-def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool | None,
-               quorum: str, snapshots: bool | None) -> ClusterSpec:
+def build_spec(
+    name: str, dist: KafkaDist, brokers: int | None, combined: bool | None, quorum: str, snapshots: bool | None
+) -> ClusterSpec:
     _, opts = SCENARIOS[name]
     comb = opts.get("combined", False) if combined is None else combined
     nb = brokers if brokers is not None else opts.get("brokers", 3)
@@ -509,9 +688,19 @@ def build_spec(name: str, dist: KafkaDist, brokers: int | None, combined: bool |
     return spec
 
 
-def run_scenario(name: str, version: str, out: Path, *, brokers: int | None = None,
-                 combined: bool | None = None, quorum: str = "dynamic", snapshots: bool | None = None,
-                 keep_indexes: bool = False, command: str | None = None, keep_workdir: bool = False) -> ScenarioRun:
+def run_scenario(
+    name: str,
+    version: str,
+    out: Path,
+    *,
+    brokers: int | None = None,
+    combined: bool | None = None,
+    quorum: str = "dynamic",
+    snapshots: bool | None = None,
+    keep_indexes: bool = False,
+    command: str | None = None,
+    keep_workdir: bool = False,
+) -> ScenarioRun:
     if name not in SCENARIOS:
         raise SystemExit(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     fn, opts = SCENARIOS[name]
@@ -554,7 +743,8 @@ def write_dump_logs(run: ScenarioRun, meta_dir: Path) -> None:
     segs = tools.segment_files(meta_dir)
     (run.out / "dump-log.txt").write_text(tools.dump_log(run.dist, segs, cwd=run.out))
     (run.out / "dump-log-skip-metadata.txt").write_text(
-        tools.dump_log(run.dist, segs, skip_record_metadata=True, cwd=run.out))
+        tools.dump_log(run.dist, segs, skip_record_metadata=True, cwd=run.out)
+    )
     cps = tools.checkpoint_files(meta_dir)
     if cps:
         (run.out / "dump-log-snapshots.txt").write_text(tools.dump_log(run.dist, cps, cwd=run.out))
@@ -568,7 +758,8 @@ def write_meta(run: ScenarioRun, meta_dir: Path, spec: ClusterSpec, wall: float,
         "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "wallSeconds": round(wall, 1),
         "clusterId": run.cluster.cluster_id,
-        "layout": "combined" if spec.combined
+        "layout": "combined"
+        if spec.combined
         else f"1 controller (node {run.cluster.controller.node_id}) + {spec.brokers} brokers",
         "quorum": spec.quorum,
         "releaseVersion": spec.release_version,
@@ -578,7 +769,7 @@ def write_meta(run: ScenarioRun, meta_dir: Path, spec: ClusterSpec, wall: float,
         "files": sorted(p.name for p in meta_dir.iterdir()),
         "steps": len(run.steps),
         "dumpLog": "kafka.tools.DumpLogSegments --cluster-metadata-decoder --files <segments> "
-                   "[--skip-record-metadata], run with the output directory as working directory",
+        "[--skip-record-metadata], run with the output directory as working directory",
     }
     (run.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
@@ -590,9 +781,14 @@ def save_outputs(run: ScenarioRun, *, keep_indexes: bool, spec: ClusterSpec, wal
     for extra in ("meta.properties", "bootstrap.checkpoint"):
         if (ctrl.data_dir / extra).exists():
             shutil.copy2(ctrl.data_dir / extra, run.out / extra)
-    views = {"scenario": run.name, "kafkaVersion": run.dist.version, "clusterId": run.cluster.cluster_id,
-             "controllerNodeId": ctrl.node_id, "brokerIds": [b.node_id for b in run.cluster.brokers],
-             "steps": run.steps}
+    views = {
+        "scenario": run.name,
+        "kafkaVersion": run.dist.version,
+        "clusterId": run.cluster.cluster_id,
+        "controllerNodeId": ctrl.node_id,
+        "brokerIds": [b.node_id for b in run.cluster.brokers],
+        "steps": run.steps,
+    }
     (run.out / "views.json").write_text(json.dumps(views, indent=1, sort_keys=False) + "\n")
     write_dump_logs(run, dst)
     write_meta(run, dst, spec, wall, f"node {ctrl.node_id} (controller)")
@@ -623,7 +819,10 @@ def write_kafka_images(dist: KafkaDist, fixture: Path) -> None:
     whose last contained offset is at or below the offset, then the log records after it, as Kafka's loader
     starts) at every snapshot's last contained offset and at the last record of the segments."""
     snapshots, last, offsets = kafka_image_offsets(fixture)
-    doc = {"kafkaVersion": dist.version, "snapshots": [{"endOffset": e, "epoch": p} for e, p in snapshots],
-           "lastLogOffset": last,
-           "images": [oracle.image(dist, fixture / "__cluster_metadata-0", offset) for offset in offsets]}
+    doc = {
+        "kafkaVersion": dist.version,
+        "snapshots": [{"endOffset": e, "epoch": p} for e, p in snapshots],
+        "lastLogOffset": last,
+        "images": [oracle.image(dist, fixture / "__cluster_metadata-0", offset) for offset in offsets],
+    }
     (fixture / "kafka-images.json").write_text(json.dumps(doc, indent=1) + "\n")

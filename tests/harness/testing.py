@@ -1,4 +1,5 @@
 """pytest helpers shared by tests/test_kafka_*.py (kept here so no conftest is needed)."""
+
 from __future__ import annotations
 
 import functools
@@ -24,6 +25,7 @@ def require_toolchain() -> None:
 def dist_for(version: str):
     require_toolchain()
     from .kafka_dist import ensure_kafka
+
     return ensure_kafka(version)
 
 
@@ -61,6 +63,7 @@ def oracle_steps(fixture: Path) -> dict:
     """Kafka's own images at every recorded step offset plus, last, at the end of the log, and the local
     changes of every broker between consecutive ones (one oracle run per fixture and session)."""
     from .oracle import steps
+
     views = load_views(fixture)
     offsets = [s["offset"] for s in views["steps"]]
     offsets.append(max(offsets[-1], last_offset(fixture)))

@@ -1,4 +1,5 @@
 """Kafka's own command-line tools, run from the cached jars: dump-log, metadata shell, configs, quorum."""
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,14 @@ def checkpoint_files(meta_dir: Path) -> list[Path]:
     return sorted(Path(meta_dir).glob("*.checkpoint"))
 
 
-def dump_log(dist: KafkaDist, files: list[Path], *, skip_record_metadata: bool = False,
-             cwd: Path | None = None, timeout: float = 180) -> str:
+def dump_log(
+    dist: KafkaDist,
+    files: list[Path],
+    *,
+    skip_record_metadata: bool = False,
+    cwd: Path | None = None,
+    timeout: float = 180,
+) -> str:
     """``kafka-dump-log --cluster-metadata-decoder --files a,b`` (paths made relative to ``cwd`` if given,
     so the ``Dumping <file>`` header lines are stable)."""
     names = [os.path.relpath(f, cwd) if cwd else str(f) for f in files]
@@ -32,8 +39,9 @@ def dump_log(dist: KafkaDist, files: list[Path], *, skip_record_metadata: bool =
     return run_java(dist, DUMP_LOG_CLASS, args, cwd=cwd, timeout=timeout).stdout
 
 
-def metadata_shell(dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 120,
-                   attempts: int = 4) -> str:
+def metadata_shell(
+    dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 120, attempts: int = 4
+) -> str:
     """Run the metadata shell non-interactively (``--snapshot <file> <command...>``), e.g. ``["tree", "/"]``.
 
     The shell reads a snapshot (``.checkpoint``) or a log segment (``.log``) file.  Its non-interactive mode

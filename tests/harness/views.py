@@ -5,6 +5,7 @@ the quorum high-watermark and three consecutive snapshots of the view (separated
 interval) are identical.  The recorded ``offset`` is ``highWatermark - 1`` read just before the middle
 snapshot, so the image at that offset must equal the view.
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,17 +56,22 @@ def _describe_topics(admin) -> dict:
             continue
         parts = []
         for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
-            parts.append({
-                "partition": p["partition_index"],
-                "errorCode": p.get("error_code", 0),
-                "leader": p["leader_id"],
-                "leaderEpoch": p.get("leader_epoch"),
-                "replicas": list(p["replica_nodes"]),
-                "isr": list(p["isr_nodes"]),
-                "offlineReplicas": list(p.get("offline_replicas") or []),
-            })
-        topics[t["name"]] = {"topicId": kafka_uuid(t.get("topic_id")), "internal": bool(t.get("is_internal")),
-                             "partitions": parts}
+            parts.append(
+                {
+                    "partition": p["partition_index"],
+                    "errorCode": p.get("error_code", 0),
+                    "leader": p["leader_id"],
+                    "leaderEpoch": p.get("leader_epoch"),
+                    "replicas": list(p["replica_nodes"]),
+                    "isr": list(p["isr_nodes"]),
+                    "offlineReplicas": list(p.get("offline_replicas") or []),
+                }
+            )
+        topics[t["name"]] = {
+            "topicId": kafka_uuid(t.get("topic_id")),
+            "internal": bool(t.get("is_internal")),
+            "partitions": parts,
+        }
     return dict(sorted(topics.items()))
 
 
@@ -79,8 +85,9 @@ def _describe_configs(admin, topic_names: list[str], broker_ids: list[int]) -> d
                 out["TOPIC"][name] = dict(sorted(kv.items()))
     defaults: dict[str, str] = {}
     for b in broker_ids:
-        res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(b))],
-                                     include_synonyms=True, config_filter="all")
+        res = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(b))], include_synonyms=True, config_filter="all"
+        )
         entries = (res.get("broker") or {}).get(str(b)) or {}
         kv = {}
         for k, e in entries.items():
@@ -126,31 +133,49 @@ def _acls(admin) -> list[dict]:
             ResourcePatternFilter,
             ResourceType,
         )
-        flt = ACLFilter(principal=None, host=None, operation=ACLOperation.ANY,
-                        permission_type=ACLPermissionType.ANY,
-                        resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+
+        flt = ACLFilter(
+            principal=None,
+            host=None,
+            operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+        )
         acls, _err = admin.describe_acls(flt)
     except Exception:  # noqa: BLE001 (no authorizer configured)
         return []
     out = []
     for a in acls or []:
-        out.append({  # Kafka's enum codes, as in the image JSON
-            "resourceType": int(a.resource_pattern.resource_type.value),
-            "resourceName": a.resource_pattern.resource_name,
-            "patternType": int(a.resource_pattern.pattern_type.value),
-            "principal": a.principal,
-            "host": a.host,
-            "operation": int(a.operation.value),
-            "permissionType": int(a.permission_type.value),
-        })
+        out.append(
+            {  # Kafka's enum codes, as in the image JSON
+                "resourceType": int(a.resource_pattern.resource_type.value),
+                "resourceName": a.resource_pattern.resource_name,
+                "patternType": int(a.resource_pattern.pattern_type.value),
+                "principal": a.principal,
+                "host": a.host,
+                "operation": int(a.operation.value),
+                "permissionType": int(a.permission_type.value),
+            }
+        )
     return sorted(out, key=lambda d: tuple(str(v) for v in d.values()))
 
 
 def collect_view(cluster, *, with_acls: bool = False) -> dict:
     admin = cluster.admin()
     dc = admin.describe_cluster()
-    brokers = sorted(({"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack"),
-                       "fenced": b.get("is_fenced")} for b in dc["brokers"]), key=lambda b: b["id"])
+    brokers = sorted(
+        (
+            {
+                "id": b["broker_id"],
+                "host": b["host"],
+                "port": b["port"],
+                "rack": b.get("rack"),
+                "fenced": b.get("is_fenced"),
+            }
+            for b in dc["brokers"]
+        ),
+        key=lambda b: b["id"],
+    )
     topics = _describe_topics(admin)
     broker_ids = [b["id"] for b in brokers if not b["fenced"]]
     view = {
@@ -179,8 +204,14 @@ def _scram(admin) -> dict:
     return dict(sorted(out.items()))
 
 
-def settle_and_record(cluster, *, check: Callable[[dict], bool] | None = None, timeout: float = 90,
-                      with_acls: bool = False, min_gap: float = 0.8) -> dict:
+def settle_and_record(
+    cluster,
+    *,
+    check: Callable[[dict], bool] | None = None,
+    timeout: float = 90,
+    with_acls: bool = False,
+    min_gap: float = 0.8,
+) -> dict:
     """Wait until the cluster's view is stable (and ``check(view)`` holds); return the view with offsets."""
     deadline = time.monotonic() + timeout
     hist: list[tuple[dict, dict]] = []
@@ -202,17 +233,23 @@ def settle_and_record(cluster, *, check: Callable[[dict], bool] | None = None, t
             hist.append((q, view))
             # three identical views in a row; the offset is the HW read just before the middle one, so
             # any change committed before it is in every view and none after it is in the middle view.
-            if (len(hist) >= 3 and hist[-3][1] == hist[-2][1] == hist[-1][1]
-                    and (check is None or check(view))):
+            if len(hist) >= 3 and hist[-3][1] == hist[-2][1] == hist[-1][1] and (check is None or check(view)):
                 mq, mview = hist[-2]
-                return {"offset": mq["highWatermark"] - 1, "highWatermark": mq["highWatermark"],
-                        "quorumLeaderEpoch": mq["leaderEpoch"], "timeMs": int(time.time() * 1000), **mview}
+                return {
+                    "offset": mq["highWatermark"] - 1,
+                    "highWatermark": mq["highWatermark"],
+                    "quorumLeaderEpoch": mq["leaderEpoch"],
+                    "timeMs": int(time.time() * 1000),
+                    **mview,
+                }
             time.sleep(min_gap)
         except Exception as e:  # noqa: BLE001 (transient errors while nodes restart)
             last_err = e
             cluster._reset_admin()
             hist.clear()
             time.sleep(0.5)
-    raise TimeoutError(f"cluster view did not settle within {timeout}s"
-                       + (f" (last error: {last_err!r})" if last_err else "")
-                       + (f"; last view: {hist[-1][1]!r}" if hist else ""))
+    raise TimeoutError(
+        f"cluster view did not settle within {timeout}s"
+        + (f" (last error: {last_err!r})" if last_err else "")
+        + (f"; last view: {hist[-1][1]!r}" if hist else "")
+    )
