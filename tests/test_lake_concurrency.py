@@ -83,6 +83,7 @@ def total_records() -> int:
     return int(json.loads((SAMPLE / "generate-report.json").read_text())["total_records"])
 
 
+@pytest.mark.slow
 def test_concurrent_ingests_into_a_new_lake_add_every_record_once(reference, spark, tmp_path):
     """The same source twice and an overlapping slice at once, into a directory with no lake yet."""
     location = str(tmp_path / "lake")
@@ -113,7 +114,15 @@ def test_concurrent_ingests_into_an_existing_lake(reference, spark, tmp_path):
     assert_same_lake(Lake(location, spark), reference)
 
 
-@pytest.mark.parametrize("step", ["lease", "write", "written", "committed"])
+@pytest.mark.parametrize(
+    "step",
+    [
+        pytest.param("lease", marks=pytest.mark.slow),
+        pytest.param("write", marks=pytest.mark.slow),
+        "written",
+        "committed",
+    ],
+)
 def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs(reference, spark, tmp_path, step):
     location = str(tmp_path / "lake")
     ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
@@ -137,6 +146,7 @@ def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs
     assert_same_lake(lake, reference)
 
 
+@pytest.mark.slow
 def test_a_killed_ingest_beside_a_live_one(reference, spark, tmp_path):
     """One ingest dies after its first table write while another runs: the other waits for the dead lease (or
     goes first) and the lake ends whole."""
