@@ -83,19 +83,7 @@ def _shaped_log(
         noop_interval_ms=common.NOOP_INTERVAL_MS,
         segment_bytes=common.KAFKA_SEGMENT_BYTES,
     )
-    log = common.BenchLog(
-        name=out.name,
-        kind=kind,
-        dir=r.log_dir,
-        records=r.total_records,
-        bytes=r.bytes,
-        segments=r.segments_written,
-        snapshots=r.snapshots_written,
-        noop_records=r.by_type.get("NO_OP_RECORD", 0),
-        last_offset=r.last_offset,
-        build_s=round(time.perf_counter() - t0, 2),
-        params=params,
-    )
+    log = common.BenchLog.generated(out.name, kind, r, t0, params)
     meta.write_text(json.dumps(log.__dict__, indent=2) + "\n")
     return log
 

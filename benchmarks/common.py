@@ -534,6 +534,23 @@ class BenchLog:
     build_s: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def generated(cls, name: str, kind: str, report: Any, started: float, params: dict[str, Any]) -> BenchLog:
+        """The log ``generator.generate`` wrote (its report), generated since ``started`` (perf_counter)."""
+        return cls(
+            name=name,
+            kind=kind,
+            dir=report.log_dir,
+            records=report.total_records,
+            bytes=report.bytes,
+            segments=report.segments_written,
+            snapshots=report.snapshots_written,
+            noop_records=report.by_type.get("NO_OP_RECORD", 0),
+            last_offset=report.last_offset,
+            build_s=round(time.perf_counter() - started, 2),
+            params=params,
+        )
+
     @property
     def files_bytes(self) -> int:
         """Bytes of every input file (segments and snapshots)."""
@@ -606,22 +623,7 @@ def generated_log(
         noop_interval_ms=NOOP_INTERVAL_MS,
         segment_bytes=segment_bytes,
     )
-    return _save(
-        meta,
-        BenchLog(
-            name=f"gen-{size_label(n)}",
-            kind="gen",
-            dir=r.log_dir,
-            records=r.total_records,
-            bytes=r.bytes,
-            segments=r.segments_written,
-            snapshots=r.snapshots_written,
-            noop_records=r.by_type.get("NO_OP_RECORD", 0),
-            last_offset=r.last_offset,
-            build_s=round(time.perf_counter() - t0, 2),
-            params=params,
-        ),
-    )
+    return _save(meta, BenchLog.generated(f"gen-{size_label(n)}", "gen", r, t0, params))
 
 
 def idle_log(
