@@ -180,15 +180,15 @@ def test_a_held_lease_makes_a_writer_wait_then_give_up_with_one_line(spark, tmp_
     lake = Lake(location, spark)
     before = lake.state()
     other = _LeaseKeeper(lake, "other-run", None)
-    assert other._cas(
-        Lease(
-            epoch=lake.lease().epoch + 1,
-            owner="other-run",
-            holder="host-b pid 7",
-            base_seq=before.seq,
-            expires_at=_now() + dt.timedelta(minutes=5),
-        )
+    held = Lease(
+        epoch=lake.lease().epoch + 1,
+        owner="other-run",
+        holder="host-b pid 7",
+        base_seq=before.seq,
+        expires_at=_now() + dt.timedelta(minutes=5),
     )
+    assert other._cas(held)
+    other.held = held  # as acquire() records it: release() gives back only a lease its keeper holds
     with pytest.raises(LakeBusy, match=r"being written by host-b pid 7 \(run other-run.*nothing was changed"):
         ingest([str(SEGMENTS[1])], location, spark=spark, progress=False, wait=2)
     assert lake.state() == before
