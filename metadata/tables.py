@@ -30,6 +30,18 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "bytes": T.StringType(),
 }
 
+_RECORD_FIELDS = [
+    T.StructField("is_control", T.BooleanType()),
+    T.StructField("control_type", T.StringType()),
+    T.StructField("type", T.StringType()),
+    T.StructField("api_key", T.IntegerType()),
+    T.StructField("version", T.IntegerType()),
+    T.StructField("payload", T.StringType()),
+    T.StructField("raw", T.BinaryType()),
+    T.StructField("source_file", T.StringType()),
+]
+"""The columns of one record that the ``records`` and ``snapshots`` tables share (last, in this order)."""
+
 RECORDS_SCHEMA = T.StructType(
     [
         T.StructField("offset", T.LongType(), False),
@@ -40,14 +52,7 @@ RECORDS_SCHEMA = T.StructType(
         T.StructField("producer_id", T.LongType()),
         T.StructField("producer_epoch", T.IntegerType()),
         T.StructField("is_transactional", T.BooleanType()),
-        T.StructField("is_control", T.BooleanType()),
-        T.StructField("control_type", T.StringType()),
-        T.StructField("type", T.StringType()),
-        T.StructField("api_key", T.IntegerType()),
-        T.StructField("version", T.IntegerType()),
-        T.StructField("payload", T.StringType()),
-        T.StructField("raw", T.BinaryType()),
-        T.StructField("source_file", T.StringType()),
+        *_RECORD_FIELDS,
     ]
 )
 
@@ -60,14 +65,7 @@ SNAPSHOTS_SCHEMA = T.StructType(
         T.StructField("last_contained_timestamp", T.LongType()),
         T.StructField("batch_leader_epoch", T.IntegerType()),
         T.StructField("timestamp", T.LongType()),
-        T.StructField("is_control", T.BooleanType()),
-        T.StructField("control_type", T.StringType()),
-        T.StructField("type", T.StringType()),
-        T.StructField("api_key", T.IntegerType()),
-        T.StructField("version", T.IntegerType()),
-        T.StructField("payload", T.StringType()),
-        T.StructField("raw", T.BinaryType()),
-        T.StructField("source_file", T.StringType()),
+        *_RECORD_FIELDS,
     ]
 )
 
