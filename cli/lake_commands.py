@@ -22,14 +22,21 @@ if TYPE_CHECKING:
 
 @app.command()
 @handles_errors
-def check(lake_location: LakeOpt, as_json: JsonOpt = False) -> None:
+def check(
+    lake_location: LakeOpt,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Run only these checks (tables, ingests, offsets, typed, snapshots, versions)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Verify a lake: every committed table readable (every file), the ingest chain linear, offsets
     contiguous, typed tables consistent with records, snapshots whole, the temporal image's version chains
     sound and equal to a replay at the log's start, middle and end. Exit code 1 if anything is wrong."""
     import image.lake_check  # noqa: F401 — registers the temporal image's check
     from metadata.check import check_lake
 
-    report = check_lake(lake(lake_location))
+    report = check_lake(lake(lake_location), only)
     if as_json:
         print_json(report)
     else:

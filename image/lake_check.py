@@ -4,13 +4,17 @@ sampled offsets equal a sequential replay of the stored records to those offsets
 
 from __future__ import annotations
 
-from pyspark.sql import Column, Window
+import functools
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from image.lake_source import ArrowSource
 from image.sources import reference_image
 from image.spark.source import SparkSource
-from image.temporal import image_at
+from image.temporal import TemporalSource, image_at
 from metadata.check import CheckContext, Findings, lake_check, listed, readable
+from metadata.lake_files import LakeFiles, reachable
 from metadata.version_tables import PART_KEYS, PART_TABLES
 
 
@@ -19,6 +23,15 @@ def _key(name: str) -> Column:
     if name == "entity":
         return F.to_json(F.array_sort(F.map_entries(F.col(name))))
     return F.col(name)
+
+
+def _source(ctx: CheckContext) -> TemporalSource:
+    """The checked state's reader: in process for a lake on a local path (as the read commands), else Spark."""
+    if reachable(ctx.lake.uri):
+        files = LakeFiles(ctx.lake.uri)
+        if files.state().seq == ctx.state.seq:
+            return ArrowSource(files)
+    return SparkSource(ctx.lake, ctx.state)
 
 
 @lake_check("versions")
@@ -34,35 +47,42 @@ def check_versions(ctx: CheckContext) -> Findings:
                 "ingest anything (even the same sources again) to build it"
             )
         return found
-    bad = []
+    chains = []
     for part, table in tables.items():
         if not readable(ctx, table, found):
             continue
         keys = [_key(k) for k in PART_KEYS[part]]
         chain = Window.partitionBy(*keys).orderBy("from_offset")
-        rows = (
+        chains.append(
             ctx.table(table)
             .withColumn("_next", F.lead("from_offset").over(chain))
             .where(
                 (F.col("to_offset").isNotNull() & (F.col("to_offset") <= F.col("from_offset")))
                 | (F.col("_next").isNotNull() & (F.col("to_offset").isNull() | (F.col("to_offset") > F.col("_next"))))
             )
-            .select("from_offset", "to_offset", "_next")
-            .orderBy("from_offset")
-            .limit(3)
+            .select(F.lit(table).alias("table"), "from_offset", "to_offset", "_next")
+        )
+    rows = []
+    if chains:  # every table in one job: the first three problems of each
+        first = Window.partitionBy("table").orderBy("from_offset")
+        union = functools.reduce(DataFrame.unionByName, chains)
+        rows = (
+            union.withColumn("_n", F.row_number().over(first))
+            .where("_n <= 3")
+            .orderBy("table", "from_offset")
             .collect()
         )
-        bad += [
-            f"{table}: a version from offset {r['from_offset']} to {r['to_offset']} overlaps the next "
-            f"(from {r['_next']})"
-            if r["_next"] is not None
-            else f"{table}: a version ends (offset {r['to_offset']}) before it begins ({r['from_offset']})"
-            for r in rows
-        ]
+    bad = [
+        f"{r['table']}: a version from offset {r['from_offset']} to {r['to_offset']} overlaps the next "
+        f"(from {r['_next']})"
+        if r["_next"] is not None
+        else f"{r['table']}: a version ends (offset {r['to_offset']}) before it begins ({r['from_offset']})"
+        for r in rows
+    ]
     found.problems += listed(bad, "version chain problems")
     if bad or not all(t in ctx.readable for t in tables.values()):
         return found
-    source = SparkSource(ctx.lake, ctx.state)
+    source = _source(ctx)
     bounds = source.bounds()
     if bounds is None:
         return found

@@ -7,14 +7,19 @@ registration order; a check whose tables could not be read says so instead of fa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from metadata.lake import INGESTS, LEASE, Lake, LakeError, LakeState, explain, table_schemas
+from metadata.lake import INGESTS, LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
+from metadata.lake_files import LakeFiles, reachable
 from metadata.tables import TYPED_TABLES
 
 _SHOWN = 5  # problems of one kind listed one by one; the rest are counted
@@ -88,16 +93,29 @@ def check_tables(ctx: CheckContext) -> Findings:
     found = Findings()
     lake, state = ctx.lake, ctx.state
     latest = lake.current_versions(list(dict.fromkeys([*table_schemas(), *state.versions, LEASE])))
+    files = LakeFiles(lake.uri) if reachable(lake.uri) else None
+    if files is not None and files.state().seq == state.seq:  # a local lake: read in process, as the read commands do
+        for name, version in sorted(state.versions.items()):
+            try:
+                files.read(name)
+            except Exception as exc:  # noqa: BLE001 — every failure is a finding
+                found.problems.append(str(exc) if isinstance(exc, LakeDamaged) else _failure(exc, lake, name, version))
+                continue
+            ctx.readable.add(name)
+    else:
+        try:  # every table in one Spark job; when one fails, each alone to name it
+            fingerprints(lake, state, sorted(state.versions))
+            ctx.readable.update(state.versions)
+        except Exception:  # noqa: BLE001 — the loop below names the failures
+            for name, version in sorted(state.versions.items()):
+                try:
+                    fingerprints(lake, state, [name])
+                except Exception as exc:  # noqa: BLE001 — every failure is a finding
+                    found.problems.append(_failure(exc, lake, name, version))
+                    continue
+                ctx.readable.add(name)
     for name, version in sorted(state.versions.items()):
-        try:
-            # every row and column decoded (a noop write would be simpler, but Delta refuses it on a table
-            # with deletion vectors read at a pinned version)
-            ctx.table(name).select(F.max(F.xxhash64(F.to_json(F.struct("*"))))).collect()
-        except Exception as exc:  # noqa: BLE001 — every failure is a finding
-            found.problems.append(_failure(exc, lake, name, version))
-            continue
-        ctx.readable.add(name)
-        if (current := latest.get(name)) is not None and current > version:
+        if name in ctx.readable and (current := latest.get(name)) is not None and current > version:
             found.notes.append(
                 f"table {name}: versions {version + 1}–{current} are not committed (an interrupted "
                 "writer's, or one in progress; the next ingest undoes leftovers)"
@@ -244,38 +262,58 @@ def check_snapshots(ctx: CheckContext) -> Findings:
     return found
 
 
+def fingerprints(lake: Lake, state: LakeState, names: list[str]) -> dict[str, tuple[int, Decimal]]:
+    """Per table of ``names`` (read at ``state``): its row count and the sum of its rows' hashes (every row and
+    column decoded), all in one Spark job; equal multisets of rows give equal fingerprints. A table with no
+    rows is absent. (A noop write would read as completely, but Delta refuses it on a table with deletion
+    vectors read at a pinned version; a sum of 64-bit hashes needs a decimal: a long overflows under ANSI.)"""
+    if not names:
+        return {}
+    frames = [
+        lake.table(n, state).select(
+            F.lit(n).alias("t"), F.xxhash64(F.to_json(F.struct("*"))).cast("decimal(38,0)").alias("h")
+        )
+        for n in names
+    ]
+    union = functools.reduce(DataFrame.unionByName, frames)
+    rows = union.groupBy("t").agg(F.count(F.lit(1)).alias("n"), F.sum("h").alias("s")).collect()
+    return {r["t"]: (r["n"], r["s"]) for r in rows}
+
+
 def lake_differences(lake: Lake, reference: Lake) -> list[str]:
     """How the committed state of ``lake`` differs from ``reference``'s, table by table and row by row
     (rows as multisets; a table one lake lacks counts as empty: a lake built in pieces may hold a table
     whose rows a later ingest rewound); empty when they hold the same. (How concurrent ingests are
-    checked against one sequential ingest of what they ingested.)"""
-    state, expected = lake.state(), reference.state()
+    checked against one sequential ingest of what they ingested; both lakes on local paths, read in process.)"""
+    mine, theirs = LakeFiles(lake.uri), LakeFiles(reference.uri)
+    state, expected = mine.state(), theirs.state()
     found = []
     if state.high_water_mark != expected.high_water_mark:
         found.append(f"high-water mark {state.high_water_mark}, expected {expected.high_water_mark}")
     for name in sorted(set(state.versions) | set(expected.versions)):
-        if name not in state.versions or name not in expected.versions:
-            present, where = (
-                (lake.table(name, state), "only here")
-                if name in state.versions
-                else (reference.table(name, expected), "only in the reference")
-            )
-            if (n := present.count()) > 0:
-                found.append(f"table {name} ({where}) holds {n} rows")
-            continue
-        # rows as JSON text: set operations refuse map columns (a client quota's entity)
         a, b = (
-            t.select(F.to_json(F.struct("*")).alias("row"))
-            for t in (lake.table(name, state), reference.table(name, expected))
+            _rows(files, name) if name in s.versions else Counter() for files, s in ((mine, state), (theirs, expected))
         )
-        extra, missing = a.exceptAll(b).count(), b.exceptAll(a).count()
-        if extra or missing:
-            found.append(f"table {name}: {extra} rows more, {missing} rows fewer than expected")
+        if name not in state.versions or name not in expected.versions:
+            present, where = (a, "only here") if name in state.versions else (b, "only in the reference")
+            if present:
+                found.append(f"table {name} ({where}) holds {present.total()} rows")
+        elif a != b:
+            found.append(f"table {name}: {(a - b).total()} rows more, {(b - a).total()} rows fewer than expected")
     return found
 
 
-def check_lake(lake: Lake) -> CheckReport:
-    """Run every registered check on the committed state of ``lake``."""
+def _rows(files: LakeFiles, name: str) -> Counter[str]:
+    """The rows of a table as a multiset of JSON texts."""
+    return Counter(json.dumps(r, sort_keys=True, default=str) for r in files.read(name).to_pylist())
+
+
+def check_lake(lake: Lake, only: Sequence[str] | None = None) -> CheckReport:
+    """Run every registered check (``only``: those named, in registration order; ``tables`` always runs
+    first, as the others read only the tables it read completely) on the committed state of ``lake``."""
+    unknown = sorted(set(only or ()) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"no check named {', '.join(unknown)} (checks: {', '.join(CHECKS)})")
     try:
         state = lake.state()
     except LakeError as exc:
@@ -291,6 +329,8 @@ def check_lake(lake: Lake) -> CheckReport:
     ctx = CheckContext(lake, state)
     results = []
     for name, fn in CHECKS.items():
+        if only and name not in only and name != "tables":
+            continue
         try:
             found = fn(ctx)
         except Exception as exc:  # noqa: BLE001 — a check that cannot run is a finding

@@ -551,10 +551,8 @@ class LakeTransaction:
         only those holding more data files than that. Returns the tables compacted."""
         done = []
         for name in names:
-            if at_files is not None:
-                detail = self.lake.spark.sql(f"DESCRIBE DETAIL {sql_table(self.lake.path(name))}").first()
-                if detail is None or detail["numFiles"] <= at_files:
-                    continue
+            if at_files is not None and self.lake.data_files(name) <= at_files:
+                continue
             (compactors or {}).get(name, optimize_table)(self, name)
             done.append(name)
         return done
@@ -761,6 +759,22 @@ class Lake:
     def current_version(self, name: str) -> int | None:
         """Latest Delta version of table ``name``; None if there is none."""
         return self.current_versions([name])[name]
+
+    def data_files(self, name: str) -> int:
+        """How many data files the newest version of table ``name`` holds (0: no table). A lake on a local
+        path asks delta-rs (milliseconds); elsewhere Delta's ``DESCRIBE DETAIL`` (a Spark job)."""
+        from metadata.lake_files import reachable
+
+        if reachable(self.uri):
+            from deltalake import DeltaTable
+            from deltalake.exceptions import TableNotFoundError
+
+            try:
+                return len(DeltaTable(self.path(name)).file_uris())
+            except TableNotFoundError:
+                return 0
+        detail = self.spark.sql(f"DESCRIBE DETAIL {sql_table(self.path(name))}").first()
+        return 0 if detail is None else detail["numFiles"]
 
     def current_versions(self, names: Sequence[str]) -> dict[str, int | None]:
         """Latest Delta version of each of the tables ``names`` (:func:`delta_versions`)."""

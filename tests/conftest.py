@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("KRAFT_REPLAY_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("KRAFT_REPLAY_DRIVER_MEMORY", "2g")
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +23,18 @@ def spark():
     session = get_spark("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_lake(spark, tmp_path_factory):
+    """The lake of one ingest of the data sample and that ingest's report, shared by the test modules that
+    only read it (a re-ingest of the same sample, which adds nothing, is allowed)."""
+    from image.ingest import ingest
+    from metadata.lake import Lake
+
+    location = str(tmp_path_factory.mktemp("lake") / "sample")
+    report = ingest([str(SAMPLE)], location, spark=spark, progress=False)
+    return Lake(location, spark), report
 
 
 # ---------------------------------------------------------------------------- real-Kafka test count

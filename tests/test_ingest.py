@@ -24,13 +24,6 @@ KAFKA_BASIC = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "basic"
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def sample_lake(spark, tmp_path_factory):
-    location = str(tmp_path_factory.mktemp("lake") / "sample")
-    report = ingest([str(SAMPLE)], location, spark=spark, progress=False)
-    return Lake(location, spark), report
-
-
 def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
     lake, report = sample_lake
     info = log_info(lake)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -44,11 +45,24 @@ LEASE_SECONDS = 45  # a killed process blocks the next writer this long
 
 
 @pytest.fixture(scope="module")
-def reference(spark, tmp_path_factory) -> Lake:
+def reference(sample_lake) -> Lake:
     """One sequential ingest of the whole sample: what every lake below must equal."""
-    location = str(tmp_path_factory.mktemp("reference") / "lake")
-    ingest([str(SAMPLE)], location, spark=spark, progress=False)
-    return Lake(location, spark)
+    return sample_lake[0]
+
+
+@pytest.fixture(scope="module")
+def first_segment(spark, tmp_path_factory) -> Path:
+    """A lake of the sample's first segment, built once; tests take copies (:func:`lake_of_first_segment`)."""
+    location = tmp_path_factory.mktemp("first") / "lake"
+    ingest([str(SEGMENTS[0])], str(location), spark=spark, progress=False)
+    return location
+
+
+@pytest.fixture
+def lake_of_first_segment(first_segment, tmp_path) -> str:
+    """A copy of the lake of the first segment, for one test to change."""
+    shutil.copytree(first_segment, tmp_path / "lake")
+    return str(tmp_path / "lake")
 
 
 def assert_same_lake(lake: Lake, reference: Lake) -> None:
@@ -97,11 +111,10 @@ def test_concurrent_ingests_into_a_new_lake_add_every_record_once(reference, spa
     assert_same_lake(Lake(location, spark), reference)
 
 
-def test_concurrent_ingests_into_an_existing_lake(reference, spark, tmp_path):
+def test_concurrent_ingests_into_an_existing_lake(reference, spark, lake_of_first_segment):
     """The issue's case: a lake holding the first segment; the rest of the log, the snapshot (started 3 s later)
     and the rest again, all at once."""
-    location = str(tmp_path / "lake")
-    ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
+    location = lake_of_first_segment
     first = Lake(location, spark).state()
     procs = [start(SEGMENTS[1:], location)]
     time.sleep(3)
@@ -120,12 +133,13 @@ def test_concurrent_ingests_into_an_existing_lake(reference, spark, tmp_path):
         pytest.param("lease", marks=pytest.mark.slow),
         pytest.param("write", marks=pytest.mark.slow),
         "written",
-        "committed",
+        pytest.param("committed", marks=pytest.mark.slow),
     ],
 )
-def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs(reference, spark, tmp_path, step):
-    location = str(tmp_path / "lake")
-    ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
+def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs(
+    reference, spark, lake_of_first_segment, step
+):
+    location = lake_of_first_segment
     lake = Lake(location, spark)
     before = lake.state()
     code, _, stderr = finish(start([SAMPLE], location, fault=f"kill@{step}"))
@@ -159,10 +173,9 @@ def test_a_killed_ingest_beside_a_live_one(reference, spark, tmp_path):
     assert_same_lake(Lake(location, spark), reference)
 
 
-def test_the_ingests_commit_is_a_compare_and_set_on_the_seq(spark, tmp_path):
+def test_the_ingests_commit_is_a_compare_and_set_on_the_seq(spark, lake_of_first_segment):
     """Two transactions on the same committed state: the second commit of seq N+1 is refused by Delta itself."""
-    location = str(tmp_path / "lake")
-    ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
+    location = lake_of_first_segment
     lake = Lake(location, spark)
     base = lake.state()
     first, second = (LakeTransaction(lake, run, _LeaseKeeper(lake, run, None), ()) for run in ("a" * 32, "b" * 32))
@@ -174,9 +187,8 @@ def test_the_ingests_commit_is_a_compare_and_set_on_the_seq(spark, tmp_path):
     assert [r["run_id"] for r in rows] == ["a" * 32]
 
 
-def test_a_held_lease_makes_a_writer_wait_then_give_up_with_one_line(spark, tmp_path):
-    location = str(tmp_path / "lake")
-    ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
+def test_a_held_lease_makes_a_writer_wait_then_give_up_with_one_line(spark, lake_of_first_segment):
+    location = lake_of_first_segment
     lake = Lake(location, spark)
     before = lake.state()
     other = _LeaseKeeper(lake, "other-run", None)
@@ -196,11 +208,10 @@ def test_a_held_lease_makes_a_writer_wait_then_give_up_with_one_line(spark, tmp_
     assert ingest([str(SEGMENTS[1])], location, spark=spark, progress=False, wait=2).seq == before.seq + 1
 
 
-def test_a_foreign_commit_during_a_transaction_is_detected_and_the_attempt_retried(spark, tmp_path):
+def test_a_foreign_commit_during_a_transaction_is_detected_and_the_attempt_retried(spark, lake_of_first_segment):
     """Another writer appends to records between this transaction's write and its commit (as a writer whose lease
     expired might): the proof from the Delta log fails, the writes are undone, the body runs again."""
-    location = str(tmp_path / "lake")
-    ingest([str(SEGMENTS[0])], location, spark=spark, progress=False)
+    location = lake_of_first_segment
     lake = Lake(location, spark)
     base = lake.state()
     mine = lake.table("records", base).limit(3).withColumn("offset", F.col("offset") + 10_000_000)
@@ -227,11 +238,9 @@ def test_a_foreign_commit_during_a_transaction_is_detected_and_the_attempt_retri
     assert ops == ["WRITE", "WRITE", "RESTORE", "WRITE"]  # attempt 1, the foreign append, recovery, attempt 2
 
 
-def test_optimize_is_a_transaction_and_readers_of_older_versions_still_read(reference, spark, tmp_path):
-    location = str(tmp_path / "lake")
-    for segment in SEGMENTS:  # several files per table
-        ingest([str(segment)], location, spark=spark, progress=False)
-    ingest([str(SAMPLE)], location, spark=spark, progress=False)
+def test_optimize_is_a_transaction_and_readers_of_older_versions_still_read(reference, spark, lake_of_first_segment):
+    location = lake_of_first_segment
+    ingest([str(SAMPLE)], location, spark=spark, progress=False)  # two files or more per table
     lake = Lake(location, spark)
     old = lake.state()
     pinned = lake.table("records", old)
@@ -251,12 +260,11 @@ def test_optimize_is_a_transaction_and_readers_of_older_versions_still_read(refe
     assert_same_lake(lake, reference)
 
 
-def test_a_compaction_outside_kraft_replay_is_kept_not_undone(reference, spark, tmp_path):
+def test_a_compaction_outside_kraft_replay_is_kept_not_undone(reference, spark, lake_of_first_segment):
     """An OPTIMIZE run on a table directly (not committed in _ingests) changes no row: the next ingest builds on it
     instead of restoring the table to its committed version."""
-    location = str(tmp_path / "lake")
-    for segment in SEGMENTS[:2]:
-        ingest([str(segment)], location, spark=spark, progress=False)
+    location = lake_of_first_segment
+    ingest([str(SEGMENTS[1])], location, spark=spark, progress=False)
     lake = Lake(location, spark)
     spark.sql(f"OPTIMIZE delta.`{lake.path('records')}`").collect()
     ingest([str(SAMPLE)], location, spark=spark, progress=False)

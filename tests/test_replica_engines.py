@@ -86,7 +86,12 @@ def as_json(value: Any) -> str:
     return json.dumps(value, indent=2)
 
 
-@pytest.mark.parametrize("name", list(LOGS))
+DEFAULT_TIER = {"crafted", "coordinators", "4.1.1/reassign", "4.1.1/retention"}
+"""The logs compared in the default run (each costs a lake and a Spark pass per window on 2 cores); the others
+run in the slow tier (``-m slow``)."""
+
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in LOGS])
 def test_in_process_plans_and_requests_equal_spark_for_every_broker(spark, tmp_path: Path, name: str) -> None:
     write, first, last = LOGS[name]
     path = write(tmp_path)
@@ -124,4 +129,5 @@ def test_in_process_plans_and_requests_equal_spark_for_every_broker(spark, tmp_p
                 start, one_delta, end, controller_epoch=2, broker=broker
             ), where
         delta.changes.unpersist()
-    assert {"make-leader", "make-follower", "remove-fetcher"} <= seen, name
+    if records[0].offset == 0:  # (a log cut by retention starts at its snapshot: its windows may hold no move)
+        assert {"make-leader", "make-follower", "remove-fetcher"} <= seen, name

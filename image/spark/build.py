@@ -31,6 +31,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -629,15 +630,18 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
             written.append(table)
     staged = [("versions", PART_TABLES[p], _VERSION_SCHEMAS[p]) for p in PART_KEYS]
     staged += [("rows", REJECTIONS, REJECTIONS_SCHEMA), ("rows", PROVENANCE, PROVENANCE_SCHEMA)]
+    appends = []
     for kind, table, schema in staged:
         directory = os.path.join(staging, kind, table)
         if os.path.isdir(directory):
             frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
             if kind == "versions":
                 frame = point_read_layout(frame, _staged_rows(directory))
-            txn.write(table, frame, create=table not in state.versions)
-            written.append(table)
-    return written
+            appends.append((table, frame))
+    # small appends, mostly driver-side Delta work: four at a time (as the ingest's typed tables)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda a: txn.write(a[0], a[1], create=a[0] not in state.versions), appends))
+    return written + [table for table, _ in appends]
 
 
 def compact_versions(txn: LakeTransaction, table: str) -> None:
