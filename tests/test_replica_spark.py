@@ -222,16 +222,19 @@ def test_hand_made_apply_plans_and_requests_on_spark_equal_in_process(spark, nam
     log, a, b = make()
     delta = memory_delta(spark, log.records, a, b, lenient=lenient)
     images = delta_between(log.records, a, b, lenient=lenient)
+    delta.changes.persist()  # one computation for every plan and request below
     for options in PLAN_OPTIONS:
-        frame = apply_plan(delta, **options)
+        frame = apply_plan(delta, **options).persist()  # and one per plan for each broker's rows
         expected = apply_plan_rows(*images, **options)
         assert json.dumps(spark_rows(frame)) == json.dumps(expected), options
         for broker in {r["broker"] for r in expected}:
             assert plan_rows(frame, broker) == [r for r in expected if r["broker"] == broker]
+        frame.unpersist()
     for broker in (None, 1, 4):
         assert json.dumps(leader_and_isr_json(delta, controller_epoch=3, broker=broker)) == json.dumps(
             leader_and_isr_doc(*images, controller_epoch=3, broker=broker)
         ), broker
+    delta.changes.unpersist()
 
 
 def test_misplaced_transaction_markers_are_skipped_like_the_reference(spark) -> None:
