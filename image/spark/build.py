@@ -48,6 +48,8 @@ from image.image import MetadataImage
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
 from image.sharding import EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key, row_route_key_sql
+from image.spark.source import SparkSource
+from image.temporal import restart_point
 from image.versions import Rejection, Span, VersionRecorder
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
@@ -699,32 +701,6 @@ def _staged_rows(directory: str) -> int:
     )
 
 
-def restart_point(lake: Lake, state: LakeState, offset: int) -> int:
-    """Where a replay must start to recompute the temporal image from ``offset`` on: the start of the
-    batch holding ``offset`` (a delta boundary), or the BeginTransactionRecord of a metadata transaction
-    open there (the replay then sees the whole transaction)."""
-    records = lake.table("records", state)
-    holder = (
-        records.where((F.col("offset") <= offset) & (F.col("batch_last_offset") >= offset))
-        .select("batch_base_offset")
-        .limit(1)
-        .collect()
-    )
-    restart = min(offset, holder[0][0]) if holder else offset
-    if PROVENANCE in state.versions:
-        spans = (
-            lake.table(PROVENANCE, state)
-            .where(
-                (F.col("from_offset") <= restart - 1) & (F.col("to_offset").isNull() | (F.col("to_offset") >= restart))
-            )
-            .select(F.min("from_offset"))
-            .first()[0]
-        )
-        if spans is not None:
-            restart = spans
-    return restart
-
-
 def maintain_versions(change: LakeChange) -> None:
     """The ingest's :data:`~metadata.ingest.Derive` step: bring the temporal image up to the records
     just written, inside the ingest's transaction. A lake without versions gets them built from the
@@ -744,7 +720,7 @@ def maintain_versions(change: LakeChange) -> None:
         starts.append(change.first_added)
     if not starts:
         return
-    restart = restart_point(lake, after, min(starts))
+    restart = restart_point(SparkSource(lake, after), min(starts))  # the one rule, read on Spark
     # versions may reach past the records' high-water mark (a snapshot ending beyond the log): always look
     if rewind(txn, after, restart):
         after = txn.state()  # later steps read the tables as rewound
