@@ -57,6 +57,17 @@ def run(*args: Any) -> Result:
     return runner.invoke(app, [str(a) for a in args])
 
 
+_ON_SPARK: dict[tuple[str, ...], Result] = {}
+
+
+def on_spark(*args: Any) -> Result:
+    """``run("--reader", "spark", *args)``, once per ``args`` in this module (the lakes it reads do not change)."""
+    key = tuple(map(str, args))
+    if key not in _ON_SPARK:
+        _ON_SPARK[key] = run("--reader", "spark", *key)
+    return _ON_SPARK[key]
+
+
 def ok_json(*args: Any) -> Any:
     res = run(*args, "--json")
     assert res.exit_code == 0, res.output
@@ -147,7 +158,7 @@ READS = [
 def test_every_read_command_gives_the_same_json_in_process_and_on_spark(log, command):
     """Byte for byte: the lake read with pyarrow (no JVM) and on Spark."""
     arrow = run("--reader", "arrow", *command, "--lake", log.lake, "--json")
-    spark = run("--reader", "spark", *command, "--lake", log.lake, "--json")
+    spark = on_spark(*command, "--lake", log.lake, "--json")
     assert arrow.exit_code == 0, arrow.output
     assert spark.exit_code == 0, spark.output
     assert arrow.stdout == spark.stdout
@@ -292,9 +303,9 @@ def test_every_read_command_runs_without_java(log, tmp_path):
     results = json.loads(proc.stdout.splitlines()[-1])
     for args, result in zip(commands, results):
         assert result["code"] == 0, (args, result["stderr"])
-        spark_args = ["--reader", "spark", *[a if a != log_dir else log.lake for a in args]]
+        spark_args = [a if a != log_dir else log.lake for a in args]
         if "--log" in args:
             spark_args[spark_args.index("--log")] = "--lake"
-        expected = run(*spark_args)
+        expected = on_spark(*spark_args)
         assert expected.exit_code == 0, expected.output
         assert result["stdout"] == expected.stdout, args
