@@ -12,9 +12,8 @@ from pyspark.sql import functions as F
 from image.lake_source import ArrowSource
 from image.sources import reference_image
 from image.spark.source import SparkSource
-from image.temporal import TemporalSource, image_at
+from image.temporal import image_at
 from metadata.check import CheckContext, Findings, lake_check, listed, readable
-from metadata.lake_files import LakeFiles, reachable
 from metadata.version_tables import PART_KEYS, PART_TABLES
 
 
@@ -23,15 +22,6 @@ def _key(name: str) -> Column:
     if name == "entity":
         return F.to_json(F.array_sort(F.map_entries(F.col(name))))
     return F.col(name)
-
-
-def _source(ctx: CheckContext) -> TemporalSource:
-    """The checked state's reader: in process for a lake on a local path (as the read commands), else Spark."""
-    if reachable(ctx.lake.uri):
-        files = LakeFiles(ctx.lake.uri)
-        if files.state().seq == ctx.state.seq:
-            return ArrowSource(files)
-    return SparkSource(ctx.lake, ctx.state)
 
 
 @lake_check("versions")
@@ -82,7 +72,7 @@ def check_versions(ctx: CheckContext) -> Findings:
     found.problems += listed(bad, "version chain problems")
     if bad or not all(t in ctx.readable for t in tables.values()):
         return found
-    source = _source(ctx)
+    source = ArrowSource(ctx.files) if ctx.files is not None else SparkSource(ctx.lake, ctx.state)
     bounds = source.bounds()
     if bounds is None:
         return found

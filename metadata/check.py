@@ -7,12 +7,11 @@ registration order; a check whose tables could not be read says so instead of fa
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from functools import cached_property
 
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, Window
@@ -50,6 +49,15 @@ class CheckContext:
 
     def table(self, name: str) -> DataFrame:
         return self.lake.table(name, self.state)
+
+    @cached_property
+    def files(self) -> LakeFiles | None:
+        """The checked state read in process (delta-rs and pyarrow, as the read commands read it): a lake on a
+        local path whose committed state is still the checked one; else None (read on Spark)."""
+        if not reachable(self.lake.uri):
+            return None
+        files = LakeFiles(self.lake.uri)
+        return files if files.state().seq == self.state.seq else None
 
 
 @dataclass
@@ -93,27 +101,16 @@ def check_tables(ctx: CheckContext) -> Findings:
     found = Findings()
     lake, state = ctx.lake, ctx.state
     latest = lake.current_versions(list(dict.fromkeys([*table_schemas(), *state.versions, LEASE])))
-    files = LakeFiles(lake.uri) if reachable(lake.uri) else None
-    if files is not None and files.state().seq == state.seq:  # a local lake: read in process, as the read commands do
-        for name, version in sorted(state.versions.items()):
-            try:
-                files.read(name)
-            except Exception as exc:  # noqa: BLE001 — every failure is a finding
-                found.problems.append(str(exc) if isinstance(exc, LakeDamaged) else _failure(exc, lake, name, version))
-                continue
-            ctx.readable.add(name)
-    else:
-        try:  # every table in one Spark job; when one fails, each alone to name it
-            fingerprints(lake, state, sorted(state.versions))
-            ctx.readable.update(state.versions)
-        except Exception:  # noqa: BLE001 — the loop below names the failures
-            for name, version in sorted(state.versions.items()):
-                try:
-                    fingerprints(lake, state, [name])
-                except Exception as exc:  # noqa: BLE001 — every failure is a finding
-                    found.problems.append(_failure(exc, lake, name, version))
-                    continue
-                ctx.readable.add(name)
+    for name, version in sorted(state.versions.items()):
+        try:
+            if ctx.files is not None:  # every file, every column, in process
+                ctx.files.read(name)
+            else:  # every row and column decoded (Delta refuses a noop write of a DV table at a pinned version)
+                ctx.table(name).select(F.max(F.xxhash64(F.to_json(F.struct("*"))))).collect()
+        except Exception as exc:  # noqa: BLE001 — every failure is a finding
+            found.problems.append(str(exc) if isinstance(exc, LakeDamaged) else _failure(exc, lake, name, version))
+            continue
+        ctx.readable.add(name)
     for name, version in sorted(state.versions.items()):
         if name in ctx.readable and (current := latest.get(name)) is not None and current > version:
             found.notes.append(
@@ -260,24 +257,6 @@ def check_snapshots(ctx: CheckContext) -> Findings:
             bad.append(f"{name}: no SNAPSHOT_FOOTER at its last position")
     found.problems += listed(bad, "snapshot problems")
     return found
-
-
-def fingerprints(lake: Lake, state: LakeState, names: list[str]) -> dict[str, tuple[int, Decimal]]:
-    """Per table of ``names`` (read at ``state``): its row count and the sum of its rows' hashes (every row and
-    column decoded), all in one Spark job; equal multisets of rows give equal fingerprints. A table with no
-    rows is absent. (A noop write would read as completely, but Delta refuses it on a table with deletion
-    vectors read at a pinned version; a sum of 64-bit hashes needs a decimal: a long overflows under ANSI.)"""
-    if not names:
-        return {}
-    frames = [
-        lake.table(n, state).select(
-            F.lit(n).alias("t"), F.xxhash64(F.to_json(F.struct("*"))).cast("decimal(38,0)").alias("h")
-        )
-        for n in names
-    ]
-    union = functools.reduce(DataFrame.unionByName, frames)
-    rows = union.groupBy("t").agg(F.count(F.lit(1)).alias("n"), F.sum("h").alias("s")).collect()
-    return {r["t"]: (r["n"], r["s"]) for r in rows}
 
 
 def lake_differences(lake: Lake, reference: Lake) -> list[str]:
