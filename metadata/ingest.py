@@ -48,8 +48,8 @@ class IngestError(RuntimeError):
 class LakeChange(BaseModel):
     """What an ingest is changing, for what is derived from the records (the temporal image) inside the
     same lake transaction: the transaction (its committed base, and where derived tables are written),
-    the state with the records written so far, the lowest offset added, the snapshots added, and a
-    staging directory of this attempt."""
+    the state with the records written so far (and their high-water mark), the lowest offset added, the
+    snapshots added, and a staging directory of this attempt."""
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -231,11 +231,12 @@ def ingest(
 
         def body(txn: LakeTransaction) -> Commit:
             added, snap_added, snapshots, first_added, new_ids = _write(txn, log, staged, stats, by_type, snapshot_ids)
+            hwm = max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
             if derive is not None:
                 derive(
                     LakeChange(
                         txn=txn,
-                        after=txn.state(),
+                        after=txn.state().model_copy(update={"high_water_mark": hwm}),
                         first_added=first_added,
                         snapshots_added=new_ids,
                         staging=os.path.join(staging, f"derived-{txn.attempt}"),
@@ -246,7 +247,7 @@ def ingest(
                 added=added,
                 snap_added=snap_added,
                 snapshots=snapshots,
-                hwm=max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1),
+                hwm=hwm,
             )
             return Commit(
                 inputs=[os.path.abspath(p) for p in paths],

@@ -64,9 +64,13 @@ def reachable(location: str) -> bool:
 class LakeFiles:
     """A lake's tables at its committed state, read with delta-rs and pyarrow."""
 
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, state: LakeState | None = None) -> None:
+        """``state``: read the tables at the versions it names (e.g. an ingest's, before it commits)
+        instead of the newest ``_ingests`` row's."""
         self.uri = lake_uri(location)
         self._files: dict[str, tuple[list[DataFile], dict[str, list[bool]]]] = {}
+        if state is not None:
+            self._state = state
 
     def path(self, name: str) -> str:
         return f"{self.uri}/{name}"

@@ -62,6 +62,15 @@ def temporal_tables(lake: Lake) -> dict[str, list[str]]:
     return {t: sorted(repr(sorted(r.items())) for r in files.read(t).to_pylist()) for t in TABLES}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def sharded_builds():
+    """This module's ingests build on Spark, sharded (small logs would otherwise build on the driver,
+    which the shard-invariance and piece-by-piece tests compare with it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KRAFT_REPLAY_BUILD", "spark")
+        yield
+
+
 @pytest.fixture(scope="module")
 def crafted(spark, tmp_path_factory) -> tuple[Lake, Path]:
     root = tmp_path_factory.mktemp("crafted")
@@ -137,16 +146,22 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
         report, _ = build_versions(lake, state, shards=shards, seed=seed, staging=root)
         assert report.shards == shards
         results.append(staged(root))
+    report, _ = build_versions(lake, state, place="driver", staging=str(tmp_path / "driver"))
+    assert report.shards == 1
+    results.append(staged(str(tmp_path / "driver")))
     assert all(r == results[0] for r in results[1:])
     assert results[0]["versions/image_partitions"]
 
 
+@pytest.mark.parametrize("place", ["spark", "driver"])
 def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
-    spark, tmp_path: Path, crafted: tuple[Lake, Path], generated: tuple[Lake, Path]
+    spark, tmp_path: Path, crafted: tuple[Lake, Path], generated: tuple[Lake, Path], place: str, monkeypatch
 ) -> None:
     """Each ingest continues the temporal image from where the last one stopped — for the crafted log once
     inside a metadata transaction (a segment ends at 47, between its Begin and End); the generated log in
-    three ingests, its snapshot alone in the second."""
+    three ingests, its snapshot alone in the second — built sharded on Spark or on the driver, both equal to
+    one sharded build of the whole log."""
+    monkeypatch.setenv("KRAFT_REPLAY_BUILD", place)
     for whole, path in (crafted, generated):
         pieces = [[p] for p in sorted(p for p in path.iterdir() if p.suffix in (".log", ".checkpoint"))]
         if whole is generated[0]:
