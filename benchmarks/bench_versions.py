@@ -10,8 +10,9 @@ one topic taking the churn, and ``txn-N``, every topic creation a metadata trans
 * **records lake** — the log ingested once without the temporal image (cached under the data directory);
 * **build** — :func:`image.spark.build.build_versions` (plan jobs + the one replay pass) and
   :func:`image.spark.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
-  ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: the build is run
-  twice in one session and both are reported); Spark stages and py4j calls of the pass; driver and JVM RSS;
+  ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: the sharded build
+  is run twice in one session and both are reported, then once on the driver — the lake read in process,
+  one recorder); Spark stages and py4j calls of the pass; driver and JVM RSS;
 * **reference** — :func:`image.versions.record_versions`, the same recorder sequentially on the driver, and
   the plain reference replay (:func:`image.replay.replay_to`) on the same records (decoded once, not timed);
 * **kafka** (``--oracle``) — Kafka's own MetadataLoader replay of the log (KraftOracle, ``bench_kafka.py``);
@@ -140,8 +141,9 @@ def _stages(spark, group: str) -> tuple[int, int]:
     return len(jobs), stages
 
 
-def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
-    """One full build of the temporal image of a records lake (in this process's session)."""
+def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
+    """One full build of the temporal image of a records lake (in this process's session), sharded on Spark
+    or (``place="driver"``) as one shard on the driver."""
     import tempfile
 
     from image.spark.build import build_versions, write_versions
@@ -155,7 +157,7 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
     staging = tempfile.mkdtemp(prefix="bench-versions-")
     try:
         with _Py4jCalls() as calls, common.timer() as t_pass:
-            report, _ = build_versions(lake, state, shards=shards, staging=staging)
+            report, _ = build_versions(lake, state, shards=shards, place=place, staging=staging)
         jobs, stages = _stages(spark, group)
         written: list[str] = []
 
@@ -182,11 +184,12 @@ def build_once(lake_dir: str, shards: int | None) -> dict[str, Any]:
 
 
 def child_build(args: argparse.Namespace) -> int:
-    """``--child``: two builds in one fresh session (cold, then warm), printed as JSON."""
+    """``--child``: two sharded builds in one fresh session (cold, then warm), then one on the driver,
+    printed as JSON."""
     os.environ["KRAFT_REPLAY_MASTER"] = f"local[{args.child_cores}]"
     spark, jvm = common.spark_session()
     with common.MemorySampler(jvm) as mem:
-        runs = [build_once(args.child, args.shards) for _ in range(2)]
+        runs = [build_once(args.child, args.shards, place) for place in ("spark", "spark", "driver")]
     print(json.dumps({"runs": runs, **mem.result()}))
     return 0
 
@@ -217,7 +220,7 @@ def build_rows(log: common.BenchLog, lake_dir: str, cores: list[int], shards: in
                 {
                     "log": log.name,
                     "records": log.records,
-                    "engine": f"spark local[{n}]",
+                    "engine": f"spark local[{n}]" if i < 2 else f"driver (local[{n}] session)",
                     "run": ("cold" if i == 0 else "warm"),
                     **run,
                     "rec_per_s": common.per_s(log.records, run["total_s"]),
@@ -316,7 +319,7 @@ def incremental_rows(log: common.BenchLog, data_dir: str, k: int) -> list[dict[s
         {
             "log": log.name,
             "records": log.records,
-            "engine": f"incremental ingest of {k} records",
+            "engine": f"incremental ingest of {k} records (build: {os.environ.get('KRAFT_REPLAY_BUILD', 'auto')})",
             "total_s": t["s"],
             "added": report.records_added,
             "base_ingest_s": t_base["s"],
