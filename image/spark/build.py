@@ -59,7 +59,7 @@ from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
 from metadata.lake_files import LakeFiles, reachable
 from metadata.log import LogRecord, Snapshot
-from metadata.spark import glob_escaped
+from metadata.spark import glob_escaped, is_connect
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
 FLUSH_ROWS = 50_000
@@ -460,9 +460,10 @@ def _report(restart: int, shards: int, summaries: Sequence[Row], started: float)
 
 
 def lake_source(lake: Lake, state: LakeState) -> TemporalSource:
-    """The lake at ``state`` as a temporal source: read in process when the lake is on a local path, else
-    on Spark."""
-    return ArrowSource(LakeFiles(lake.uri, state)) if reachable(lake.uri) else SparkSource(lake, state)
+    """The lake at ``state`` as a temporal source: read in process when the lake is on a local path and this
+    process is Spark's driver, else on Spark (a Spark Connect server may see paths its client does not)."""
+    here = reachable(lake.uri) and not is_connect(lake.spark)
+    return ArrowSource(LakeFiles(lake.uri, state)) if here else SparkSource(lake, state)
 
 
 def _record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | None, staging: str) -> Row:
