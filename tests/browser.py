@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -60,12 +61,14 @@ class Browser:
     def __init__(self, executable: str) -> None:
         import websocket  # websocket-client (test dependency)
 
-        self._profile = tempfile.TemporaryDirectory(prefix="kraft-replay-chromium-")
+        # Chromium's helper processes may still write the profile while it is removed: ignore that
+        self._profile = tempfile.TemporaryDirectory(prefix="kraft-replay-chromium-", ignore_cleanup_errors=True)
         self._process = subprocess.Popen(
             [executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own process group: close() stops the helpers too
         )
         port = self._devtools_port()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
@@ -154,7 +157,10 @@ class Browser:
     def close(self) -> None:
         if getattr(self, "_socket", None) is not None:
             self._socket.close()
-        self._process.kill()
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self._process.wait(timeout=30)
         self._profile.cleanup()
 
