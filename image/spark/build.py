@@ -33,7 +33,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -57,7 +57,7 @@ from image.temporal import TemporalSource, restart_point
 from image.versions import Rejection, Span, VersionRecorder, replay_with_snapshots
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
-from metadata.lake_files import LakeFiles, reachable
+from metadata.lake_files import DataFile, LakeFiles, reachable
 from metadata.log import LogRecord, Snapshot
 from metadata.spark import glob_escaped, is_connect
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
@@ -640,9 +640,10 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
     provenance and rejections from there on are deleted, as writes of the ingest's transaction ``txn``
     (``state``: what it reads). Returns the tables changed."""
     lake, spark = txn.lake, txn.lake.spark
+    maybe = _may_hold_from(lake, state, restart)
     checks = []
     for part, table in PART_TABLES.items():
-        if table in state.versions:
+        if table in maybe:
             checks.append(
                 lake.table(table, state)
                 .where((F.col("from_offset") >= restart) | (F.col("to_offset") >= restart))
@@ -657,7 +658,7 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
             | (F.col("snapshot_end_offset") - 1 >= restart),
         ),
     ):
-        if table in state.versions:
+        if table in maybe:
             checks.append(lake.table(table, state).where(cond).select(F.lit(table).alias("t")).limit(1))
     if not checks:
         return []
@@ -685,41 +686,63 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
     return touched
 
 
+def _may_hold_from(lake: Lake, state: LakeState, restart: int) -> set[str]:
+    """The temporal-image tables of ``state`` that may hold rows :func:`rewind` changes: for a lake read in
+    process, those whose files' statistics allow an offset at or after ``restart`` (an ingest that only
+    appends has none, and needs no Spark job to know it); else all."""
+    tables = [t for t in [*PART_TABLES.values(), PROVENANCE, REJECTIONS] if t in state.versions]
+    source = lake_source(lake, state)
+    if not isinstance(source, ArrowSource):
+        return set(tables)
+
+    def later(table: str, f: DataFile) -> bool:
+        if table == PROVENANCE:
+            return f.may_hold("from_offset", lo=restart)
+        if table == REJECTIONS:
+            return f.may_hold("offset", lo=restart) or f.may_hold("snapshot_end_offset", lo=restart + 1)
+        return f.may_hold("from_offset", lo=restart) or f.may_hold("to_offset", lo=restart)
+
+    return {t for t in tables if any(later(t, f) for f in source.files.files(t))}
+
+
 def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list[str]:
     """Write what a build staged, as writes of the lake transaction ``txn`` (``state``: the versions it
     read): closings first (one MERGE per table), then new versions, rejections and provenance (one
     append each; a table's first write creates it). Returns the tables written."""
-    lake, spark = txn.lake, txn.lake.spark
-    written = []
+    spark = txn.lake.spark
+    writes: dict[str, list[Callable[[], None]]] = {}  # per table, in order: its MERGE, then its append
     closings = os.path.join(staging, "closings")
     for part, table in PART_TABLES.items():
         directory = os.path.join(closings, table)
         if os.path.isdir(directory):
-            view = f"closings_{table}"
-            spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(
-                glob_escaped(directory)
-            ).createOrReplaceTempView(view)
-            merge = (
-                f"MERGE INTO {sql_table(lake.path(table))} t USING {view} c ON {_key_match(part)} "
-                "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset"
-            )
-            txn.apply(table, lambda _, merge=merge: spark.sql(merge).collect())
-            spark.catalog.dropTempView(view)
-            written.append(table)
+            frame = spark.read.schema(from_arrow_schema(_CLOSING_SCHEMAS[part])).parquet(glob_escaped(directory))
+            writes.setdefault(table, []).append(partial(_close, txn, part, table, frame))
     staged = [("versions", PART_TABLES[p], _VERSION_SCHEMAS[p]) for p in PART_KEYS]
     staged += [("rows", REJECTIONS, REJECTIONS_SCHEMA), ("rows", PROVENANCE, PROVENANCE_SCHEMA)]
-    appends = []
     for kind, table, schema in staged:
         directory = os.path.join(staging, kind, table)
         if os.path.isdir(directory):
             frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
             if kind == "versions":
                 frame = point_read_layout(frame, _staged_rows(directory))
-            appends.append((table, frame))
-    # small appends, mostly driver-side Delta work: four at a time (as the ingest's typed tables)
+            writes.setdefault(table, []).append(partial(txn.write, table, frame, create=table not in state.versions))
+    # small writes, mostly driver-side Delta work: four tables at a time (as the ingest's typed tables)
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda a: txn.write(a[0], a[1], create=a[0] not in state.versions), appends))
-    return written + [table for table, _ in appends]
+        list(pool.map(lambda steps: [step() for step in steps], writes.values()))
+    return list(writes)
+
+
+def _close(txn: LakeTransaction, part: str, table: str, closings: DataFrame) -> None:
+    """End the stored versions of ``table`` that ``closings`` names (one MERGE)."""
+    spark = txn.lake.spark
+    view = f"closings_{table}"
+    closings.createOrReplaceTempView(view)
+    merge = (
+        f"MERGE INTO {sql_table(txn.lake.path(table))} t USING {view} c ON {_key_match(part)} "
+        "WHEN MATCHED THEN UPDATE SET t.to_offset = c.to_offset"
+    )
+    txn.apply(table, lambda _: spark.sql(merge).collect())
+    spark.catalog.dropTempView(view)
 
 
 def compact_versions(txn: LakeTransaction, table: str) -> None:
