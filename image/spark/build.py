@@ -208,6 +208,20 @@ class _TaskSink:
         for kind, table in list(self.files.buffers):
             self.files.flush(kind, table, _SCHEMAS[(kind, table)])
 
+    def summary(self, shard: int, records: int, started: float) -> Row:
+        """What the shard recorded, as a :data:`SUMMARY` row."""
+        first = self.first
+        return {
+            "shard": shard,
+            "records": records,
+            "versions": self.versions,
+            "closings": self.closings,
+            "rejections": self.rejections,
+            "first_rejection_at": first[0][0] if first else None,
+            "first_rejection": str(first[1]) if first else None,
+            "seconds": time.monotonic() - started,
+        }
+
 
 _VERSION_SCHEMAS = {part: version_schema(part) for part in PART_KEYS}
 _CLOSING_SCHEMAS = {part: closing_schema(part) for part in PART_KEYS}
@@ -264,19 +278,7 @@ def _replay_shards(
         recorder = recorder or open_recorder()
         load(recorder)
         recorder.finish()
-        first = sink.first
-        summaries.append(
-            {
-                "shard": shard,
-                "records": records,
-                "versions": sink.versions,
-                "closings": sink.closings,
-                "rejections": sink.rejections,
-                "first_rejection_at": first[0][0] if first else None,
-                "first_rejection": str(first[1]) if first else None,
-                "seconds": time.monotonic() - started,
-            }
-        )
+        summaries.append(sink.summary(shard, records, started))
         recorder, stored, sink = None, {}, _TaskSink(files)
         started, records = time.monotonic(), 0
 
@@ -487,17 +489,7 @@ def _record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int |
     ]
     replay_with_snapshots(recorder, log, snapshots)
     sink.flush()
-    first = sink.first
-    return {
-        "shard": 0,
-        "records": len(log) + sum(len(s.records) for s in snapshots),
-        "versions": sink.versions,
-        "closings": sink.closings,
-        "rejections": sink.rejections,
-        "first_rejection_at": first[0][0] if first else None,
-        "first_rejection": str(first[1]) if first else None,
-        "seconds": time.monotonic() - started,
-    }
+    return sink.summary(0, len(log) + sum(len(s.records) for s in snapshots), started)
 
 
 def _replayed(record: LogRecord) -> bool:
