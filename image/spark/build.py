@@ -23,8 +23,9 @@ One pass (a handful of stages whatever the log's size or number of transactions)
 The routing keeps every coupling of Kafka's replay inside one shard (:mod:`image.sharding`), so the result
 is exactly that of one sequential replay for any number of shards.
 
-A small build (:func:`build_place`) skips the plan and the shuffle: one job collects the same input,
-sorted, and the same worker function replays it as one shard on the driver.
+A small build (:func:`build_place`) skips the plan, the shuffle and the workers: the same inputs, read in
+process for a lake on a local path, are replayed by the same recorder as one shard on the driver
+(:func:`_record_here`), into the same staged files.
 """
 
 from __future__ import annotations
@@ -502,8 +503,8 @@ DRIVER_RECORDS = 200_000
 
 
 def build_place(state: LakeState, restart: int) -> str:
-    """Where a build replays: ``driver`` (the recorder in this process, over input one Spark job
-    collects) or ``spark`` (sharded across Python workers). ``KRAFT_REPLAY_BUILD`` (``driver``, ``spark``,
+    """Where a build replays: ``driver`` (one recorder in this process, :func:`_record_here`) or ``spark``
+    (sharded across Python workers). ``KRAFT_REPLAY_BUILD`` (``driver``, ``spark``,
     ``auto``) forces it; ``auto`` takes the driver for at most :data:`DRIVER_RECORDS` offsets from the
     restart point to the high-water mark. The recorder runs at ≈ 40k records/s a core, while a Spark
     pass pays seconds of planning, shuffle and worker start whatever its size (BENCHMARKS.md), so small
