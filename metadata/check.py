@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from metadata.lake import INGESTS, LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
-from metadata.lake_files import LakeFiles, reachable
+from metadata.lake_files import LakeFiles
 from metadata.tables import TYPED_TABLES
 
 _SHOWN = 5  # problems of one kind listed one by one; the rest are counted
@@ -52,12 +52,9 @@ class CheckContext:
 
     @cached_property
     def files(self) -> LakeFiles | None:
-        """The checked state read in process (delta-rs and pyarrow, as the read commands read it): a lake on a
-        local path whose committed state is still the checked one; else None (read on Spark)."""
-        if not reachable(self.lake.uri):
-            return None
-        files = LakeFiles(self.lake.uri)
-        return files if files.state().seq == self.state.seq else None
+        """The checked state read in process (delta-rs and pyarrow, as the read commands read it) when the
+        lake allows (:attr:`~metadata.lake.Lake.in_process`); else None (read on Spark)."""
+        return self.lake.files(self.state)
 
 
 @dataclass

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
 from pydantic import BaseModel
@@ -45,6 +45,9 @@ from metadata import lake_damage, version_tables
 from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
 from metadata.spark import get_spark, glob_escaped, is_connect
 from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
+
+if TYPE_CHECKING:
+    from metadata.lake_files import LakeFiles
 
 LEASE = "_lease"
 
@@ -760,12 +763,25 @@ class Lake:
         """Latest Delta version of table ``name``; None if there is none."""
         return self.current_versions([name])[name]
 
-    def data_files(self, name: str) -> int:
-        """How many data files the newest version of table ``name`` holds (0: no table). A lake on a local
-        path asks delta-rs (milliseconds); elsewhere Delta's ``DESCRIBE DETAIL`` (a Spark job)."""
+    @cached_property
+    def in_process(self) -> bool:
+        """Whether this process reads the lake's files itself (delta-rs and pyarrow, no Spark job): the lake
+        is on a local path and this process is Spark's driver (a Spark Connect server may see paths its
+        client does not)."""
         from metadata.lake_files import reachable
 
-        if reachable(self.uri):
+        return reachable(self.uri) and not is_connect(self.spark)
+
+    def files(self, state: LakeState) -> LakeFiles | None:
+        """The tables at the versions ``state`` names, read in process; None unless :attr:`in_process`."""
+        from metadata.lake_files import LakeFiles
+
+        return LakeFiles(self.uri, state) if self.in_process else None
+
+    def data_files(self, name: str) -> int:
+        """How many data files the newest version of table ``name`` holds (0: no table): delta-rs
+        (milliseconds) when :attr:`in_process`, else Delta's ``DESCRIBE DETAIL`` (a Spark job)."""
+        if self.in_process:
             from deltalake import DeltaTable
             from deltalake.exceptions import TableNotFoundError
 

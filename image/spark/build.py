@@ -58,9 +58,9 @@ from image.temporal import TemporalSource, restart_point
 from image.versions import Rejection, Span, VersionRecorder, replay_with_snapshots
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
-from metadata.lake_files import DataFile, LakeFiles, reachable
+from metadata.lake_files import DataFile
 from metadata.log import LogRecord, Snapshot
-from metadata.spark import glob_escaped, is_connect
+from metadata.spark import glob_escaped
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
 FLUSH_ROWS = 50_000
@@ -463,10 +463,9 @@ def _report(restart: int, shards: int, summaries: Sequence[Row], started: float)
 
 
 def lake_source(lake: Lake, state: LakeState) -> TemporalSource:
-    """The lake at ``state`` as a temporal source: read in process when the lake is on a local path and this
-    process is Spark's driver, else on Spark (a Spark Connect server may see paths its client does not)."""
-    here = reachable(lake.uri) and not is_connect(lake.spark)
-    return ArrowSource(LakeFiles(lake.uri, state)) if here else SparkSource(lake, state)
+    """The lake at ``state`` as a temporal source: read in process when it can be, else on Spark."""
+    files = lake.files(state)
+    return ArrowSource(files) if files is not None else SparkSource(lake, state)
 
 
 def _record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | None, staging: str) -> Row:
@@ -684,8 +683,8 @@ def _may_hold_from(lake: Lake, state: LakeState, restart: int) -> set[str]:
     process, those whose files' statistics allow an offset at or after ``restart`` (an ingest that only
     appends has none, and needs no Spark job to know it); else all."""
     tables = [t for t in [*PART_TABLES.values(), PROVENANCE, REJECTIONS] if t in state.versions]
-    source = lake_source(lake, state)
-    if not isinstance(source, ArrowSource):
+    files = lake.files(state)
+    if files is None:
         return set(tables)
 
     def later(table: str, f: DataFile) -> bool:
@@ -695,7 +694,7 @@ def _may_hold_from(lake: Lake, state: LakeState, restart: int) -> set[str]:
             return f.may_hold("offset", lo=restart) or f.may_hold("snapshot_end_offset", lo=restart + 1)
         return f.may_hold("from_offset", lo=restart) or f.may_hold("to_offset", lo=restart)
 
-    return {t for t in tables if any(later(t, f) for f in source.files.files(t))}
+    return {t for t in tables if any(later(t, f) for f in files.files(t))}
 
 
 def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list[str]:
