@@ -34,6 +34,10 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+    # Tables kraft-replay creates are checkpointed every 100 commits, not Delta's 10: a checkpoint costs
+    # 2-5 s of Spark jobs whatever the table's size, and every ingest commits to each table it writes
+    # (and twice to the lease and ingests tables); readers replay at most 99 small JSON commits.
+    "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
     # PySpark records each Column call's Python call site for error messages: ~6 extra JVM round trips
     # per call, which more than doubled the driver's py4j traffic when building a replay plan.

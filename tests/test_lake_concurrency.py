@@ -42,6 +42,7 @@ LOG_DIR = SAMPLE / "__cluster_metadata-0"
 SEGMENTS = sorted(LOG_DIR.glob("*.log"))
 SNAPSHOT = next(LOG_DIR.glob("*.checkpoint"))
 LEASE_SECONDS = 45  # a killed process blocks the next writer this long
+KILLED_LEASE_SECONDS = 20  # the same, where the killed process ran alone (nothing else slows its heartbeat)
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +74,9 @@ def assert_same_lake(lake: Lake, reference: Lake) -> None:
     assert report.ok, [c for c in report.checks if not c.ok]
 
 
-def start(paths: list[Path], location: str, fault: str | None = None) -> subprocess.Popen:
+def start(paths: list[Path], location: str, fault: str | None = None, lease: int = LEASE_SECONDS) -> subprocess.Popen:
     """``kraft-replay ingest PATHS --lake LOCATION --json`` in its own process (its own Spark session)."""
-    env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(LEASE_SECONDS), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
+    env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(lease), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
     return subprocess.Popen(
         [*KRAFT_REPLAY, "ingest", *map(str, paths), "--lake", location, "--json"],
         env=env,
@@ -142,7 +143,7 @@ def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs
     location = lake_of_first_segment
     lake = Lake(location, spark)
     before = lake.state()
-    code, _, stderr = finish(start([SAMPLE], location, fault=f"kill@{step}"))
+    code, _, stderr = finish(start([SAMPLE], location, fault=f"kill@{step}", lease=KILLED_LEASE_SECONDS))
     assert code == -9, stderr[-2000:]
     after = lake.state()
     assert after == before if step != "committed" else after.seq == before.seq + 1

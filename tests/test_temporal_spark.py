@@ -157,20 +157,22 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
 def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
     spark, tmp_path: Path, crafted: tuple[Lake, Path], generated: tuple[Lake, Path], place: str, monkeypatch
 ) -> None:
-    """Each ingest continues the temporal image from where the last one stopped — for the crafted log once
-    inside a metadata transaction (a segment ends at 47, between its Begin and End); the generated log in
-    three ingests, its snapshot alone in the second — built sharded on Spark or on the driver, both equal to
+    """Each ingest continues the temporal image from where the last one stopped — the crafted log in two
+    ingests, the first ending inside a metadata transaction (at 47, between its Begin and End); the generated
+    log in three, its snapshot alone in the second — built sharded on Spark or on the driver, both equal to
     one sharded build of the whole log."""
     monkeypatch.setenv("KRAFT_REPLAY_BUILD", place)
     for whole, path in (crafted, generated):
-        pieces = [[p] for p in sorted(p for p in path.iterdir() if p.suffix in (".log", ".checkpoint"))]
-        if whole is generated[0]:
-            segments = [p for [p] in pieces if p.suffix == ".log"]
+        segments = sorted(path.glob("*.log"))
+        if whole is crafted[0]:
+            pieces = [[p for p in segments if int(p.stem) < 48], [p for p in segments if int(p.stem) >= 48]]
+        else:
             pieces = [
                 segments[: len(segments) // 2],
-                [p for [p] in pieces if p.suffix == ".checkpoint"],
+                sorted(path.glob("*.checkpoint")),
                 segments[len(segments) // 2 :],
             ]
+        assert all(pieces), pieces
         target = str(tmp_path / f"pieces-{path.parent.name}")
         for piece in pieces:
             make_lake(spark, tmp_path, piece, name=os.path.basename(target))
