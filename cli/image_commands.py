@@ -43,10 +43,11 @@ class Engine(str, Enum):
 
 
 EngineOpt = Annotated[
-    Engine,
+    Engine | None,
     typer.Option(
-        help="temporal: the image from every key's versions (a filter); "
-        "reference: replay the records sequentially (the cross-check)."
+        help="temporal: the image from every key's versions (a filter; the default with --lake); "
+        "reference: replay the records sequentially from the snapshot before the offset (the cross-check; "
+        "the default with --log, which then records no versions)."
     ),
 ]
 Lenient = Annotated[bool, typer.Option(help="Skip records Kafka rejects (listed on stderr).")]
@@ -64,16 +65,17 @@ def _image(
     store: TemporalSource,
     offset: int | None,
     at_time: str | None,
-    engine: Engine = Engine.temporal,
+    engine: Engine | None = None,
     lenient: bool = False,
 ) -> dict[str, Any]:
-    """The image JSON at ``offset`` / ``at_time`` (default: the end of the log). Records a lenient replay
-    skipped are listed on stderr; a strict one fails on the first."""
+    """The image JSON at ``offset`` / ``at_time`` (default: the end of the log) by ``engine`` (default:
+    temporal for a lake, reference for a log read in process). Records a lenient replay skipped are listed
+    on stderr; a strict one fails on the first."""
     from image.sources import reference_image
-    from image.temporal import image_at, resolve_offset
+    from image.temporal import MemorySource, image_at, resolve_offset
 
     target = resolve_offset(store, offset, at_time)
-    if engine is Engine.reference:
+    if engine is Engine.reference or (engine is None and isinstance(store, MemorySource)):
         image = reference_image(store, target, lenient=lenient)
         doc, errors = image.to_json(), list(image.errors)
     else:
@@ -90,7 +92,7 @@ def replay(
     log: LogOpt = None,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
-    engine: EngineOpt = Engine.temporal,
+    engine: EngineOpt = None,
     lenient: Lenient = False,
     save: Annotated[
         Path | None, typer.Option("--save", help="Also write the image as Delta tables here (Spark).")
@@ -131,7 +133,7 @@ def show(
             "--broker", help="Only this broker (partitions and topics it replicates, brokers; its BROKER configs)."
         ),
     ] = None,
-    engine: EngineOpt = Engine.temporal,
+    engine: EngineOpt = None,
     limit: LimitOpt = DEFAULT_LIMIT,
     show_all: AllOpt = False,
     as_json: JsonOpt = False,

@@ -257,9 +257,11 @@ def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> t
 @dataclass
 class MemorySource:
     """A :class:`TemporalSource` over versions recorded in memory (``--log``, tests). ``log`` are the
-    log's records (offset, epoch, append time, type per record, in offset order)."""
+    log's records (offset, epoch, append time, type per record, in offset order); ``given`` the versions
+    recorded, or None: recorded from ``log`` and ``stored_snapshots`` when first asked (a question that
+    reads records and snapshots only — the reference engine's image at one offset — records none)."""
 
-    recorded: VersionLog
+    given: VersionLog | None
     log: Sequence[LogRecord]
     snapshot_ids: Sequence[SnapshotId]
     stored_snapshots: Sequence[Snapshot] = ()
@@ -267,11 +269,10 @@ class MemorySource:
 
     @classmethod
     def replay(cls, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], location: str = "") -> MemorySource:
-        """Record the versions of ``log`` and ``snapshots`` (:func:`image.versions.record_versions`)."""
-        recorded = record_versions(log, snapshots)
-        assert isinstance(recorded, VersionLog)
+        """The source of ``log`` and ``snapshots``, versions recorded on demand
+        (:func:`image.versions.record_versions`)."""
         return cls(
-            recorded,
+            None,
             log,
             [
                 SnapshotId(
@@ -282,6 +283,15 @@ class MemorySource:
             snapshots,
             location,
         )
+
+    @cached_property
+    def recorded(self) -> VersionLog:
+        """Every key's versions."""
+        if self.given is not None:
+            return self.given
+        recorded = record_versions(self.log, self.stored_snapshots)
+        assert isinstance(recorded, VersionLog)
+        return recorded
 
     @cached_property
     def positions(self) -> list[RecordPosition]:
