@@ -74,8 +74,7 @@ def get_spark(
                 "spark.driver.memory", driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g")
             )
             log4j = Path(__file__).with_name("conf") / "log4j2.properties"
-            java_options = f"-Dlog4j2.configurationFile=file:{log4j} {os.environ.get('KRAFT_REPLAY_JAVA_OPTIONS', '')}"
-            builder = builder.config("spark.driver.extraJavaOptions", java_options.strip())
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
             for key, value in DEFAULT_CONF.items():
                 builder = builder.config(key, value)
             builder = builder.config(

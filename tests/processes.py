@@ -13,14 +13,8 @@ KRAFT_REPLAY = [sys.executable, "-c", "from cli.main import app; app()"]
 
 
 def environment(**settings: str) -> dict[str, str]:
-    """The environment of a ``kraft-replay`` process: this tree first on the path, one core, a JVM without its C2
-    compiler (a short run starts faster), ``settings`` added (``KRAFT_REPLAY_FAULT`` only if given)."""
-    env = {
-        "KRAFT_REPLAY_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1",
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "KRAFT_REPLAY_MASTER": "local[1]",
-        "KRAFT_REPLAY_DRIVER_MEMORY": "1g",
-    }
+    """The environment of a ``kraft-replay`` process: this tree first on the path, one core, ``settings`` added
+    (``KRAFT_REPLAY_FAULT`` only if given)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KRAFT_REPLAY_MASTER": "local[1]", "KRAFT_REPLAY_DRIVER_MEMORY": "1g"}
     env.pop("KRAFT_REPLAY_FAULT", None)
     return {**env, **settings}
