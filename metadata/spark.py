@@ -74,7 +74,12 @@ def get_spark(
                 "spark.driver.memory", driver_memory or os.environ.get("KRAFT_REPLAY_DRIVER_MEMORY", "4g")
             )
             log4j = Path(__file__).with_name("conf") / "log4j2.properties"
-            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+            # the JVM's own warnings (unified logging: stdout by default) go to stderr, so that they cannot
+            # break the JSON a command prints on stdout
+            java_log = "-Xlog:disable -Xlog:all=warning:stderr:uptime,level,tags"
+            builder = builder.config(
+                "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j} {java_log}"
+            )
             for key, value in DEFAULT_CONF.items():
                 builder = builder.config(key, value)
             builder = builder.config(
