@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common
-from bench_reads import _env, _last_line, _summary, ensure_lakes
-from common import ROOT, print_table, progress
+from bench_reads import ensure_lakes, time_process
+from common import print_table, progress
 
 COLUMNS = [
     ("command", "command"),
@@ -60,24 +60,6 @@ def busiest(lake: str) -> tuple[str, int, int]:
     (topic, partition), _ = Counter((r["topic"], r["partitionId"]) for r in partitions).most_common(1)[0]
     brokers = files.read("image_brokers", columns=["brokerId"]).column("brokerId").to_pylist()
     return topic, partition, Counter(brokers).most_common(1)[0][0]
-
-
-def time_process(args: list[str], runs: int, count: Any) -> dict[str, Any]:
-    """``python -m cli.main args``: one warm-up and ``runs`` measured processes; ``count(stdout)`` gives the
-    rows answered (and fails on output that is not the expected shape)."""
-    cmd = [sys.executable, "-m", "cli.main", *args]
-    measured, rows = [], None
-    for i in range(runs + 1):
-        m = common.run_measured(cmd, cwd=ROOT, env=_env(), timeout=1800)
-        if m.returncode != 0:
-            return {"error": f"exit {m.returncode}: {_last_line(m.stderr) or _last_line(m.stdout)}"}
-        try:
-            rows = count(m.stdout)
-        except (ValueError, KeyError, OSError) as e:
-            return {"error": f"unexpected output ({e}): {m.stdout[:200]!r}"}
-        if i:
-            measured.append(m)
-    return {**_summary(measured), "rows": rows}
 
 
 def rows_for(lake: str, label: str, runs: int, out_dir: str) -> list[dict[str, Any]]:
@@ -109,11 +91,12 @@ def rows_for(lake: str, label: str, runs: int, out_dir: str) -> list[dict[str, A
     for name, args, count in commands:
         progress(f"{label}: {name}")
         row = time_process([*args, "--lake", lake, "--json"], runs, count)
+        row["rows"] = row.pop("answer", None)
         out.append({"command": name, "log": label, **row, "load": common.load_average()[0]})
     progress(f"{label}: report")
     row = time_process(["report", "--lake", lake, "--out", report], runs, page)
-    if "rows" in row:
-        row["rows"] = f"{row['rows'] / 1e6:.1f} MB"
+    if "answer" in row:
+        row["rows"] = f"{row.pop('answer') / 1e6:.1f} MB"
     out.append({"command": "report (whole log)", "log": label, **row, "load": common.load_average()[0]})
     return out
 

@@ -171,24 +171,39 @@ def _summary(runs: Sequence[Measured]) -> dict[str, Any]:
     }
 
 
-def time_command(args: list[str], runs: int, expected: Any = None) -> dict[str, Any]:
+def time_process(args: list[str], runs: int, answer: Callable[[str], Any]) -> dict[str, Any]:
     """``python -m cli.main args``: one warm-up and ``runs`` measured processes, each checked to exit 0 and
-    print valid JSON (equal to ``expected`` if given); the first failure ends the row as an error."""
+    to print what ``answer(stdout)`` accepts (it raises ``ValueError``/``KeyError``/``OSError`` otherwise; its
+    last result is the row's ``answer``); the first failure ends the row as an error."""
     cmd = [sys.executable, "-m", "cli.main", *args]
-    measured = []
+    measured, result = [], None
     for i in range(runs + 1):
-        m = common.run_measured(cmd, cwd=ROOT, env=_env(), timeout=900)
+        m = common.run_measured(cmd, cwd=ROOT, env=_env(), timeout=1800)
         if m.returncode != 0:
             return {"error": f"exit {m.returncode}: {_last_line(m.stderr) or _last_line(m.stdout)}"}
         try:
-            answer = json.loads(m.stdout)
-        except json.JSONDecodeError as e:
-            return {"error": f"invalid JSON ({e}): {m.stdout[:200]!r}"}
-        if expected is not None and answer != expected:
-            return {"error": "wrong answer: differs from the image computed in process from the lake"}
+            result = answer(m.stdout)
+        except (ValueError, KeyError, OSError) as e:
+            return {"error": f"unexpected output ({e}): {m.stdout[:200]!r}"}
         if i:
             measured.append(m)
-    return _summary(measured)
+    return {**_summary(measured), "answer": result}
+
+
+def time_command(args: list[str], runs: int, expected: Any = None) -> dict[str, Any]:
+    """:func:`time_process` of a command printing JSON (equal to ``expected`` if given)."""
+
+    def checked(stdout: str) -> None:
+        try:
+            answer = json.loads(stdout)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON ({e})") from None
+        if expected is not None and answer != expected:
+            raise ValueError("wrong answer: differs from the image computed in process from the lake")
+
+    row = time_process(args, runs, checked)
+    row.pop("answer", None)
+    return row
 
 
 def _provenance_offset(stdout: str) -> int | None:
