@@ -153,27 +153,30 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
     assert results[0]["versions/image_partitions"]
 
 
-@pytest.mark.parametrize("place", ["spark", "driver"])
+@pytest.mark.parametrize(
+    "place, lake_name",
+    [
+        ("spark", "crafted"),
+        ("spark", "generated"),
+        ("driver", "crafted"),
+        pytest.param("driver", "generated", marks=pytest.mark.slow),  # the restart logic is the one above
+    ],
+)
 def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
-    spark, tmp_path: Path, crafted: tuple[Lake, Path], generated: tuple[Lake, Path], place: str, monkeypatch
+    request, spark, tmp_path: Path, place: str, lake_name: str, monkeypatch
 ) -> None:
     """Each ingest continues the temporal image from where the last one stopped — the crafted log in two
     ingests, the first ending inside a metadata transaction (at 47, between its Begin and End); the generated
     log in three, its snapshot alone in the second — built sharded on Spark or on the driver, both equal to
     one sharded build of the whole log."""
+    whole, path = request.getfixturevalue(lake_name)
     monkeypatch.setenv("KRAFT_REPLAY_BUILD", place)
-    for whole, path in (crafted, generated):
-        segments = sorted(path.glob("*.log"))
-        if whole is crafted[0]:
-            pieces = [[p for p in segments if int(p.stem) < 48], [p for p in segments if int(p.stem) >= 48]]
-        else:
-            pieces = [
-                segments[: len(segments) // 2],
-                sorted(path.glob("*.checkpoint")),
-                segments[len(segments) // 2 :],
-            ]
-        assert all(pieces), pieces
-        target = str(tmp_path / f"pieces-{path.parent.name}")
-        for piece in pieces:
-            make_lake(spark, tmp_path, piece, name=os.path.basename(target))
-        assert temporal_tables(Lake(target, spark)) == temporal_tables(whole)
+    segments = sorted(path.glob("*.log"))
+    if lake_name == "crafted":
+        pieces = [[p for p in segments if int(p.stem) < 48], [p for p in segments if int(p.stem) >= 48]]
+    else:
+        pieces = [segments[: len(segments) // 2], sorted(path.glob("*.checkpoint")), segments[len(segments) // 2 :]]
+    assert all(pieces), pieces
+    for piece in pieces:
+        make_lake(spark, tmp_path, piece, name="pieces")
+    assert temporal_tables(Lake(str(tmp_path / "pieces"), spark)) == temporal_tables(whole)
