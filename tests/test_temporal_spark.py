@@ -159,7 +159,7 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
         ("spark", "crafted"),
         ("spark", "generated"),
         ("driver", "crafted"),
-        pytest.param("driver", "generated", marks=pytest.mark.slow),  # the restart logic is the one above
+        pytest.param("driver", "generated", marks=pytest.mark.slow),  # same restart code as ("spark", "generated")
     ],
 )
 def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
