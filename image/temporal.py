@@ -10,7 +10,6 @@ and the rejected records — and :func:`image_at` turns them into the image JSON
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
-from metadata.log import LogRecord, Snapshot
+from metadata.log import LogRecord, RecordLog, Snapshot
 from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import version_schema
 
@@ -262,13 +261,19 @@ class MemorySource:
     reads records and snapshots only — the reference engine's image at one offset — records none)."""
 
     given: VersionLog | None
-    log: Sequence[LogRecord]
+    log: RecordLog
     snapshot_ids: Sequence[SnapshotId]
     stored_snapshots: Sequence[Snapshot] = ()
     location: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.log, RecordLog):
+            self.log = RecordLog.of(self.log)
+
     @classmethod
-    def replay(cls, log: Sequence[LogRecord], snapshots: Sequence[Snapshot], location: str = "") -> MemorySource:
+    def replay(
+        cls, log: Sequence[LogRecord] | RecordLog, snapshots: Sequence[Snapshot], location: str = ""
+    ) -> MemorySource:
         """The source of ``log`` and ``snapshots``, versions recorded on demand
         (:func:`image.versions.record_versions`)."""
         return cls(
@@ -294,10 +299,6 @@ class MemorySource:
         return recorded
 
     @cached_property
-    def positions(self) -> list[RecordPosition]:
-        return [RecordPosition(r.offset, r.epoch, r.timestamp) for r in self.log]
-
-    @cached_property
     def _tables(self) -> dict[str, pa.Table]:
         return {
             part: pa.Table.from_pylist(rows, schema=version_schema(part))
@@ -318,8 +319,8 @@ class MemorySource:
         return self.snapshot_ids
 
     def record_at_or_before(self, offset: int) -> RecordPosition | None:
-        i = bisect.bisect_right(self.positions, (offset, float("inf"), float("inf"))) - 1
-        return self.positions[i] if i >= 0 else None
+        found = self.log.at_or_before(offset)
+        return RecordPosition(*found) if found is not None else None
 
     def rejections(self, snapshot: SnapshotId | None, first: int, last: int) -> list[ReplayError]:
         return ordered_rejections(self.recorded.rejections, snapshot, first, last)
@@ -331,7 +332,7 @@ class MemorySource:
         return self._tables[part] if where is None else self._tables[part].filter(where)
 
     def records(self, first: int, last: int) -> pa.Table:
-        chosen = [r for r in self.log if first <= r.offset <= last]
+        chosen = self.log.between(first, last)
         return pa.table(
             {
                 "offset": pa.array([r.offset for r in chosen], pa.int64()),
@@ -341,19 +342,17 @@ class MemorySource:
         )
 
     def bounds(self) -> tuple[int, int] | None:
-        return log_bounds(
-            self.log[0].offset if self.log else None, self.log[-1].offset if self.log else None, self.snapshot_ids
-        )
+        first, last = self.log.bounds() or (None, None)
+        return log_bounds(first, last, self.snapshot_ids)
 
     def offset_at_time(self, ms: int) -> int | None:
-        return max((r.batch_last_offset for r in self.log if r.timestamp <= ms), default=None)
+        return self.log.offset_at_time(ms)
 
     def batch_start(self, offset: int) -> int:
-        i = bisect.bisect_left(self.positions, (offset,))
-        return self.log[i].batch_base_offset if i < len(self.log) and self.log[i].offset == offset else offset
+        return self.log.batch_start(offset)
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
-        return [r for r in self.log if first <= r.offset <= last]
+        return self.log.between(first, last)
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         return next(list(s.records) for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch))

@@ -175,9 +175,9 @@ def image_diff(source: TemporalSource, from_offset: int, to_offset: int) -> dict
 
 def log_source(path: str | os.PathLike[str]) -> MemorySource:
     """A log directory, segment or snapshot read in process, every key's versions recorded once."""
-    from metadata.readers import read_log, read_snapshots
+    from metadata.readers import read_snapshots, scan_log
 
-    records, snapshots = read_log(path), read_snapshots(path)
+    records, snapshots = scan_log(path), read_snapshots(path)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
     return MemorySource.replay(records, snapshots, os.path.abspath(path))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +70,130 @@ class Snapshot(NamedTuple):
     end_offset: int
     epoch: int
     last_contained_timestamp: int | None = None
+
+
+class Chunks(NamedTuple):
+    """Where a :class:`RecordLog`'s records come from, one entry per chunk (a batch, or one given record):
+    its records' count and first offset (the others follow one by one), and the batch context they share
+    (base and last offset, leader epoch, append time), as int64 columns."""
+
+    count: np.ndarray
+    first_offset: np.ndarray
+    base: np.ndarray
+    last: np.ndarray
+    epoch: np.ndarray
+    timestamp: np.ndarray
+
+
+class RecordLog(Sequence[LogRecord]):
+    """A log's records in file order, loaded one chunk at a time when first asked for, with the columns a
+    question about positions needs (offset, leader epoch, append time, batch bounds of every record) held
+    from the start: a replay from a snapshot decodes only the batches after it
+    (:func:`metadata.readers.scan_log`). ``load(first, last)`` gives the records of chunks ``first..last``."""
+
+    def __init__(
+        self,
+        chunks: Chunks,
+        load: Callable[[int, int], list[list[LogRecord]]],
+        loaded: list[list[LogRecord] | None] | None = None,
+    ) -> None:
+        n = len(chunks.count)
+        self._starts = np.zeros(n + 1, np.int64)
+        np.cumsum(chunks.count, out=self._starts[1:])
+        within = np.arange(self._starts[-1], dtype=np.int64) - np.repeat(self._starts[:-1], chunks.count)
+        self.offsets = np.repeat(chunks.first_offset, chunks.count) + within
+        self._epoch = np.repeat(chunks.epoch, chunks.count)
+        self._timestamp = np.repeat(chunks.timestamp, chunks.count)
+        self._base = np.repeat(chunks.base, chunks.count)
+        self._last = np.repeat(chunks.last, chunks.count)
+        self._load = load
+        self._chunks: list[list[LogRecord] | None] = loaded if loaded is not None else [None] * n
+
+    @classmethod
+    def of(cls, records: Sequence[LogRecord]) -> RecordLog:
+        """Records already in memory (a chunk each)."""
+        column = lambda name: np.fromiter((getattr(r, name) for r in records), np.int64, len(records))  # noqa: E731
+        offsets = column("offset")
+        chunks = Chunks(
+            np.ones(len(records), np.int64),
+            offsets,
+            column("batch_base_offset"),
+            column("batch_last_offset"),
+            column("epoch"),
+            column("timestamp"),
+        )
+        return cls(chunks, lambda first, last: [], [[r] for r in records])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    @overload
+    def __getitem__(self, i: int) -> LogRecord: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LogRecord]: ...
+
+    def __getitem__(self, i: int | slice) -> LogRecord | list[LogRecord]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            return self._span(start, stop) if step == 1 else self._span(0, len(self))[i]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return self._span(i, i + 1)[0]
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        return iter(self._span(0, len(self)))
+
+    def _span(self, start: int, stop: int) -> list[LogRecord]:
+        """Records ``start..stop-1`` (indexes in file order), their chunks loaded if not yet."""
+        if start >= stop:
+            return []
+        first = int(np.searchsorted(self._starts, start, "right")) - 1
+        last = int(np.searchsorted(self._starts, stop - 1, "right")) - 1
+        k = first
+        while k <= last:  # load each run of chunks not loaded yet in one call
+            if self._chunks[k] is not None:
+                k += 1
+                continue
+            end = k
+            while end < last and self._chunks[end + 1] is None:
+                end += 1
+            self._chunks[k : end + 1] = self._load(k, end)
+            k = end + 1
+        out = [r for chunk in self._chunks[first : last + 1] for r in chunk]  # type: ignore[union-attr]
+        skip = start - int(self._starts[first])
+        return out[skip : skip + stop - start]
+
+    @property
+    def decoded(self) -> int:
+        """How many records are loaded so far."""
+        return sum(len(chunk) for chunk in self._chunks if chunk is not None)
+
+    def between(self, first: int, last: int) -> list[LogRecord]:
+        """The records with ``first ≤ offset ≤ last``, in file order."""
+        chosen = np.flatnonzero((self.offsets >= first) & (self.offsets <= last))
+        if not len(chosen):
+            return []
+        lo, hi = int(chosen[0]), int(chosen[-1]) + 1
+        span = self._span(lo, hi)
+        return span if hi - lo == len(chosen) else [span[i - lo] for i in chosen.tolist()]
+
+    def bounds(self) -> tuple[int, int] | None:
+        """The first and last record's offsets."""
+        return (int(self.offsets[0]), int(self.offsets[-1])) if len(self) else None
+
+    def at_or_before(self, offset: int) -> tuple[int, int, int] | None:
+        """``(offset, leader epoch, append time)`` of the last record at or before ``offset``."""
+        i = int(np.searchsorted(self.offsets, offset, "right")) - 1
+        return (int(self.offsets[i]), int(self._epoch[i]), int(self._timestamp[i])) if i >= 0 else None
+
+    def batch_start(self, offset: int) -> int:
+        """The base offset of the batch holding the record at ``offset`` (``offset`` if none does)."""
+        i = int(np.searchsorted(self.offsets, offset, "left"))
+        return int(self._base[i]) if i < len(self) and self.offsets[i] == offset else offset
+
+    def offset_at_time(self, ms: int) -> int | None:
+        """The last offset of the last batch appended at or before ``ms``."""
+        chosen = self._last[self._timestamp <= ms]
+        return int(chosen.max()) if len(chosen) else None

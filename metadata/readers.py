@@ -48,7 +48,7 @@ from metadata.codec.records import (
     read_frame,
 )
 from metadata.errors import DecodeError, UnknownRecordError
-from metadata.log import LogRecord, Snapshot
+from metadata.log import Chunks, LogRecord, RecordLog, Snapshot
 from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, metadata_specs, record_type_name, spec_by_type_name
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
@@ -355,9 +355,12 @@ def iter_segment_items(
     start: int = 0,
     end: int | None = None,
     json_payload: bool = False,
+    headers_only: bool = False,
 ) -> Iterator[Batch | NoOpRun]:
     """Decode the batches in ``buf[start:end]`` (a segment or snapshot file): a :data:`Batch` each, and
-    long runs of NoOp batches as a :class:`NoOpRun` (checked and decoded with numpy).
+    long runs of NoOp batches as a :class:`NoOpRun` (checked and decoded with numpy). With
+    ``headers_only`` each batch's framing, header and CRC are checked but its records are left undecoded
+    (its :data:`Batch` holds none).
 
     A partially written last batch and a zero-filled tail are reported and end the scan; a
     corrupt batch raises (or, with ``allow_gaps``, is reported and skipped when the next batch
@@ -440,7 +443,11 @@ def iter_segment_items(
             break
         try:
             header = check_batch(buf, pos, batch_end)
-            batch = _decode_batch(buf, pos, batch_end, header, options, json_payload)
+            batch = (
+                (_batch_header(pos, header), [])
+                if headers_only
+                else _decode_batch(buf, pos, batch_end, header, options, json_payload)
+            )
         except DecodeError as exc:
             located = exc.located(file=file, position=pos, offset=base_offset)
             if not options.allow_gaps:
@@ -540,15 +547,32 @@ class _Resync:
         return stop
 
 
-def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOptions, json_payload: bool) -> Batch:
+def _batch_header(pos: int, header: tuple) -> tuple:
+    """``(base offset, last offset, leader epoch, max timestamp, producer id, producer epoch, transactional,
+    control, position)`` of a checked batch header; DecodeError for what no batch may declare."""
     (base_offset, _, epoch, _, _, attributes, last_delta, _, max_ts, pid, pepoch, _, count) = header
     if count == 0:
         raise DecodeError("Batch must contain at least one record")
-    control = bool(attributes & ATTR_CONTROL)
-    txn = bool(attributes & ATTR_TRANSACTIONAL)
     last_offset = base_offset + last_delta
     if base_offset < 0 or last_offset > MAX_OFFSET:
         raise DecodeError(f"batch offsets {base_offset}..{last_offset} are not in 0..{MAX_OFFSET}")
+    return (
+        base_offset,
+        last_offset,
+        epoch,
+        max_ts,
+        pid,
+        pepoch,
+        bool(attributes & ATTR_TRANSACTIONAL),
+        bool(attributes & ATTR_CONTROL),
+        pos,
+    )
+
+
+def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOptions, json_payload: bool) -> Batch:
+    head = _batch_header(pos, header)
+    base_offset, control = head[0], head[7]
+    attributes, last_delta, count = header[5], header[6], header[12]
     if (
         count == 1
         and last_delta == 0
@@ -556,10 +580,7 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
         and not attributes & _NOT_NOOP
         and buf[pos + HEADER_SIZE : end] == _NOOP_BATCH_RECORDS
     ):  # one NoOp: decoded by comparison
-        return (
-            (base_offset, base_offset, epoch, max_ts, pid, pepoch, txn, False, pos),
-            [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)],
-        )
+        return head, [(base_offset, None, "NO_OP_RECORD", 20, 0, "{}" if json_payload else {}, None)]
     records: list[tuple] = []
     append = records.append
     index = 0
@@ -583,7 +604,7 @@ def _decode_batch(buf: bytes, pos: int, end: int, header: tuple, options: ReadOp
         raise DecodeError("record runs past the end of the batch") from None
     if index - 1 != last_delta:
         raise DecodeError(f"lastOffsetDelta {last_delta} does not match {index} record(s)")
-    return (base_offset, last_offset, epoch, max_ts, pid, pepoch, txn, control, pos), records
+    return head, records
 
 
 # ---------------------------------------------------------------- kafka-dump-log text
@@ -972,6 +993,97 @@ def read_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -
         for section, row in iter_file_rows(f, [], options)
         if section == "log"
     ]
+
+
+def scan_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -> RecordLog:
+    """The log records under ``path`` (snapshots left out) as :func:`read_log` reads them, as a
+    :class:`RecordLog` that decodes a batch's records only when they are asked for: one pass reads every
+    batch header (framing, offsets and CRC-32C checked), so a replay from the newest snapshot decodes only
+    the records after it, as Kafka's loader does. kafka-dump-log text is read whole."""
+    options = options or ReadOptions()
+    files = [f for f in discover(path) if f.kind in (InputKind.SEGMENT, InputKind.DUMP)]
+    blocks: list[tuple[np.ndarray, ...]] = []  # (count, first offset, base, last, epoch, time, file, position)
+    rows: list[tuple[int, ...]] = []
+    loaded: dict[int, list[LogRecord]] = {}  # chunk -> records read with the scan (dump text)
+    chunk = 0
+
+    def flush() -> None:
+        if rows:
+            blocks.append(tuple(np.array(c, np.int64) for c in zip(*rows)))
+            rows.clear()
+
+    for fi, f in enumerate(files):
+        if f.kind is InputKind.DUMP:
+            for section, item in iter_file_items(f, [], options):
+                if section == "log":
+                    (base, last, epoch, ts, *_), ((offset, *_),) = item
+                    loaded[chunk] = [to_log_record(row, f.path) for row in item_rows(item)]
+                    rows.append((1, offset, base, last, epoch, ts, fi, -1))
+                    chunk += 1
+            continue
+        for item in iter_segment_items(open_bytes(f.path), f.path, [], options, headers_only=True):
+            if isinstance(item, NoOpRun):
+                flush()
+                ones = np.ones(len(item), np.int64)
+                blocks.append(
+                    (
+                        ones,
+                        item.offset,
+                        item.offset,
+                        item.offset,
+                        item.leader_epoch,
+                        item.timestamp,
+                        ones * fi,
+                        item.position,
+                    )
+                )
+                chunk += len(item)
+            else:
+                base, last, epoch, ts, *_, pos = item[0]
+                rows.append((last - base + 1, base, base, last, epoch, ts, fi, pos))
+                chunk += 1
+    flush()
+    columns = (
+        [np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(8)]
+        if blocks
+        else [np.zeros(0, np.int64)] * 8
+    )
+    count, file_of, position = columns[0], columns[6], columns[7]
+
+    def load(first: int, last: int) -> list[list[LogRecord]]:
+        """Decode chunks ``first..last`` (consecutive batches of one file, or of several in order)."""
+        out: list[list[LogRecord]] = []
+        k = first
+        while k <= last:
+            f = files[int(file_of[k])]
+            end = k
+            while end < last and file_of[end + 1] == file_of[k]:
+                end += 1
+            stop = int(position[end + 1]) if end + 1 < len(count) and file_of[end + 1] == file_of[k] else None
+            records = [
+                to_log_record(row, f.path)
+                for item in iter_segment_items(open_bytes(f.path), f.path, [], options, int(position[k]), stop)
+                for row in item_rows(item)
+            ]
+            wanted = int(count[k : end + 1].sum())
+            if len(records) != wanted:
+                raise DecodeError(
+                    f"bytes {int(position[k])}..{stop} hold {len(records)} record(s) where the scan found {wanted} "
+                    "(the file changed while read?)",
+                    file=f.path,
+                    position=int(position[k]),
+                )
+            at = 0
+            for n in count[k : end + 1].tolist():
+                out.append(records[at : at + n])
+                at += n
+            k = end + 1
+        return out
+
+    preloaded: list[list[LogRecord] | None] = [None] * chunk
+    for k, records in loaded.items():
+        preloaded[k] = records
+    return RecordLog(Chunks(count, *columns[1:6]), load, preloaded)
 
 
 def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:

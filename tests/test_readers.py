@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import struct
 from pathlib import Path
@@ -21,6 +22,9 @@ from metadata.readers import (
     iter_file_rows,
     iter_segment_rows,
     plan_ranges,
+    read_log,
+    read_snapshots,
+    scan_log,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,3 +235,80 @@ def test_dump_log_text_reads_like_the_binary_log(scenario, dump):
             assert theirs["data"] in ({}, ours["data"]), ours["offset"]  # 3.x prints no LeaderChange body
         if ours["type"]:
             assert (ours["version"], ours["data"]) == (theirs["version"], theirs["data"]), ours["offset"]
+
+
+def _noop_runs_segment(path: Path) -> Path:
+    """A segment of NoOp runs (decoded column-wise) broken by topic records."""
+    noop = encode_metadata_value("NO_OP_RECORD", 0, {})
+    topic = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t", "topicId": "f62ptyETTjet8SL5ZeREiw"})
+    batches, offset = [], 0
+    for run in (40, 3, 700, 17, 1):
+        batches += [encode_batch(offset + i, [(None, noop)], leader_epoch=1, timestamp=i) for i in range(run)]
+        offset += run
+        batches.append(encode_batch(offset, [(None, topic)] * 3, leader_epoch=2, timestamp=offset))
+        offset += 3
+    path.write_bytes(b"".join(batches))
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["sample", "noop-runs", "4.1.1/basic/dump-log.txt", *(f"{p.parent.name}/{p.name}" for p in KAFKA_SCENARIOS)],
+)
+def test_a_scanned_log_reads_like_read_log_in_any_order_of_access(name, tmp_path):
+    """:func:`scan_log` decodes batches as they are asked for: any ranges, in any order, give what
+    :func:`read_log` reads, and its positions (record at or before, batch start, offset at a time) are
+    those of the records."""
+    path = {"sample": SAMPLE, "noop-runs": None}.get(name, KAFKA / name)
+    if path is None:
+        path = _noop_runs_segment(tmp_path / "00000000000000000000.log")
+    whole = read_log(path)
+    log = scan_log(path)
+    assert len(log) == len(whole) and log.decoded == (len(whole) if path.suffix == ".txt" else 0)
+    rng = random.Random(name)
+    offsets = [r.offset for r in whole]
+    probes = rng.sample(range(offsets[0] - 1, offsets[-1] + 2), min(40, len(offsets)))
+    for a, b in zip(probes, probes[1:]):
+        lo, hi = min(a, b), max(a, b)
+        assert log.between(lo, hi) == [r for r in whole if lo <= r.offset <= hi], (lo, hi)
+    assert log[-1] == whole[-1] and log[3:9] == whole[3:9] and log[::7] == whole[::7]
+    assert list(log) == whole and log.decoded == len(whole)
+    for o in probes:
+        before = [r for r in whole if r.offset <= o]
+        at = [r for r in whole if r.offset == o]
+        assert log.at_or_before(o) == ((before[-1].offset, before[-1].epoch, before[-1].timestamp) if before else None)
+        assert log.batch_start(o) == (at[0].batch_base_offset if at else o)
+    for ms in [r.timestamp + d for r in rng.sample(whole, min(20, len(whole))) for d in (-1, 0, 1)]:
+        timed = [r.batch_last_offset for r in whole if r.timestamp <= ms]
+        assert log.offset_at_time(ms) == (max(timed) if timed else None)
+    assert log.bounds() == (offsets[0], offsets[-1])
+
+
+def test_a_replay_from_the_newest_snapshot_decodes_only_the_batches_after_it():
+    """``--log``: every batch header is read, the records only from the batch holding the snapshot's end on;
+    the image is the one a replay of the fully decoded log gives."""
+    from image.sources import reference_image
+    from image.temporal import MemorySource
+
+    log, snapshots = scan_log(SAMPLE), read_snapshots(SAMPLE)
+    whole = read_log(SAMPLE)
+    lazy = MemorySource.replay(log, snapshots)
+    end = lazy.bounds()[1]
+    assert reference_image(lazy, end).to_json() == reference_image(MemorySource.replay(whole, snapshots), end).to_json()
+    start = next(r.batch_base_offset for r in whole if r.offset >= snapshots[-1].end_offset)
+    assert 0 < log.decoded == sum(1 for r in whole if r.offset >= start) < len(whole)
+
+
+def test_a_scan_checks_the_crc_of_batches_it_does_not_decode(tmp_path):
+    d = tmp_path / "__cluster_metadata-0"
+    shutil.copytree(SAMPLE / "__cluster_metadata-0", d)
+    first = d / SEGMENT.name
+    whole = first.read_bytes()
+    bounds = _batch_bounds(whole, 3)
+    damaged = bytearray(whole)
+    damaged[bounds[1] + 70] ^= 0xFF
+    first.write_bytes(bytes(damaged))
+    with pytest.raises(DecodeError, match="CRC mismatch") as info:
+        scan_log(d)
+    offset = struct.unpack_from(">q", whole, bounds[1])[0]
+    assert (info.value.file, info.value.position, info.value.offset) == (str(first), bounds[1], offset)
