@@ -1000,8 +1000,11 @@ def scan_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -
     :class:`RecordLog` that decodes a batch's records only when they are asked for: one pass reads every
     batch header (framing, offsets and CRC-32C checked), so a replay from the newest snapshot decodes only
     the records after it, as Kafka's loader does. kafka-dump-log text is read whole."""
-    options = options or ReadOptions()
-    files = [f for f in discover(path) if f.kind in (InputKind.SEGMENT, InputKind.DUMP)]
+    return _scan([f for f in discover(path) if f.kind in (InputKind.SEGMENT, InputKind.DUMP)], options or ReadOptions())
+
+
+def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
+    """The records of segments, snapshots or dump text (its log section) as a :class:`RecordLog`."""
     blocks: list[tuple[np.ndarray, ...]] = []  # (count, first offset, base, last, epoch, time, file, position)
     rows: list[tuple[int, ...]] = []
     loaded: dict[int, list[LogRecord]] = {}  # chunk -> records read with the scan (dump text)
@@ -1087,16 +1090,18 @@ def scan_log(path: str | os.PathLike[str], options: ReadOptions | None = None) -
 
 
 def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
-    """The snapshots (``*.checkpoint`` files, not ``bootstrap.checkpoint``) under ``path`` with their
-    records, read without Spark, in the order of their ids."""
+    """The snapshots (``*.checkpoint`` files, not ``bootstrap.checkpoint``) under ``path`` in the order of
+    their ids, read without Spark; each one's records are decoded when first asked for (see
+    :func:`scan_log`), so a replay decodes only the snapshot it starts from."""
     options = options or ReadOptions()
     out = []
     for f in discover(path):
         if f.kind is not InputKind.SNAPSHOT or f.end_offset is None or f.epoch is None:
             continue
-        records = [to_log_record(row, f.path) for _, row in iter_file_rows(f, [], options)]
-        header = next((r for r in records if r.control_type == "SNAPSHOT_HEADER"), None)
-        timestamp = header.data["lastContainedLogTimestamp"] if header is not None else -1
+        records = _scan([f], options)
+        if records and records[0].control_type != "SNAPSHOT_HEADER":
+            raise DecodeError("First control record is not a snapshot header", file=f.path, position=0)
+        timestamp = records[0].data["lastContainedLogTimestamp"] if records else -1
         out.append(Snapshot(records, f.end_offset, f.epoch, timestamp))
     return sorted(out, key=lambda s: (s.end_offset, s.epoch))
 

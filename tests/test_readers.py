@@ -173,6 +173,9 @@ def test_snapshot_must_start_with_a_header(tmp_path):
     path.write_bytes(_segment_with([encode_metadata_value("NO_OP_RECORD", 0, {})]))
     with pytest.raises(DecodeError, match="snapshot header"):
         list(decode_path(path))
+    with pytest.raises(DecodeError, match="snapshot header") as info:
+        read_snapshots(tmp_path)
+    assert info.value.file == str(path)
 
 
 def test_sample_snapshot_has_header_and_footer():
@@ -284,19 +287,30 @@ def test_a_scanned_log_reads_like_read_log_in_any_order_of_access(name, tmp_path
     assert log.bounds() == (offsets[0], offsets[-1])
 
 
-def test_a_replay_from_the_newest_snapshot_decodes_only_the_batches_after_it():
-    """``--log``: every batch header is read, the records only from the batch holding the snapshot's end on;
-    the image is the one a replay of the fully decoded log gives."""
+@pytest.mark.parametrize(
+    "path", [SAMPLE, KAFKA / "3.9.1" / "rolling-restart", KAFKA / "4.1.1" / "snapshot-fetch"], ids=lambda p: p.name
+)
+def test_a_replay_decodes_only_its_snapshot_and_the_batches_after_it(path):
+    """``--log``: every batch header is read; the records only of the snapshot the replay starts from and from
+    the batch holding its end on. The image is the one a replay of the fully decoded log gives."""
     from image.sources import reference_image
-    from image.temporal import MemorySource
+    from image.temporal import MemorySource, base_snapshot
 
-    log, snapshots = scan_log(SAMPLE), read_snapshots(SAMPLE)
-    whole = read_log(SAMPLE)
+    log, snapshots = scan_log(path), read_snapshots(path)
+    whole = read_log(path)
     lazy = MemorySource.replay(log, snapshots)
     end = lazy.bounds()[1]
-    assert reference_image(lazy, end).to_json() == reference_image(MemorySource.replay(whole, snapshots), end).to_json()
-    start = next(r.batch_base_offset for r in whole if r.offset >= snapshots[-1].end_offset)
-    assert 0 < log.decoded == sum(1 for r in whole if r.offset >= start) < len(whole)
+    eager = read_snapshots(path)
+    header_batch = [sum(1 for r in e.records if r.batch_base_offset == e.records[0].batch_base_offset) for e in eager]
+    assert [s.records.decoded for s in snapshots] == header_batch  # the header, for its timestamp
+    assert reference_image(lazy, end).to_json() == reference_image(MemorySource.replay(whole, eager), end).to_json()
+    base = base_snapshot(lazy.snapshots(), end)
+    assert [s.records.decoded for s in snapshots] == [
+        len(s.records) if (s.end_offset, s.epoch) == (base.end_offset, base.epoch) else n
+        for s, n in zip(snapshots, header_batch)
+    ]
+    start = next((r.batch_base_offset for r in whole if r.offset >= base.end_offset), None)
+    assert log.decoded == sum(1 for r in whole if start is not None and r.offset >= start) < len(whole)
 
 
 def test_a_scan_checks_the_crc_of_batches_it_does_not_decode(tmp_path):
