@@ -1,8 +1,8 @@
 """Building the temporal image: the sharded replay on Spark against the reference engine and Kafka's own replay.
 
     python benchmarks/bench_versions.py --sizes 1e5,1e6 --kinds gen,idle,hot,txn --out versions.json
-    python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --cores 1,2
-    python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --incremental 10000
+    python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --cores 1,2 --places spark --no-reference
+    python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --places spark --no-reference --incremental 10000
 
 Per log (``benchmarks/common.py`` logs: ``gen-N`` a churning cluster, ``idle-N`` NoOps; here also ``hot-N``,
 one topic taking the churn, and ``txn-N``, every topic creation a metadata transaction):
@@ -10,9 +10,9 @@ one topic taking the churn, and ``txn-N``, every topic creation a metadata trans
 * **records lake** — the log ingested once without the temporal image (cached under the data directory);
 * **build** — :func:`image.spark.build.build_versions` (plan jobs + the one replay pass) and
   :func:`image.spark.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
-  ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: the sharded build
-  is run twice in one session and both are reported, then once on the driver — the lake read in process,
-  one recorder); Spark stages and py4j calls of the pass; driver and JVM RSS;
+  ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: by default the
+  sharded build is run twice in one session and both are reported, then once on the driver — the lake read
+  in process, one recorder; ``--places`` chooses); Spark stages and py4j calls of the pass; driver and JVM RSS;
 * **reference** — :func:`image.versions.record_versions`, the same recorder sequentially on the driver, and
   the plain reference replay (:func:`image.replay.replay_to`) on the same records (decoded once, not timed);
 * **kafka** (``--oracle``) — Kafka's own MetadataLoader replay of the log (KraftOracle, ``bench_kafka.py``);
@@ -184,17 +184,20 @@ def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
 
 
 def child_build(args: argparse.Namespace) -> int:
-    """``--child``: two sharded builds in one fresh session (cold, then warm), then one on the driver,
+    """``--child``: the builds of ``--places`` in one fresh session (by default two sharded builds, cold then
+    warm, then one on the driver),
     printed as JSON."""
     os.environ["KRAFT_REPLAY_MASTER"] = f"local[{args.child_cores}]"
     spark, jvm = common.spark_session()
     with common.MemorySampler(jvm) as mem:
-        runs = [build_once(args.child, args.shards, place) for place in ("spark", "spark", "driver")]
+        runs = [build_once(args.child, args.shards, place) for place in args.places.split(",")]
     print(json.dumps({"runs": runs, **mem.result()}))
     return 0
 
 
-def build_rows(log: common.BenchLog, lake_dir: str, cores: list[int], shards: int | None) -> list[dict[str, Any]]:
+def build_rows(
+    log: common.BenchLog, lake_dir: str, cores: list[int], shards: int | None, places: str
+) -> list[dict[str, Any]]:
     rows = []
     for n in cores:
         common.progress(f"building the temporal image of {log.name} on local[{n}]")
@@ -206,6 +209,8 @@ def build_rows(log: common.BenchLog, lake_dir: str, cores: list[int], shards: in
                 lake_dir,
                 "--child-cores",
                 str(n),
+                "--places",
+                places,
                 *(["--shards", str(shards)] if shards else []),
             ],
             capture_output=True,
@@ -215,12 +220,12 @@ def build_rows(log: common.BenchLog, lake_dir: str, cores: list[int], shards: in
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-3000:])
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
-        for i, run in enumerate(doc["runs"]):
+        for i, (place, run) in enumerate(zip(places.split(","), doc["runs"], strict=True)):
             rows.append(
                 {
                     "log": log.name,
                     "records": log.records,
-                    "engine": f"spark local[{n}]" if i < 2 else f"driver (local[{n}] session)",
+                    "engine": f"spark local[{n}]" if place == "spark" else f"driver (local[{n}] session)",
                     "run": ("cold" if i == 0 else "warm"),
                     **run,
                     "rec_per_s": common.per_s(log.records, run["total_s"]),
@@ -339,6 +344,12 @@ def main() -> int:
     ap.add_argument("--incremental", type=int, default=0, help="also an incremental ingest of K records")
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR)
     ap.add_argument("--out")
+    ap.add_argument(
+        "--places",
+        default="spark,spark,driver",
+        help="the builds of each session, in order: spark (sharded) or driver; leave driver out at 10^7 "
+        "records (it holds every record as a Python object: the box ran out of memory)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-cores", type=int, default=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -351,7 +362,7 @@ def main() -> int:
         for kind in a.kinds.split(","):
             log = bench_log(kind, n, a.data_dir)
             lake = records_lake(log, a.data_dir)
-            rows = build_rows(log, lake, cores, a.shards)
+            rows = build_rows(log, lake, cores, a.shards, a.places)
             if not a.no_reference:
                 rows += reference_rows(log)
             if a.oracle:
