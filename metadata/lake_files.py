@@ -208,16 +208,23 @@ class LakeFiles:
                 actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
                 root = self.path(name)
                 files = []
+                ours: dict[str, str] = {}  # a file's path in the table (decoded) -> its location as we read it
                 for a in actions:
                     columns = {k[4:] for k in a if k.startswith("min.")}
                     stats = {c: (a.get(f"min.{c}"), a.get(f"max.{c}"), a.get(f"null_count.{c}")) for c in columns}
                     for c in (k[11:] for k in a if k.startswith("null_count.")):
                         stats.setdefault(c, (None, None, a[f"null_count.{c}"]))
                     files.append(DataFile(_join(root, a["path"]), a["num_records"], stats))
+                    ours[unquote(a["path"])] = files[-1].uri
                 masks: dict[str, list[bool]] = {}
                 if table.protocol().reader_features and "deletionVectors" in table.protocol().reader_features:
+                    # delta-rs names a file by the table's canonical location (symlinks resolved), which need
+                    # not be how the lake was named: match by the path inside the table
+                    base = table.table_uri.rstrip("/") + "/"
                     for row in pa.table(table.deletion_vectors()).to_pylist():
-                        masks[_plain(row["filepath"])] = row["selection_vector"]
+                        path = row["filepath"]
+                        inside = unquote(path[len(base) :]) if path.startswith(base) else path
+                        masks[_plain(ours.get(inside, path))] = row["selection_vector"]
                 self._files[name] = (files, masks)
         return self._files[name]
 

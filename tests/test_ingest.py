@@ -248,3 +248,30 @@ def test_cli_log_info_and_dump_for_people(sample_lake):
     topics = REPORT["by_type"]["TOPIC_RECORD"]
     assert five.startswith(f"{topics} records, the first 5 shown\n") and more_line(topics - 5) in five
     assert [line.split()[2] for line in record_lines(five)] == ["TOPIC_RECORD"] * 5
+
+
+def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path):
+    """delta-rs names a table's files by its canonical location (symlinks resolved): the deletion vectors that
+    an incremental ingest's MERGEs leave in the versions tables still apply when the lake is named through a
+    symlink (they were silently ignored, and closed versions read as current)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from image.ingest import ingest as ingest_with_versions
+    from metadata.lake_files import LakeFiles
+
+    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
+    location = tmp_path / "lake"
+    for segment in segments[:2]:
+        ingest_with_versions([str(segment)], str(location), spark=spark, progress=False)
+    link = tmp_path / "link"
+    link.symlink_to(location)
+    real, linked = LakeFiles(str(location)), LakeFiles(str(link))
+    names = sorted(real.state().versions)
+    assert any(pa.table(DeltaTable(str(location / n)).deletion_vectors()).num_rows for n in names if "image_" in n)
+
+    def rows(files: LakeFiles, name: str) -> list[str]:
+        return sorted(repr(sorted(r.items())) for r in files.read(name).to_pylist())
+
+    for name in names:
+        assert rows(linked, name) == rows(real, name), name
