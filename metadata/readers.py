@@ -899,13 +899,18 @@ def iter_file_items(
         else:
             first, tail = (item[1][0][1], item[0][8]), (item[1][-1][1], item[0][8])
         if last is None and first[0] != "SNAPSHOT_HEADER":
-            raise DecodeError("First control record is not a snapshot header", file=f.path, position=first[1])
+            raise _no_snapshot_header(f, first[1])
         last = tail
         yield section, item
     if last is None:
         issues.append(Issue(file=f.path, severity="warning", message="empty snapshot file"))
     elif last[0] != "SNAPSHOT_FOOTER":
         issues.append(Issue(file=f.path, severity="warning", message="snapshot has no SNAPSHOT_FOOTER (truncated?)"))
+
+
+def _no_snapshot_header(f: InputFile, position: int) -> DecodeError:
+    """A snapshot must open with a SNAPSHOT_HEADER (Kafka's snapshot reader refuses it otherwise)."""
+    return DecodeError("First control record is not a snapshot header", file=f.path, position=position)
 
 
 def iter_file_rows(
@@ -1007,8 +1012,7 @@ def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
     """The records of segments, snapshots or dump text (its log section) as a :class:`RecordLog`."""
     blocks: list[tuple[np.ndarray, ...]] = []  # (count, first offset, base, last, epoch, time, file, position)
     rows: list[tuple[int, ...]] = []
-    loaded: dict[int, list[LogRecord]] = {}  # chunk -> records read with the scan (dump text)
-    chunk = 0
+    preloaded: list[list[LogRecord] | None] = []  # per chunk: its records when read with the scan (dump text)
 
     def flush() -> None:
         if rows:
@@ -1020,9 +1024,8 @@ def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
             for section, item in iter_file_items(f, [], options):
                 if section == "log":
                     (base, last, epoch, ts, *_), ((offset, *_),) = item
-                    loaded[chunk] = [to_log_record(row, f.path) for row in item_rows(item)]
+                    preloaded.append([to_log_record(row, f.path) for row in item_rows(item)])
                     rows.append((1, offset, base, last, epoch, ts, fi, -1))
-                    chunk += 1
             continue
         for item in iter_segment_items(open_bytes(f.path), f.path, [], options, headers_only=True):
             if isinstance(item, NoOpRun):
@@ -1040,11 +1043,11 @@ def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
                         item.position,
                     )
                 )
-                chunk += len(item)
+                preloaded.extend([None] * len(item))
             else:
                 base, last, epoch, ts, *_, pos = item[0]
                 rows.append((last - base + 1, base, base, last, epoch, ts, fi, pos))
-                chunk += 1
+                preloaded.append(None)
     flush()
     columns = (
         [np.concatenate([b[i] for b in blocks]).astype(np.int64) for i in range(8)]
@@ -1083,9 +1086,6 @@ def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
             k = end + 1
         return out
 
-    preloaded: list[list[LogRecord] | None] = [None] * chunk
-    for k, records in loaded.items():
-        preloaded[k] = records
     return RecordLog(Chunks(count, *columns[1:6]), load, preloaded)
 
 
@@ -1100,7 +1100,7 @@ def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = N
             continue
         records = _scan([f], options)
         if records and records[0].control_type != "SNAPSHOT_HEADER":
-            raise DecodeError("First control record is not a snapshot header", file=f.path, position=0)
+            raise _no_snapshot_header(f, 0)
         timestamp = records[0].data["lastContainedLogTimestamp"] if records else -1
         out.append(Snapshot(records, f.end_offset, f.epoch, timestamp))
     return sorted(out, key=lambda s: (s.end_offset, s.epoch))
