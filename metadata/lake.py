@@ -30,6 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
@@ -486,6 +487,7 @@ class LakeTransaction:
         self._start: dict[str, int] = {}  # per table: its latest version before this attempt's first write
         self._touched: set[str] = set()
         self._written = False
+        self._lock = threading.Lock()  # writes may run from several threads
 
     def _recover(self) -> None:
         """Undo what an interrupted transaction left behind: a table written past its committed version is
@@ -494,6 +496,7 @@ class LakeTransaction:
         lake, base = self.lake, self.base
         names = list(dict.fromkeys([*table_schemas(), *base.versions, *self._tables]))
         latest = lake.current_versions(names)
+        restores: dict[str, int] = {}
         for name in names:
             committed, current = base.versions.get(name), latest[name]
             if committed is None:
@@ -516,10 +519,20 @@ class LakeTransaction:
                 c.operation in NEUTRAL_OPERATIONS
                 for c in commit_infos(lake.spark, lake.path(name), committed + 1, current)
             ):
-                lake.spark.sql(f"RESTORE TABLE delta.{_quoted(lake.path(name))} TO VERSION AS OF {committed}").collect()
-                self._touched.add(name)
+                restores[name] = committed
             if current is not None:
                 self._start[name] = current
+        # each RESTORE is a few small Delta jobs, mostly driver work: four tables at a time
+        with ThreadPoolExecutor(4) as pool:
+            list(
+                pool.map(
+                    lambda item: lake.spark.sql(
+                        f"RESTORE TABLE delta.{_quoted(lake.path(item[0]))} TO VERSION AS OF {item[1]}"
+                    ).collect(),
+                    restores.items(),
+                )
+            )
+        self._touched.update(restores)
 
     def table(self, name: str) -> DataFrame:
         """Table ``name`` as committed (before this transaction's writes)."""
@@ -566,9 +579,10 @@ class LakeTransaction:
         return sorted(self._touched)
 
     def _wrote(self, name: str) -> None:
-        self._touched.add(name)
-        if not self._written:
-            self._written = True
+        with self._lock:
+            self._touched.add(name)
+            first, self._written = not self._written, True
+        if first:
             fault_point("write")
 
     def _versions(self) -> dict[str, int]:

@@ -673,8 +673,12 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
             f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}",
         ]
 
-    for table in touched:
-        txn.apply(table, lambda _, table=table: [spark.sql(q).collect() for q in statements(table)])
+    with ThreadPoolExecutor(4) as pool:  # small Delta jobs, mostly driver work: four tables at a time
+        list(
+            pool.map(
+                lambda table: txn.apply(table, lambda _: [spark.sql(q).collect() for q in statements(table)]), touched
+            )
+        )
     return touched
 
 
