@@ -11,6 +11,7 @@ import pytest
 
 os.environ.setdefault("KRAFT_REPLAY_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("KRAFT_REPLAY_DRIVER_MEMORY", "2g")
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "spark-conf"))
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 

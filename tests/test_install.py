@@ -118,6 +118,7 @@ def _without_venv_on_path(tmp_path: Path) -> dict[str, str]:
         "XDG_CACHE_HOME",
         "KRAFT_REPLAY_DRIVER_MEMORY",
         "KRAFT_REPLAY_SHUFFLE_PARTITIONS",
+        "SPARK_CONF_DIR",
     ):
         if name in os.environ:
             env[name] = os.environ[name]
