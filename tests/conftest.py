@@ -38,6 +38,38 @@ def sample_lake(spark, tmp_path_factory):
     return Lake(location, spark), report
 
 
+@pytest.fixture(scope="session")
+def first_segment_lake(spark, tmp_path_factory) -> Path:
+    """The directory of a lake of the sample's first segment (one ingest); tests copy it before changing it."""
+    from image.ingest import ingest
+
+    location = tmp_path_factory.mktemp("first-segment") / "lake"
+    ingest([str(min((SAMPLE / "__cluster_metadata-0").glob("*.log")))], str(location), spark=spark, progress=False)
+    return location
+
+
+@pytest.fixture(scope="session")
+def shared_lake(spark, tmp_path_factory):
+    """``shared_lake(name, write)``: the lake (with its temporal image, built sharded on Spark) of the log
+    directory ``write(root)`` writes under a fresh directory and returns, built once per test run for the
+    test modules that only read it; returns (lake, log directory)."""
+    from metadata.lake import Lake
+    from tests.lakes import make_lake
+
+    built: dict[str, tuple[Lake, Path]] = {}
+
+    def lake(name: str, write) -> tuple[Lake, Path]:
+        if name not in built:
+            root = tmp_path_factory.mktemp("shared-lake")
+            log = write(root)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("KRAFT_REPLAY_BUILD", "spark")
+                built[name] = make_lake(spark, root, [log]), log
+        return built[name]
+
+    return lake
+
+
 # ---------------------------------------------------------------------------- real-Kafka test count
 # CI must see whether the real-Kafka comparisons ran or silently skipped: the terminal summary ends
 # with one line counting the tests marked ``kafka``, also written as JSON to $KRAFT_REPLAY_KAFKA_SUMMARY.

@@ -241,13 +241,12 @@ def test_bad_input_is_one_clear_line(log, tmp_path):
     assert "--from-offset or --from-time" in fails("diff", "--lake", log.lake, "--to-offset", 3)
 
 
-def test_commands_on_a_real_kafka_log_agree_across_engines(spark, tmp_path) -> None:
+def test_commands_on_a_real_kafka_log_agree_across_engines(shared_lake) -> None:
     """replay/show/diff on a log written by Kafka 4.1.1 (a partition reassignment): the temporal image, read
     in process and on Spark, gives the reference engine's image."""
     log_dir = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1" / "reassign" / "__cluster_metadata-0"
-    lake = str(tmp_path / "lake")
-    last = ingest([str(log_dir)], lake, spark=spark, progress=False).last_offset
-    assert last is not None
+    shared, _ = shared_lake("4.1.1/reassign", lambda root: log_dir)
+    lake, last = shared.uri, read_log(log_dir)[-1].offset
     mid = last // 2
     image = ok_json("replay", "--lake", lake, "--at-offset", mid, "--engine", "reference")
     assert ok_json("replay", "--lake", lake, "--at-offset", mid) == image

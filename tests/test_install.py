@@ -161,21 +161,21 @@ def test_console_script_of_a_venv_install_run_by_its_path(installed: Path, tmp_p
 def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server(installed: Path, tmp_path: Path) -> None:
     """``python -m cli.main`` with the environment's interpreter (not activated), from the checkout, on the
     local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM starts the
-    Python workers of the ingest's temporal-image build, and the lake read on Spark gives the image a
-    replay of the log in process gives."""
-    env = {**_without_venv_on_path(tmp_path), "SPARK_REMOTE": "local[2]"}
+    Python workers of the ingest's temporal-image build, and the lake it wrote (read in process: reads on a
+    Connect server are tests/test_connect.py's) gives the image a replay of the log gives."""
+    plain = _without_venv_on_path(tmp_path)
     lake, sample = tmp_path / "lake", ROOT / "data" / "sample"
     python = [str(installed / "bin" / "python"), "-m", "cli.main"]
     runs = [
         subprocess.run([*python, *args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1700)
-        for args in (
-            ["ingest", str(sample), "--lake", str(lake)],
-            ["replay", "--lake", str(lake)],
-            ["replay", "--log", str(sample)],
+        for args, env in (
+            (["ingest", str(sample), "--lake", str(lake)], {**plain, "SPARK_REMOTE": "local[2]"}),
+            (["replay", "--lake", str(lake)], plain),
+            (["replay", "--log", str(sample)], plain),
         )
     ]
     for run in runs:
         assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
-    ingested, on_spark, in_process = (json.loads(r.stdout) for r in runs)
+    ingested, from_lake, from_log = (json.loads(r.stdout) for r in runs)
     assert ingested["records_added"] == len(read_log(sample / "__cluster_metadata-0"))
-    assert on_spark == in_process and on_spark["topics"]
+    assert from_lake == from_log and from_lake["topics"]

@@ -51,18 +51,10 @@ def reference(sample_lake) -> Lake:
     return sample_lake[0]
 
 
-@pytest.fixture(scope="module")
-def first_segment(spark, tmp_path_factory) -> Path:
-    """A lake of the sample's first segment, built once; tests take copies (:func:`lake_of_first_segment`)."""
-    location = tmp_path_factory.mktemp("first") / "lake"
-    ingest([str(SEGMENTS[0])], str(location), spark=spark, progress=False)
-    return location
-
-
 @pytest.fixture
-def lake_of_first_segment(first_segment, tmp_path) -> str:
-    """A copy of the lake of the first segment, for one test to change."""
-    shutil.copytree(first_segment, tmp_path / "lake")
+def lake_of_first_segment(first_segment_lake, tmp_path) -> str:
+    """A copy of the lake of the sample's first segment, for one test to change."""
+    shutil.copytree(first_segment_lake, tmp_path / "lake")
     return str(tmp_path / "lake")
 
 
@@ -128,15 +120,8 @@ def test_concurrent_ingests_into_an_existing_lake(reference, spark, lake_of_firs
     assert_same_lake(Lake(location, spark), reference)
 
 
-@pytest.mark.parametrize(
-    "step",
-    [
-        pytest.param("lease", marks=pytest.mark.slow),
-        pytest.param("write", marks=pytest.mark.slow),
-        "written",
-        pytest.param("committed", marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.slow  # (in the default run: tests/test_ingest.py's interrupted ingests, the lease tests below)
+@pytest.mark.parametrize("step", ["lease", "write", "written", "committed"])
 def test_an_ingest_killed_at_any_step_is_invisible_or_whole_and_the_next_repairs(
     reference, spark, lake_of_first_segment, step
 ):

@@ -29,10 +29,10 @@ SNAPSHOT = next(LOG_DIR.glob("*.checkpoint"))
 
 
 @pytest.fixture(scope="module")
-def pristine(spark, tmp_path_factory) -> Path:
+def pristine(spark, first_segment_lake, tmp_path_factory) -> Path:
     """A lake of two ingests (two files and versions per table) and the sample's snapshot."""
     location = tmp_path_factory.mktemp("damage") / "pristine"
-    ingest([str(SEGMENTS[0])], str(location), spark=spark, progress=False)
+    shutil.copytree(first_segment_lake, location)
     ingest([str(SEGMENTS[1]), str(SNAPSHOT)], str(location), spark=spark, progress=False)
     return location
 

@@ -24,13 +24,12 @@ from replica.apply_plan import apply_plan, plan_rows
 from replica.inputs import delta_frames, reference_delta
 from replica.plan import apply_plan_rows
 from replica.zk import leader_and_isr_doc, leader_and_isr_json
-from tests.lakes import crafted_log, make_lake, write_log
+from tests.lakes import KAFKA_FIXTURES, kafka_fixture_name, make_lake, write_crafted, write_log
 from tests.test_replica_plan import coordinator_scenario
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0"))
 
 
 def _generated(root: Path) -> Path:
@@ -39,7 +38,7 @@ def _generated(root: Path) -> Path:
 
 
 LOGS: dict[str, tuple[Callable[[Path], Path], int, int | None]] = {
-    **{f"{p.parent.name}/{p.name}": (lambda root, p=p: p / "__cluster_metadata-0", -1, None) for p in FIXTURES},
+    **{kafka_fixture_name(p): (lambda root, p=p: p / "__cluster_metadata-0", -1, None) for p in KAFKA_FIXTURES},
     "sample": (lambda root: ROOT / "data" / "sample" / "__cluster_metadata-0", -1, None),
     "generated": (_generated, -1, None),
     # ONE delta of the whole crafted log meets two delta-boundary quirks where it differs from the
@@ -47,7 +46,7 @@ LOGS: dict[str, tuple[Callable[[Path], Path], int, int | None]] = {
     # at 75-76 (the second removal fails), and topic id T1, deleted at 41 and declared again at 66,
     # whose ELR the ClearElrRecord at 83 does not clear in one delta from before 41 (it does batch by
     # batch). Windows over the crafted log stay within (29, 80].
-    "crafted": (lambda root: write_log(crafted_log(), root / "crafted"), 29, 80),
+    "crafted": (write_crafted, 29, 80),
     "coordinators": (lambda root: write_log(coordinator_scenario()[0], root / "coordinators"), -1, None),
 }
 """Log name → (writes if needed and returns its directory, first and last offset of the windows; None = the
@@ -86,16 +85,25 @@ def as_json(value: Any) -> str:
     return json.dumps(value, indent=2)
 
 
-DEFAULT_TIER = {"crafted", "coordinators", "4.1.1/reassign", "4.1.1/retention"}
-"""The logs compared in the default run (each costs a lake and a Spark pass per window on 2 cores); the others
-run in the slow tier (``-m slow``)."""
+SHARED = {"crafted", *(kafka_fixture_name(p) for p in KAFKA_FIXTURES)}
+"""The logs whose lakes other test modules read too (built once per run: the ``shared_lake`` fixture)."""
+
+DEFAULT_TIER = {"crafted", "4.1.1/reassign", "4.1.1/retention"}
+"""The logs compared in the default run (each costs Spark passes per window on 2 cores); the others run in the
+slow tier (``-m slow``). The coordinator scenario's Spark plans are compared in the default run by
+tests/test_replica_spark.py (from the records, without a lake)."""
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in LOGS])
-def test_in_process_plans_and_requests_equal_spark_for_every_broker(spark, tmp_path: Path, name: str) -> None:
+def test_in_process_plans_and_requests_equal_spark_for_every_broker(
+    spark, shared_lake, tmp_path: Path, name: str
+) -> None:
     write, first, last = LOGS[name]
-    path = write(tmp_path)
-    lake = make_lake(spark, tmp_path, [path])
+    if name in SHARED:
+        lake, path = shared_lake(name, write)
+    else:
+        path = write(tmp_path)
+        lake = make_lake(spark, tmp_path, [path])
     on_spark, in_process = SparkSource(lake), ArrowSource(LakeFiles(lake.uri))
     records = read_log(path)
     seen: set[str] = set()

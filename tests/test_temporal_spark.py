@@ -23,12 +23,9 @@ from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
 from metadata.version_tables import TABLES
-from tests.lakes import broken_log, crafted_log, make_lake, write_log
+from tests.lakes import KAFKA_FIXTURES, broken_log, kafka_fixture_name, make_lake, write_crafted, write_log
 
 pytestmark = pytest.mark.spark
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0"))
 
 
 def reference(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], offset: int) -> tuple[dict, list[str]]:
@@ -72,10 +69,8 @@ def sharded_builds():
 
 
 @pytest.fixture(scope="module")
-def crafted(spark, tmp_path_factory) -> tuple[Lake, Path]:
-    root = tmp_path_factory.mktemp("crafted")
-    log = write_log(crafted_log(), root / "log", segments_at=[20, 45, 48, 60])
-    return make_lake(spark, root, [log]), log
+def crafted(shared_lake) -> tuple[Lake, Path]:
+    return shared_lake("crafted", write_crafted)
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +100,21 @@ def test_broken_log_keeps_every_rejection_in_full(spark, tmp_path: Path) -> None
     assert str(raised.value) == str(expected.value)
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_real_kafka_logs_every_offset(spark, tmp_path: Path, fixture: Path) -> None:
-    lake = make_lake(spark, tmp_path, [fixture / "__cluster_metadata-0"])
+DEFAULT_FIXTURES = {"3.9.1/rolling-restart", "4.1.1/reassign", "4.1.1/retention", "4.1.1/snapshot-fetch"}
+"""The real-Kafka logs compared in the default run: many snapshots, a reassignment, a log cut by retention, a
+snapshot fetched from the leader (the others, in the slow tier, add no rule these do not exercise)."""
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        p if kafka_fixture_name(p) in DEFAULT_FIXTURES else pytest.param(p, marks=pytest.mark.slow)
+        for p in KAFKA_FIXTURES
+    ],
+    ids=kafka_fixture_name,
+)
+def test_real_kafka_logs_every_offset(shared_lake, fixture: Path) -> None:
+    lake, _ = shared_lake(kafka_fixture_name(fixture), lambda root: fixture / "__cluster_metadata-0")
     log, snapshots = read_log(fixture), read_snapshots(fixture)
     assert_images(lake, log, snapshots, range(-1, log[-1].offset + 1))
 
