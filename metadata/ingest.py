@@ -22,7 +22,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -30,7 +29,16 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from metadata.lake import COMPACT_AT_FILES, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
+from metadata.lake import (
+    COMPACT_AT_FILES,
+    Commit,
+    Compactor,
+    Lake,
+    LakeState,
+    LakeTransaction,
+    Lease,
+    per_table,
+)
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.spark import default_parallelism, get_spark
@@ -381,8 +389,7 @@ def _write(
     snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
     if snapshot_rows is not None:
         small.append(("snapshots", lambda: snapshot_rows))
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda a: txn.write(a[0], a[1]()), small))
+    per_table(lambda a: txn.write(a[0], a[1]()), small)
     if added:
         txn.write("records", fresh)
     snap_added = 0

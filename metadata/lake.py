@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -50,6 +50,7 @@ from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 if TYPE_CHECKING:
     from metadata.lake_files import LakeFiles
 
+Item = TypeVar("Item")
 LEASE = "_lease"
 
 INGESTS_SCHEMA = T.StructType(
@@ -72,6 +73,16 @@ _INGESTS_APP = "kraft-replay-ingests"
 # commits that leave a table's rows as they were (compaction, vacuum)
 COMPACT_AT_FILES = int(os.environ.get("KRAFT_REPLAY_COMPACT_FILES", "64"))
 """An ingest compacts a table it wrote when the table has more data files than this (many small appends)."""
+
+TABLE_THREADS = 4
+"""How many tables a transaction writes at once: each write is a few small Delta jobs, mostly driver work."""
+
+
+def per_table(operation: Callable[[Item], object], items: Iterable[Item]) -> None:
+    """Run ``operation`` on each of ``items`` (one table's writes each), :data:`TABLE_THREADS` at a time."""
+    with ThreadPoolExecutor(TABLE_THREADS) as pool:
+        list(pool.map(operation, items))
+
 
 Compactor = Callable[["LakeTransaction", str], None]
 """Compacts one table inside a lake transaction (default: :func:`optimize_table`)."""
@@ -522,16 +533,12 @@ class LakeTransaction:
                 restores[name] = committed
             if current is not None:
                 self._start[name] = current
-        # each RESTORE is a few small Delta jobs, mostly driver work: four tables at a time
-        with ThreadPoolExecutor(4) as pool:
-            list(
-                pool.map(
-                    lambda item: lake.spark.sql(
-                        f"RESTORE TABLE delta.{_quoted(lake.path(item[0]))} TO VERSION AS OF {item[1]}"
-                    ).collect(),
-                    restores.items(),
-                )
-            )
+        per_table(
+            lambda name: lake.spark.sql(
+                f"RESTORE TABLE delta.{_quoted(lake.path(name))} TO VERSION AS OF {restores[name]}"
+            ).collect(),
+            restores,
+        )
         self._touched.update(restores)
 
     def table(self, name: str) -> DataFrame:

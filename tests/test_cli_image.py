@@ -22,6 +22,7 @@ from image.summary import image_summary
 from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
+from tests.lakes import kafka_fixture_name
 from tests.test_diff import python_doc as python_diff
 from tests.test_render import EPOCH_MS, more_line, table_rows
 
@@ -245,7 +246,7 @@ def test_commands_on_a_real_kafka_log_agree_across_engines(shared_lake) -> None:
     """replay/show/diff on a log written by Kafka 4.1.1 (a partition reassignment): the temporal image, read
     in process and on Spark, gives the reference engine's image."""
     log_dir = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1" / "reassign" / "__cluster_metadata-0"
-    shared, _ = shared_lake("4.1.1/reassign", lambda root: log_dir)
+    shared, _ = shared_lake(kafka_fixture_name(log_dir.parent), lambda root: log_dir)
     lake, last = shared.uri, read_log(log_dir)[-1].offset
     mid = last // 2
     image = ok_json("replay", "--lake", lake, "--at-offset", mid, "--engine", "reference")

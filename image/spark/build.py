@@ -35,7 +35,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -57,7 +56,7 @@ from image.spark.source import SparkSource
 from image.temporal import TemporalSource, restart_point
 from image.versions import Rejection, Span, VersionRecorder, replay_with_snapshots
 from metadata.ingest import LakeChange
-from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, sql_table
+from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
 from metadata.lake_files import DataFile
 from metadata.log import LogRecord, Snapshot
 from metadata.spark import glob_escaped
@@ -673,12 +672,7 @@ def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
             f"UPDATE {path} SET to_offset = NULL WHERE to_offset >= {restart}",
         ]
 
-    with ThreadPoolExecutor(4) as pool:  # small Delta jobs, mostly driver work: four tables at a time
-        list(
-            pool.map(
-                lambda table: txn.apply(table, lambda _: [spark.sql(q).collect() for q in statements(table)]), touched
-            )
-        )
+    per_table(lambda table: txn.apply(table, lambda _: [spark.sql(q).collect() for q in statements(table)]), touched)
     return touched
 
 
@@ -722,9 +716,7 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
             if kind == "versions":
                 frame = point_read_layout(frame, _staged_rows(directory))
             writes.setdefault(table, []).append(partial(txn.write, table, frame, create=table not in state.versions))
-    # small writes, mostly driver-side Delta work: four tables at a time (as the ingest's typed tables)
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda steps: [step() for step in steps], writes.values()))
+    per_table(lambda steps: [step() for step in steps], writes.values())
     return list(writes)
 
 
