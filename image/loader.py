@@ -228,24 +228,40 @@ class MetadataLoader(_BatchReader):
         Returns the finished delta (based on the previous image), e.g. for local changes.
         """
         delta = MetadataDelta(self._image, snapshot=True)
-        location = f"snapshot {end_offset:020d}-{epoch:010d} offset"
-        for record in records:
-            if record.control_type == SNAPSHOT_HEADER and last_contained_timestamp is None:
-                last_contained_timestamp = record.data["lastContainedLogTimestamp"]
-            if record.is_control:
-                continue
-            try:
-                delta.replay(record, f"{location} {record.offset}")
-            except ReplayError as error:
-                self._fail(error)
-        if last_contained_timestamp is None:
-            raise ValueError("snapshot without SNAPSHOT_HEADER: pass last_contained_timestamp")
+        last_contained_timestamp = _replay_snapshot(
+            delta, records, end_offset, epoch, last_contained_timestamp, self._fail
+        )
         delta.finish_snapshot()
         provenance = MetadataProvenance(end_offset - 1, epoch, last_contained_timestamp, True)
         self._image = delta.apply(provenance)
         self._delta = None
         self._reset(provenance)
         return delta
+
+
+def _replay_snapshot(
+    delta: MetadataDelta,
+    records: Iterable[LogRecord],
+    end_offset: int,
+    epoch: int,
+    last_contained_timestamp: int | None,
+    fail: Callable[[ReplayError], None],
+) -> int:
+    """Replay a snapshot's data records into ``delta`` (control records skipped); its last contained
+    timestamp (``last_contained_timestamp``, else the SNAPSHOT_HEADER's)."""
+    location = f"snapshot {end_offset:020d}-{epoch:010d} offset"
+    for record in records:
+        if record.control_type == SNAPSHOT_HEADER and last_contained_timestamp is None:
+            last_contained_timestamp = record.data["lastContainedLogTimestamp"]
+        if record.is_control:
+            continue
+        try:
+            delta.replay(record, f"{location} {record.offset}")
+        except ReplayError as error:
+            fail(error)
+    if last_contained_timestamp is None:
+        raise ValueError("snapshot without SNAPSHOT_HEADER: pass last_contained_timestamp")
+    return last_contained_timestamp
 
 
 class DeltaCollector(_BatchReader):
@@ -257,6 +273,20 @@ class DeltaCollector(_BatchReader):
         super().__init__(image.provenance, lenient=lenient)
         self.delta = MetadataDelta(image)
         self._transaction: list[LogRecord] = []
+
+    def load_snapshot(
+        self, records: Iterable[LogRecord], end_offset: int, epoch: int, last_contained_timestamp: int | None = None
+    ) -> None:
+        """Open the delta with a snapshot loaded onto its base image, as the loader loads one (a log cut by
+        retention is whole only from its oldest snapshot on): its data records join the delta, what the base
+        image holds and the snapshot does not is deleted, and the records after its end offset follow. Only
+        before any record is collected."""
+        if self._batch_last_offset is not None or self.in_transaction:
+            raise ValueError("a snapshot opens a delta only before any record")
+        self.delta = MetadataDelta(self.delta.image, snapshot=True)
+        ts = _replay_snapshot(self.delta, records, end_offset, epoch, last_contained_timestamp, self._fail)
+        self.delta.finish_snapshot()
+        self._reset(MetadataProvenance(end_offset - 1, epoch, ts, True))
 
     def _replay_record(self, record: LogRecord) -> None:
         if self.in_transaction:

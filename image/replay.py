@@ -72,6 +72,7 @@ def delta_between(
     *,
     snapshot: SnapshotArg | None = None,
     base: MetadataImage | None = None,
+    opening: SnapshotArg | None = None,
     lenient: bool = False,
 ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
     """``(image(from_offset), delta, delta.apply(provenance of image(to_offset)))``.
@@ -82,8 +83,11 @@ def delta_between(
     at ``to_offset`` is left out (the delta stops before its Begin). Like a Kafka chunk, it can
     differ from per-batch replay (``replay_to``) only in delta-boundary quirks (e.g. topic
     configs created and deleted in the same delta, docs/replay-rules.md, "RemoveTopicRecord").
-    ``snapshot``/``base``/``lenient`` as for :func:`replay_to`; ``image.errors`` of the third
-    element lists the records of the range that were skipped.
+    ``snapshot``/``base``/``lenient`` as for :func:`replay_to`; ``opening``: a snapshot the delta
+    opens with, loaded onto image(from_offset) (a log cut by retention, the window starting before its
+    oldest snapshot's end: :meth:`DeltaCollector.load_snapshot`; ``records`` then skip from
+    ``from_offset`` to the snapshot's end); ``image.errors`` of the third element lists the records of
+    the range that were skipped.
     """
     if to_offset < from_offset:
         raise ValueError(f"to_offset {to_offset} is before from_offset {from_offset}")
@@ -103,6 +107,9 @@ def delta_between(
             break
     start = loader.image()
     collector = DeltaCollector(start, lenient=lenient)
+    if opening is not None:  # (loading a snapshot drops a transaction open before it)
+        collector.load_snapshot(*SnapshotSource(*opening))
+        since_visible = []
     for record in chain(since_visible, after, log):
         if record.offset > to_offset:
             break

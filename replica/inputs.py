@@ -9,7 +9,7 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.replay import delta_between
 from image.temporal import TemporalSource, image_before, resolve_offset, restart_point
-from metadata.log import LogRecord
+from metadata.log import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
 
 
@@ -31,23 +31,40 @@ def resolve_window(
     return a, b
 
 
-def _window_replay(source: TemporalSource, from_offset: int, to_offset: int) -> tuple[list[LogRecord], MetadataImage]:
-    """The records the reference engine replays for the delta (A, B] and the image it starts from: from the
-    last delta boundary at or before A outside any metadata transaction (or the snapshot a replay to A
-    loads), with the image the temporal image gives there — only the window's records are read."""
+def _window_replay(
+    source: TemporalSource, from_offset: int, to_offset: int
+) -> tuple[list[LogRecord], MetadataImage, Snapshot | None]:
+    """The records the reference engine replays for the delta (A, B], the image it starts from and the
+    snapshot the delta opens onto, if any: from the last delta boundary at or before A outside any metadata
+    transaction (or the snapshot a replay to A loads), with the image the temporal image gives there — only
+    the window's records are read. A log cut by retention (its first offset above 0) is whole only from its
+    oldest snapshot on: a window opening before that snapshot's end loads the snapshot onto the image at A
+    first, then reads the log after it."""
     restart = restart_point(source, from_offset + 1)
     snapshots = [s for s in source.snapshots() if s.end_offset <= from_offset + 1]
     if snapshots:  # a replay to A starts from the snapshot it would load, not from the log before it
         restart = max(restart, max(s.end_offset for s in snapshots))
-    return source.log_records(restart, to_offset), image_before(source, restart)
+    base = image_before(source, restart)
+    oldest = min(source.snapshots(), key=lambda s: s.end_offset, default=None)
+    bounds = source.bounds()
+    if oldest is not None and bounds is not None and bounds[0] > 0 and restart < oldest.end_offset <= to_offset + 1:
+        opening = Snapshot(
+            source.snapshot_records(oldest.end_offset, oldest.epoch),
+            oldest.end_offset,
+            oldest.epoch,
+            oldest.last_contained_timestamp,
+        )
+        records = source.log_records(restart, from_offset) + source.log_records(oldest.end_offset, to_offset)
+        return records, base, opening
+    return source.log_records(restart, to_offset), base, None
 
 
 def reference_changes_json(
     source: TemporalSource, from_offset: int, to_offset: int, broker: int | None = None
 ) -> dict[str, Any]:
     """:func:`replica.local_changes.local_changes_json` of the delta (A, B] (see :func:`reference_delta`)."""
-    records, base = _window_replay(source, from_offset, to_offset)
-    return local_changes_json(records, from_offset, to_offset, broker, base=base)
+    records, base, opening = _window_replay(source, from_offset, to_offset)
+    return local_changes_json(records, from_offset, to_offset, broker, base=base, opening=opening)
 
 
 def reference_delta(
@@ -55,8 +72,8 @@ def reference_delta(
 ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
     """The delta (A, B] on the reference engine: ``(image at A, ONE MetadataDelta, image at B)``
     (:func:`image.replay.delta_between`), replayed from the temporal image at the window's start."""
-    records, base = _window_replay(source, from_offset, to_offset)
-    return delta_between(records, from_offset, to_offset, base=base)
+    records, base, opening = _window_replay(source, from_offset, to_offset)
+    return delta_between(records, from_offset, to_offset, base=base, opening=opening)
 
 
 def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:

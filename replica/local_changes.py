@@ -229,6 +229,7 @@ def local_changes_json(
     *,
     snapshot: SnapshotArg | None = None,
     base: MetadataImage | None = None,
+    opening: SnapshotArg | None = None,
     lenient: bool = False,
 ) -> dict[str, Any]:
     """Local changes of ``broker`` for the ONE delta (from_offset, to_offset] (``delta_between``).
@@ -238,7 +239,9 @@ def local_changes_json(
     offsets). Without: ``{fromOffset, toOffset, brokers: [one such object per broker with any
     change, by broker id]}``.
     """
-    start, delta, end = delta_between(records, from_offset, to_offset, snapshot=snapshot, base=base, lenient=lenient)
+    start, delta, end = delta_between(
+        records, from_offset, to_offset, snapshot=snapshot, base=base, opening=opening, lenient=lenient
+    )
     topics = delta.topics_delta
     if broker is not None:
         changes = local_changes(topics, broker) if topics is not None else LocalReplicaChanges()

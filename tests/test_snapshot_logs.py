@@ -12,6 +12,7 @@ import pytest
 
 from image.temporal import image_at, resolve_offset
 from image.version_rows import log_source
+from replica.inputs import reference_changes_json, reference_delta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1"
 
@@ -38,3 +39,33 @@ def test_a_snapshot_beyond_the_last_segment_is_the_end_of_the_log() -> None:
     assert last["offset"] > kafka["lastLogOffset"]  # the snapshot's last contained offset, past every record
     with pytest.raises(ValueError, match="beyond the end of the log"):
         resolve_offset(source, last["offset"] + 1)
+
+
+@pytest.mark.parametrize("name", ["retention", "snapshot-fetch"])
+def test_a_window_opening_before_the_oldest_snapshot_collects_it(name: str) -> None:
+    """``changes``/``apply`` on a log cut by retention from before its oldest snapshot (where the image is
+    empty): the ONE delta holds the snapshot's records, then the log's — its images at both ends are the
+    temporal image's, and every partition of the end image is a local change of its replicas."""
+    source = log_source(FIXTURES / name / "__cluster_metadata-0")
+    oldest = min(s.end_offset for s in source.snapshots())
+    first, end = source.bounds()
+    last = source.record_at_or_before(end).offset  # (a window ending at a snapshot beyond the log is not one)
+    assert first <= oldest  # the log holds no record before the segment holding its oldest snapshot's end
+    ends = sorted({oldest - 1, min(oldest + 3, last), last})
+    seen = 0
+    for a in sorted({-1, first - 1, first, oldest - 2}):
+        for b in (b for b in ends if b >= a):
+            start, _, end = reference_delta(source, a, b)
+            assert start.to_json() == image_at(source, a)[0], (a, b)
+            assert end.to_json() == image_at(source, b)[0], (a, b)
+            changes = reference_changes_json(source, a, b)
+            expected = {(r, p["topic"], p["partitionId"]) for p in end.to_json()["partitions"] for r in p["replicas"]}
+            found = {
+                (c["broker"], tp["topic"], tp["partitionId"])
+                for c in changes["brokers"]
+                for kind in ("leaders", "followers")
+                for tp in c[kind]
+            }
+            assert found == expected, (a, b)
+            seen += len(found)
+    assert seen
