@@ -8,7 +8,7 @@ from typing import Any
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.replay import delta_between
-from image.temporal import TemporalSource, image_before, resolve_offset, restart_point
+from image.temporal import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
 from metadata.log import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
 
@@ -31,32 +31,54 @@ def resolve_window(
     return a, b
 
 
+def _restart(source: TemporalSource, from_offset: int) -> int:
+    """Where the reference engine's replay of a delta (A, B] starts: the last delta boundary at or before A
+    outside any metadata transaction, or the snapshot a replay to A loads if later."""
+    restart = restart_point(source, from_offset + 1)
+    snapshots = [s.end_offset for s in source.snapshots() if s.end_offset <= from_offset + 1]
+    return max([restart, *snapshots])
+
+
+def opening_snapshot(source: TemporalSource, from_offset: int, to_offset: int) -> SnapshotId | None:
+    """The snapshot the delta (A, B] opens with, if any: the newest snapshot ending in the window that the log
+    cannot stand in for — the oldest one of a log cut by retention (its first offset above 0: before that
+    snapshot's end the temporal image is partial), or one beyond the log's last record (a follower that fetched
+    it). Like Kafka's loader, the delta then loads it onto the image at A (its topics are new, the image's
+    others deleted) and reads the log after it; a whole log replays without its snapshots."""
+    snapshots = source.snapshots()
+    bounds = source.bounds()
+    if not snapshots or bounds is None:
+        return None
+    oldest = min(s.end_offset for s in snapshots)
+    last = source.record_at_or_before(bounds[1])
+
+    def needed(snapshot: SnapshotId) -> bool:
+        cut = bounds[0] > 0 and snapshot.end_offset == oldest
+        return cut or last is None or last.offset < snapshot.end_offset - 1
+
+    restart = _restart(source, from_offset)
+    window = [s for s in snapshots if restart < s.end_offset <= to_offset + 1 and needed(s)]
+    return max(window, default=None, key=lambda s: (s.end_offset, s.epoch))
+
+
 def _window_replay(
     source: TemporalSource, from_offset: int, to_offset: int
 ) -> tuple[list[LogRecord], MetadataImage, Snapshot | None]:
-    """The records the reference engine replays for the delta (A, B], the image it starts from and the
-    snapshot the delta opens onto, if any: from the last delta boundary at or before A outside any metadata
-    transaction (or the snapshot a replay to A loads), with the image the temporal image gives there — only
-    the window's records are read. A log cut by retention (its first offset above 0) is whole only from its
-    oldest snapshot on: a window opening before that snapshot's end loads the snapshot onto the image at A
-    first, then reads the log after it."""
-    restart = restart_point(source, from_offset + 1)
-    snapshots = [s for s in source.snapshots() if s.end_offset <= from_offset + 1]
-    if snapshots:  # a replay to A starts from the snapshot it would load, not from the log before it
-        restart = max(restart, max(s.end_offset for s in snapshots))
+    """The records the reference engine replays for the delta (A, B], the image it starts from (the temporal
+    image's at :func:`_restart`; only the window's records are read) and the :func:`opening_snapshot`."""
+    restart = _restart(source, from_offset)
     base = image_before(source, restart)
-    oldest = min(source.snapshots(), key=lambda s: s.end_offset, default=None)
-    bounds = source.bounds()
-    if oldest is not None and bounds is not None and bounds[0] > 0 and restart < oldest.end_offset <= to_offset + 1:
-        opening = Snapshot(
-            source.snapshot_records(oldest.end_offset, oldest.epoch),
-            oldest.end_offset,
-            oldest.epoch,
-            oldest.last_contained_timestamp,
-        )
-        records = source.log_records(restart, from_offset) + source.log_records(oldest.end_offset, to_offset)
-        return records, base, opening
-    return source.log_records(restart, to_offset), base, None
+    snapshot = opening_snapshot(source, from_offset, to_offset)
+    if snapshot is None:
+        return source.log_records(restart, to_offset), base, None
+    opening = Snapshot(
+        source.snapshot_records(snapshot.end_offset, snapshot.epoch),
+        snapshot.end_offset,
+        snapshot.epoch,
+        snapshot.last_contained_timestamp,
+    )
+    records = source.log_records(restart, from_offset) + source.log_records(snapshot.end_offset, to_offset)
+    return records, base, opening
 
 
 def reference_changes_json(
@@ -81,6 +103,12 @@ def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
     (``source``: an :class:`image.spark.source.SparkSource`)."""
     from replica.spark_changes import DeltaFrames
 
+    oldest = opening_snapshot(source, from_offset, to_offset)
     return DeltaFrames(
-        source.image_frames(from_offset), source.image_frames(to_offset), source.table, from_offset, to_offset
+        source.image_frames(from_offset),
+        source.image_frames(to_offset),
+        source.table,
+        from_offset,
+        to_offset,
+        None if oldest is None else source.image_frames(oldest.end_offset - 1),
     )

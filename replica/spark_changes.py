@@ -137,16 +137,16 @@ def touched_partitions(
     from_offset: int,
     to_offset: int,
     txns: DataFrame | None = None,
+    opening: ImageFrames | None = None,
 ) -> DataFrame:
     """Partitions of B in the delta's topic deltas (``partition_changes``), with the partition
-    at A as ``prev*`` columns (null when new) and ``directoriesSupplied``."""
+    at A as ``prev*`` columns (null when new) and ``directoriesSupplied``. ``opening``: the image of
+    the snapshot the delta opens with (``replica.inputs.opening_snapshot``), whose topics it declares."""
     txns = transactions(table) if txns is None else txns
-    declared = (
-        visible_in(table, "topics", from_offset, to_offset, txns)
-        .select(F.col("topic_id").alias("topicId"))
-        .distinct()
-        .withColumn("redeclared", F.lit(True))
-    )
+    declared = visible_in(table, "topics", from_offset, to_offset, txns).select(F.col("topic_id").alias("topicId"))
+    if opening is not None:
+        declared = declared.unionByName(opening.topics.select("topicId"))
+    declared = declared.distinct().withColumn("redeclared", F.lit(True))
     records = (
         visible_in(table, "partitions", from_offset, to_offset, txns)
         .select(
@@ -190,15 +190,21 @@ def touched_partitions(
 
 
 def deleted_topic_partitions(
-    before: ImageFrames, table: TableSource, from_offset: int, to_offset: int, txns: DataFrame | None = None
+    before: ImageFrames,
+    table: TableSource,
+    from_offset: int,
+    to_offset: int,
+    txns: DataFrame | None = None,
+    opening: ImageFrames | None = None,
 ) -> DataFrame:
-    """Partitions at A of the topics the delta deleted (``deletedTopicIds``)."""
-    removed = (
-        visible_in(table, "topic_removals", from_offset, to_offset, txns)
-        .select(F.col("topic_id").alias("topicId"))
-        .distinct()
+    """Partitions at A of the topics the delta deleted (``deletedTopicIds``): removed by a record, or
+    absent from the snapshot the delta opens with (``opening``, as ``TopicsDelta.finishSnapshot``)."""
+    removed = visible_in(table, "topic_removals", from_offset, to_offset, txns).select(
+        F.col("topic_id").alias("topicId")
     )
-    return before.partitions.join(F.broadcast(removed), "topicId", "left_semi")
+    if opening is not None:
+        removed = removed.unionByName(before.topics.select("topicId").subtract(opening.topics.select("topicId")))
+    return before.partitions.join(F.broadcast(removed.distinct()), "topicId", "left_semi")
 
 
 def local_changes_frame(
@@ -208,11 +214,12 @@ def local_changes_frame(
     from_offset: int,
     to_offset: int,
     txns: DataFrame | None = None,
+    opening: ImageFrames | None = None,
 ) -> DataFrame:
     """Every broker's LocalReplicaChanges for the delta (from_offset, to_offset], as rows of
-    :data:`CHANGES_SCHEMA` (one per broker and partition)."""
+    :data:`CHANGES_SCHEMA` (one per broker and partition); ``opening`` as for :func:`touched_partitions`."""
     txns = transactions(table) if txns is None else txns
-    touched = touched_partitions(before, after, table, from_offset, to_offset, txns)
+    touched = touched_partitions(before, after, table, from_offset, to_offset, txns, opening)
     broker = F.col("broker")
     exploded = touched.withColumn(
         "broker", F.explode(F.array_distinct(F.concat("replicas", F.coalesce("prevReplicas", F.array().cast(_INTS)))))
@@ -253,7 +260,7 @@ def local_changes_frame(
         *[F.when(F.col("kind") == DELETE, F.col(_prev(c))).otherwise(F.col(c)).alias(c) for c in _STATE],
         "directory",
     )
-    deleted = deleted_topic_partitions(before, table, from_offset, to_offset, txns)
+    deleted = deleted_topic_partitions(before, table, from_offset, to_offset, txns, opening)
     deleted_rows = deleted.select(
         F.explode(F.array_distinct("replicas")).alias("broker"),
         F.lit(DELETE).alias("kind"),
@@ -282,14 +289,15 @@ def provenance_offset(frames: ImageFrames) -> int:
 
 @dataclass
 class DeltaFrames:
-    """The delta (from_offset, to_offset] as Spark inputs: the images at both ends and the
-    lake's typed tables; derived frames are built once."""
+    """The delta (from_offset, to_offset] as Spark inputs: the images at both ends, the lake's typed
+    tables and the image of the snapshot the delta opens with, if any; derived frames are built once."""
 
     before: ImageFrames
     after: ImageFrames
     table: TableSource
     from_offset: int
     to_offset: int
+    opening: ImageFrames | None = None
 
     @cached_property
     def transactions(self) -> DataFrame:
@@ -299,13 +307,15 @@ class DeltaFrames:
     def changes(self) -> DataFrame:
         """All brokers' local changes (:data:`CHANGES_SCHEMA`)."""
         return local_changes_frame(
-            self.before, self.after, self.table, self.from_offset, self.to_offset, self.transactions
+            self.before, self.after, self.table, self.from_offset, self.to_offset, self.transactions, self.opening
         )
 
     @cached_property
     def deleted_partitions(self) -> DataFrame:
         """Partitions at A of the deleted topics (image partition columns)."""
-        return deleted_topic_partitions(self.before, self.table, self.from_offset, self.to_offset, self.transactions)
+        return deleted_topic_partitions(
+            self.before, self.table, self.from_offset, self.to_offset, self.transactions, self.opening
+        )
 
     @cached_property
     def offsets(self) -> tuple[int, int]:

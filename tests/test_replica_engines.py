@@ -107,7 +107,11 @@ def test_in_process_plans_and_requests_equal_spark_for_every_broker(
     on_spark, in_process = SparkSource(lake), ArrowSource(LakeFiles(lake.uri))
     records = read_log(path)
     seen: set[str] = set()
-    for label, a, b, options in windows(records, first, records[-1].offset if last is None else last):
+    cases = list(windows(records, first, records[-1].offset if last is None else last))
+    end = in_process.bounds()[1]
+    if last is None and end > records[-1].offset:  # (snapshot-fetch: a snapshot past the log's last record)
+        cases.append(("to a snapshot past the log", first, end, {}))
+    for label, a, b, options in cases:
         where = f"{name} {label} ({a}, {b}]"
         delta = delta_frames(on_spark, a, b)
         delta.changes.persist()  # computed once for the plan and the requests of this window

@@ -44,14 +44,15 @@ def test_a_snapshot_beyond_the_last_segment_is_the_end_of_the_log() -> None:
 @pytest.mark.parametrize("name", ["retention", "snapshot-fetch"])
 def test_a_window_opening_before_the_oldest_snapshot_collects_it(name: str) -> None:
     """``changes``/``apply`` on a log cut by retention from before its oldest snapshot (where the image is
-    empty): the ONE delta holds the snapshot's records, then the log's — its images at both ends are the
-    temporal image's, and every partition of the end image is a local change of its replicas."""
+    empty or partial), or up to a snapshot past the log's last record: the ONE delta holds the snapshot's
+    records, then the log's — its images at both ends are the temporal image's, and every partition of the end
+    image is a local change of its replicas."""
     source = log_source(FIXTURES / name / "__cluster_metadata-0")
     oldest = min(s.end_offset for s in source.snapshots())
     first, end = source.bounds()
-    last = source.record_at_or_before(end).offset  # (a window ending at a snapshot beyond the log is not one)
+    last = source.record_at_or_before(end).offset
     assert first <= oldest  # the log holds no record before the segment holding its oldest snapshot's end
-    ends = sorted({oldest - 1, min(oldest + 3, last), last})
+    ends = sorted({oldest - 1, min(oldest + 3, last), last, end})  # (snapshot-fetch: end, a snapshot past ``last``)
     seen = 0
     for a in sorted({-1, first - 1, first, oldest - 2}):
         for b in (b for b in ends if b >= a):
