@@ -104,20 +104,32 @@ def test_concurrent_ingests_into_a_new_lake_add_every_record_once(reference, spa
     assert_same_lake(Lake(location, spark), reference)
 
 
-def test_concurrent_ingests_into_an_existing_lake(reference, spark, lake_of_first_segment):
-    """The issue's case: a lake holding the first segment; the rest of the log, the snapshot (started 3 s later)
-    and the rest again, all at once."""
-    location = lake_of_first_segment
+def concurrent_ingests(location: str, spark, reference: Lake, later: list[list[Path]]) -> None:
+    """Into the lake of the first segment: the rest of the log, then (3 s later) each of ``later`` at once; every
+    process commits, the records are added once and the lake equals one sequential ingest of the sample."""
     first = Lake(location, spark).state()
     procs = [start(SEGMENTS[1:], location)]
     time.sleep(3)
-    procs += [start([SNAPSHOT], location), start(SEGMENTS[1:], location)]
+    procs += [start(paths, location) for paths in later]
     results = [finish(p) for p in procs]
     assert all(code == 0 for code, _, _ in results), [err[-2000:] for _, _, err in results]
     reports = [r for _, r, _ in results]
     assert sum(r["records_added"] for r in reports) == total_records() - first.records_added
-    assert sorted(r["seq"] for r in reports) == [2, 3, 4]
+    assert sorted(r["seq"] for r in reports) == list(range(2, 3 + len(later)))
     assert_same_lake(Lake(location, spark), reference)
+
+
+@pytest.mark.slow  # (in the default run: the same with two processes, below)
+def test_concurrent_ingests_into_an_existing_lake(reference, spark, lake_of_first_segment):
+    """The issue's case: a lake holding the first segment; the rest of the log, the snapshot (started 3 s later)
+    and the rest again, all at once."""
+    concurrent_ingests(lake_of_first_segment, spark, reference, [[SNAPSHOT], SEGMENTS[1:]])
+
+
+def test_two_concurrent_ingests_into_an_existing_lake(reference, spark, lake_of_first_segment):
+    """The issue's case in two processes (one JVM per core): the rest of the log, and 3 s later the snapshot with
+    the rest again."""
+    concurrent_ingests(lake_of_first_segment, spark, reference, [[SNAPSHOT, *SEGMENTS[1:]]])
 
 
 @pytest.mark.slow  # (in the default run: tests/test_ingest.py's interrupted ingests, the lease tests below)
