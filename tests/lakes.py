@@ -73,18 +73,8 @@ def write_log(log: LogBuilder, directory: Path, segments_at: Sequence[int] = ())
     return out
 
 
-KAFKA_FIXTURES = sorted(
-    p.parent for p in (Path(__file__).resolve().parent / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0")
-)
-"""The real-Kafka logs under tests/fixtures/kafka (``<version>/<scenario>``)."""
-
 CRAFTED_SEGMENTS = (20, 45, 48, 60)
 """Where the crafted log's segments start (one ends inside a metadata transaction, at 47)."""
-
-
-def kafka_fixture_name(fixture: Path) -> str:
-    """``<version>/<scenario>`` of a real-Kafka fixture directory (the key of its shared lake)."""
-    return f"{fixture.parent.name}/{fixture.name}"
 
 
 def write_crafted(root: Path) -> Path:

@@ -22,7 +22,7 @@ from image.summary import image_summary
 from metadata.lake import Lake
 from metadata.log import LogRecord
 from metadata.readers import read_log
-from tests.lakes import kafka_fixture_name
+from tests.kafka_logs import kafka_fixture_name
 from tests.test_diff import python_doc as python_diff
 from tests.test_render import EPOCH_MS, more_line, table_rows
 

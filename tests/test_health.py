@@ -31,12 +31,13 @@ from image.version_rows import Selection, Window, load, resolve
 from metadata.log import LogRecord
 from metadata.readers import read_log
 from tests.health_logs import incident_log
+from tests.kafka_logs import KAFKA_FIXTURES
 from tests.versions_oracle import oracle_source
 
 FIXTURES = {
-    f"{p.parent.parent.name}-{p.parent.name}": p
-    for p in sorted(Path(__file__).parent.glob("fixtures/kafka/*/*/__cluster_metadata-0"))
-    if p.parent.name not in ("retention", "snapshot-fetch")
+    f"{p.parent.name}-{p.name}": p / "__cluster_metadata-0"
+    for p in KAFKA_FIXTURES
+    if p.name not in ("retention", "snapshot-fetch")
 }
 """The real-Kafka logs that hold every record from offset 0 (the oracle replays records only; the logs
 truncated to a snapshot are covered by tests/test_versions.py)."""

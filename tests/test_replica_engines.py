@@ -24,7 +24,8 @@ from replica.apply_plan import apply_plan, plan_rows
 from replica.inputs import delta_frames, reference_delta
 from replica.plan import apply_plan_rows
 from replica.zk import leader_and_isr_doc, leader_and_isr_json
-from tests.lakes import KAFKA_FIXTURES, kafka_fixture_name, make_lake, write_crafted, write_log
+from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
+from tests.lakes import make_lake, write_crafted, write_log
 from tests.test_replica_plan import coordinator_scenario
 
 pytestmark = pytest.mark.spark

@@ -12,6 +12,7 @@ import pytest
 from image.replay import delta_between
 from image.uuids import MIGRATING
 from replica.local_changes import TopicPartition, local_changes, local_changes_json
+from tests.kafka_logs import KAFKA_FIXTURES
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -305,8 +306,7 @@ def test_empty_windows_have_no_changes(a_b: tuple[int, int]) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    sorted((Path(__file__).parent / "fixtures" / "kafka").glob("*/*/"))
-    + [Path(__file__).parents[1] / "data" / "sample"],
+    [*KAFKA_FIXTURES, Path(__file__).parents[1] / "data" / "sample"],
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Path) -> None:

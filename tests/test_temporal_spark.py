@@ -23,7 +23,8 @@ from metadata.lake_files import LakeFiles
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
 from metadata.version_tables import TABLES
-from tests.lakes import KAFKA_FIXTURES, broken_log, kafka_fixture_name, make_lake, write_crafted, write_log
+from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
+from tests.lakes import broken_log, make_lake, write_crafted, write_log
 
 pytestmark = pytest.mark.spark
 

@@ -20,11 +20,11 @@ from image.temporal import MemorySource, SnapshotId, image_at
 from image.versions import VersionLog, VersionRecorder, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
+from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.logbuilder import LogBuilder, abort, begin, end
 from tests.logstrategies import Body, bodies, snapshot_bodies
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures" / "kafka").glob("*/*/__cluster_metadata-0"))
 
 
 def best_snapshot(snapshots: Sequence[Snapshot], offset: int) -> Snapshot | None:
@@ -133,7 +133,7 @@ def test_versions_give_the_reference_image_and_errors_at_every_offset(log_and_sn
     assert_exact(log, snapshots, range(-1, last_offset(log, snapshots) + 2))
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("fixture", KAFKA_FIXTURES, ids=kafka_fixture_name)
 def test_versions_match_the_reference_at_every_offset_of_real_kafka_logs(fixture: Path) -> None:
     log, snapshots = read_log(fixture), read_snapshots(fixture)
     assert_exact(log, snapshots, range(-1, last_offset(log, snapshots) + 1))
@@ -282,7 +282,7 @@ def test_any_sharding_records_what_one_sequential_replay_records(
 
 @pytest.mark.parametrize("shards", [2, 7, 64])
 def test_sharding_real_kafka_logs_and_the_sample_changes_nothing(shards: int) -> None:
-    for path in [*FIXTURES, ROOT / "data" / "sample"]:
+    for path in [*KAFKA_FIXTURES, ROOT / "data" / "sample"]:
         log, snapshots = read_log(path), read_snapshots(path)
         plan = plan_for(log, [s.records for s in snapshots], shards=shards, seed=shards)
         whole = record_versions(log, snapshots)
