@@ -4,7 +4,7 @@ version interval (and the topic, for per-topic questions) before opening them.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -42,8 +42,11 @@ class ArrowSource:
     def __init__(self, files: LakeFiles) -> None:
         self.files = files
 
-    def rows_at(self, part: str, offset: int) -> list[Row]:
-        table = self.files.read(PART_TABLES[part], where=visible(offset), prune=may_be_visible(offset))
+    def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
+        where = visible(offset)
+        if topic_ids is not None:
+            where &= pc.field("topicId").isin(pa.array(sorted(topic_ids), pa.string()))
+        table = self.files.read(PART_TABLES[part], where=where, prune=may_be_visible(offset))
         return table.to_pylist(maps_as_pydicts="strict")
 
     @cached_property

@@ -11,7 +11,7 @@ and the rejected records — and :func:`image_at` turns them into the image JSON
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
@@ -51,8 +51,9 @@ class SnapshotId(NamedTuple):
 class TemporalSource(Protocol):
     """What reading the temporal image needs from where it is stored."""
 
-    def rows_at(self, part: str, offset: int) -> list[Row]:
-        """The rows of ``part`` visible at ``offset`` (the version columns may be left in)."""
+    def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
+        """The rows of ``part`` visible at ``offset`` (the version columns may be left in); ``topic_ids``: only
+        those of these topics (a part keyed by ``topicId``)."""
 
     def spans(self) -> Sequence[Span]:
         """The metadata transactions (visibility spans), any order."""
@@ -135,10 +136,11 @@ def restart_point(source: TemporalSource, offset: int) -> int:
     return restart
 
 
-def image_before(source: TemporalSource, restart: int) -> MetadataImage:
+def image_before(source: TemporalSource, restart: int, topic_ids: Collection[str] | None = None) -> MetadataImage:
     """The image a replay starting at ``restart`` (a :func:`restart_point`) starts from, hidden state
-    included (:mod:`image.parts`), built from the versions current at ``restart - 1``."""
-    rows = {part: source.rows_at(part, restart - 1) for part in PART_KEYS}
+    included (:mod:`image.parts`), built from the versions current at ``restart - 1``; ``topic_ids``: with
+    the partitions of these topics only (a replay that reads no other, ``replica.inputs``)."""
+    rows = {part: source.rows_at(part, restart - 1, topic_ids if part == "partitions" else None) for part in PART_KEYS}
     return MetadataImage.from_rows(rows, provenance_at(source, restart - 1))
 
 
@@ -305,11 +307,13 @@ class MemorySource:
             for part, rows in self.recorded.versions.items()
         }
 
-    def rows_at(self, part: str, offset: int) -> list[Row]:
+    def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
         return [
             row
             for row in self.recorded.versions[part]
-            if row["from_offset"] <= offset and (row["to_offset"] is None or offset < row["to_offset"])
+            if row["from_offset"] <= offset
+            and (row["to_offset"] is None or offset < row["to_offset"])
+            and (topic_ids is None or row["topicId"] in topic_ids)
         ]
 
     def spans(self) -> Sequence[Span]:

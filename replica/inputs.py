@@ -3,11 +3,14 @@ both ends and, for the reference engine, the records between them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from image.delta import MetadataDelta
 from image.image import MetadataImage
+from image.parts import Row
 from image.replay import delta_between
+from image.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, route_key, topic_edges
 from image.temporal import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
 from metadata.log import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
@@ -61,16 +64,49 @@ def opening_snapshot(source: TemporalSource, from_offset: int, to_offset: int) -
     return max(window, default=None, key=lambda s: (s.end_offset, s.epoch))
 
 
-def _window_replay(
-    source: TemporalSource, from_offset: int, to_offset: int
+def topic_scope(records: Iterable[LogRecord], rows: Mapping[str, Iterable[Row]]) -> set[str] | None:
+    """The topic ids whose partitions a replay of ``records`` (from an image with these ``topics`` and
+    ``topicNames`` rows) can read or write — the topics the records name, joined through every (id, name)
+    pair of the records and of the image, as :mod:`image.sharding` couples keys; None when a record reaches
+    every topic (a ClearElrRecord without a topic name)."""
+    records = list(records)
+    seeds = set()
+    for record in records:
+        if record.is_control or record.type in (None, "NO_OP_RECORD"):
+            continue
+        key = route_key(record)
+        if record.type == "CLEAR_ELR_RECORD" and key == EVERY_SHARD:
+            return None
+        if key.startswith((TOPIC_ID, TOPIC_NAME)):
+            seeds.add(key)
+    neighbours: dict[str, set[str]] = {}
+    for a, b in topic_edges(records, rows):
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    reached, todo = set(seeds), list(seeds)
+    while todo:
+        for node in neighbours.get(todo.pop(), ()):
+            if node not in reached:
+                reached.add(node)
+                todo.append(node)
+    return {node.removeprefix(TOPIC_ID) for node in reached if node.startswith(TOPIC_ID)}
+
+
+def window_replay(
+    source: TemporalSource, from_offset: int, to_offset: int, scoped: bool = False
 ) -> tuple[list[LogRecord], MetadataImage, Snapshot | None]:
     """The records the reference engine replays for the delta (A, B], the image it starts from (the temporal
-    image's at :func:`_restart`; only the window's records are read) and the :func:`opening_snapshot`."""
+    image's at :func:`_restart`; only the window's records are read) and the :func:`opening_snapshot`.
+    ``scoped``: the image holds only the partitions of the :func:`topic_scope` of the records (enough for the
+    delta's topics, not for images of the whole cluster at A and B)."""
     restart = _restart(source, from_offset)
-    base = image_before(source, restart)
     snapshot = opening_snapshot(source, from_offset, to_offset)
     if snapshot is None:
-        return source.log_records(restart, to_offset), base, None
+        records = source.log_records(restart, to_offset)
+        scope = None
+        if scoped:
+            scope = topic_scope(records, {p: source.rows_at(p, restart - 1) for p in ("topics", "topicNames")})
+        return records, image_before(source, restart, scope), None
     opening = Snapshot(
         source.snapshot_records(snapshot.end_offset, snapshot.epoch),
         snapshot.end_offset,
@@ -78,14 +114,14 @@ def _window_replay(
         snapshot.last_contained_timestamp,
     )
     records = source.log_records(restart, from_offset) + source.log_records(snapshot.end_offset, to_offset)
-    return records, base, opening
+    return records, image_before(source, restart), opening
 
 
 def reference_changes_json(
     source: TemporalSource, from_offset: int, to_offset: int, broker: int | None = None
 ) -> dict[str, Any]:
     """:func:`replica.local_changes.local_changes_json` of the delta (A, B] (see :func:`reference_delta`)."""
-    records, base, opening = _window_replay(source, from_offset, to_offset)
+    records, base, opening = window_replay(source, from_offset, to_offset, scoped=True)
     return local_changes_json(records, from_offset, to_offset, broker, base=base, opening=opening)
 
 
@@ -94,7 +130,7 @@ def reference_delta(
 ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
     """The delta (A, B] on the reference engine: ``(image at A, ONE MetadataDelta, image at B)``
     (:func:`image.replay.delta_between`), replayed from the temporal image at the window's start."""
-    records, base, opening = _window_replay(source, from_offset, to_offset)
+    records, base, opening = window_replay(source, from_offset, to_offset)
     return delta_between(records, from_offset, to_offset, base=base, opening=opening)
 
 

@@ -332,3 +332,25 @@ def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Pat
         else:
             expected = local_changes_json(log, a, b, snapshot=base)
         assert reference_changes_json(source, a, b) == expected, (a, b)
+
+
+def test_a_window_replays_from_the_partitions_of_the_topics_its_records_reach() -> None:
+    """``changes`` reads the image at the window's start with only the partitions of the topics its records
+    reach: a ClearElrRecord names its topic by name, so the name's topic id at A joins the scope (an empty
+    name reaches every topic) — and the local changes are those of the whole image."""
+    from image.temporal import MemorySource
+    from replica.inputs import topic_scope, window_replay
+
+    log = LogBuilder()
+    log.batch(topic("a", T), partition(T, 0, [1, 2], [1], leader=1, elr=[2], last_known_elr=[2]))
+    log.batch(topic("b", T2), partition(T2, 0, [1, 2], [1, 2], leader=2))
+    log.batch(clear_elr("a"))
+    source = MemorySource.replay(log.records, [])
+    a, b = log.records[-2].offset, log.records[-1].offset
+    records, scoped, _ = window_replay(source, a, b, scoped=True)
+    assert [p["topicId"] for p in scoped.to_json()["partitions"]] == [T]
+    changes = local_changes_json(records, a, b, base=scoped)
+    assert changes == local_changes_json(log.records, a, b)
+    assert [c["broker"] for c in changes["brokers"]] == [1, 2]  # the ELR cleared: a new partition epoch
+    log.batch(clear_elr(""))
+    assert topic_scope(log.records[-1:], {}) is None

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from image.errors import ReplayError
 from image.image import MetadataImage
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
@@ -20,6 +21,8 @@ from image.temporal import MemorySource, SnapshotId, image_at
 from image.versions import VersionLog, VersionRecorder, record_versions
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
+from replica.inputs import window_replay
+from replica.local_changes import local_changes_json
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.logbuilder import LogBuilder, abort, begin, end
 from tests.logstrategies import Body, bodies, snapshot_bodies
@@ -291,3 +294,27 @@ def test_sharding_real_kafka_logs_and_the_sample_changes_nothing(shards: int) ->
         if shards == 7 and path.name == "sample":  # the plan spreads a real log's topics over the shards
             used = {plan.shard(f"id:{r['topicId']}") for r in whole.versions["topics"]}
             assert len(used) == shards
+
+
+def _changes_or_error(source: MemorySource, a: int, b: int, scoped: bool) -> Any:
+    records, base, opening = window_replay(source, a, b, scoped=scoped)
+    try:
+        return local_changes_json(records, a, b, base=base, opening=opening)
+    except ReplayError as error:
+        return f"{type(error).__name__}: {error}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(logs(), st.data())
+def test_a_window_replayed_with_only_the_partitions_of_its_topic_scope_reports_every_local_change(
+    log_and_snapshots: Any, data: st.DataObject
+) -> None:
+    """``changes`` starts the window's replay from an image holding only the partitions of the topics its
+    records reach (``replica.inputs.topic_scope``: the sharding's coupling of topic ids and names): every
+    broker's local changes — or the replay error — are those of the whole image."""
+    log, snapshots = log_and_snapshots
+    source = MemorySource.replay(log, snapshots)
+    end = last_offset(log, snapshots)
+    a = data.draw(st.integers(-1, end))
+    b = data.draw(st.integers(a, end))
+    assert _changes_or_error(source, a, b, scoped=True) == _changes_or_error(source, a, b, scoped=False)

@@ -3,7 +3,7 @@ Spark can reach, and whenever the user names a Spark master."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -37,8 +37,11 @@ class SparkSource:
     def table(self, name: str) -> DataFrame:
         return self.lake.table(name, self.state)
 
-    def rows_at(self, part: str, offset: int) -> list[Row]:
-        return visible_at(self.table(PART_TABLES[part]), offset).toArrow().to_pylist(maps_as_pydicts="strict")
+    def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
+        frame = visible_at(self.table(PART_TABLES[part]), offset)
+        if topic_ids is not None:
+            frame = frame.where(F.col("topicId").isin(sorted(topic_ids))) if topic_ids else frame.limit(0)
+        return frame.toArrow().to_pylist(maps_as_pydicts="strict")
 
     @cached_property
     def _spans(self) -> list[Span]:
