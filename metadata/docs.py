@@ -75,7 +75,10 @@ def render() -> str:
         "(`metadata/schema/records.json`); do not edit by hand.",
         "",
         "Every table is a standard Delta table under `<lake>/<name>`. Readers read each table at the Delta "
-        "version named by the newest row of `_ingests` (see README, *Atomic, idempotent ingest*).",
+        "version named by the newest row of `_ingests` (see README, *Atomic, idempotent ingest*). "
+        "kraft-replay's sessions write Parquet row groups of about 1 MiB (`parquet.block.size`): a reader "
+        "that filters on a statistics column (a window of offsets, the versions at one offset) decodes "
+        "only the row groups that can hold it, not a whole file.",
         "",
         "## records",
         "",

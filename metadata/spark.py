@@ -39,6 +39,10 @@ DEFAULT_CONF = {
     # (and twice to the lease and ingests tables); readers replay at most 99 small JSON commits.
     "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    # Parquet row groups of ~1 MiB (parquet-mr's default is 128 MiB: a 10^6-record file is one row group) so
+    # that a point read (pyarrow with a filter on offsets) decodes a few row groups, not the file: on gen-1e6,
+    # `changes` at the middle peaked at 351 MB instead of 718 MB (BENCHMARKS.md).
+    "spark.hadoop.parquet.block.size": str(1 << 20),
     # PySpark records each Column call's Python call site for error messages: ~6 extra JVM round trips
     # per call, which more than doubled the driver's py4j traffic when building a replay plan.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
