@@ -112,16 +112,13 @@ def _short(event: str, state: dict[str, Any]) -> str:
 
 def _topic_events(window: VersionWindow) -> list[ReportEvent]:
     """Topic creations and deletions inside the window; weight = the topic's partitions."""
-    partitions: dict[str, set[int]] = defaultdict(set)
-    for topic_id, pid in zip(
-        window.partitions.column("topicId").to_pylist(),
-        window.partitions.column("partitionId").to_pylist(),
-        strict=True,
-    ):
-        partitions[topic_id].add(pid)
+    counts = window.partitions.group_by("topicId").aggregate([("partitionId", "count_distinct")])
+    partitions = dict(
+        zip(counts.column("topicId").to_pylist(), counts.column("partitionId_count_distinct").to_pylist(), strict=True)
+    )
     out = []
     for row in window.topics.to_pylist():
-        count = len(partitions[row["topicId"]])
+        count = partitions.get(row["topicId"], 0)
         for offset, verb, time in (
             (row["from_offset"], "created", row["from_time"]),
             (row["to_offset"], "deleted", None),

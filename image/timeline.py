@@ -119,26 +119,32 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
     epoch = first_epoch[row] + np.arange(len(row)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     piece_start, piece_end = np.maximum(start[row], lower[epoch]), np.minimum(end[row], upper[epoch])
 
-    # the value of every configured resource in every epoch: a dense (epoch, resource) table
+    # each setting version's resource (an index) and value; looked up by (resource, offset)
+    kinds, names = settings.column("resourceType").to_pylist(), settings.column("resourceName").to_pylist()
     columns: dict[tuple[str, str], int] = {}
-    names = zip(settings.column("resourceType").to_pylist(), settings.column("resourceName").to_pylist(), strict=True)
-    for resource in names:
-        columns.setdefault(resource, len(columns))
-    values = np.full((len(cuts) + 1, max(len(columns), 1)), -1, dtype=np.int64)
-    for r, (kind, name, value) in enumerate(
-        zip(
-            settings.column("resourceType").to_pylist(),
-            settings.column("resourceName").to_pylist(),
-            settings.column("value").to_pylist(),
-            strict=True,
-        )
-    ):
-        epochs = slice(
-            np.searchsorted(cuts, c_start[r], side="right"), np.searchsorted(cuts, c_end[r] - 1, side="right") + 1
-        )
-        values[epochs, columns[(kind, name)]] = parse_min_insync(value, (kind, name))
+    setting_resource = np.array([columns.setdefault(r, len(columns)) for r in zip(kinds, names)], dtype=np.int64)
+    setting_value = np.array(
+        [parse_min_insync(v, r) for r, v in zip(zip(kinds, names), settings.column("value").to_pylist())],
+        dtype=np.int64,
+    )
 
-    # each piece's topic, leader and cluster-default column (-1: never configured), lowest precedence first
+    def value_at(resource: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Per query, the value of the setting of ``resource`` (-1: none) holding at offset ``at`` (-1: none)."""
+        found = np.full(len(at), -1, dtype=np.int64)
+        asked = np.flatnonzero(resource >= 0)
+        if not len(asked) or not len(setting_resource):
+            return found
+        low = min(int(c_start.min()), int(at.min()))
+        span = max(int(c_start.max()), int(at.max())) - low + 1
+        order = np.lexsort((c_start, setting_resource))
+        keys = setting_resource[order] * span + (c_start[order] - low)
+        i = np.searchsorted(keys, resource[asked] * span + (at[asked] - low), side="right") - 1
+        version = order[np.maximum(i, 0)]
+        hit = (i >= 0) & (setting_resource[version] == resource[asked]) & (at[asked] < c_end[version])
+        found[asked[hit]] = setting_value[version[hit]]
+        return found
+
+    # each piece's topic, leader and cluster-default resource (-1: never configured), lowest precedence first
     topic = led.column("topic").combine_chunks().dictionary_encode()
     topic_column = np.array(
         [columns.get(("TOPIC", t), -1) for t in topic.dictionary.to_pylist()] + [-1], dtype=np.int64
@@ -154,9 +160,8 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
         leader_column[row],
         topic_column[row],
     ):
-        configured = np.flatnonzero(column >= 0)
-        found = values[epoch[configured], column[configured]]
-        min_isr[configured[found >= 0]] = found[found >= 0]
+        found = value_at(column, piece_start)
+        min_isr[found >= 0] = found[found >= 0]
     under = _lengths(led.column("isr"))[row] < np.minimum(min_isr, _lengths(led.column("replicas"))[row])
     return sweep.gauge(piece_start, piece_end, under.astype(np.float64))
 
@@ -202,6 +207,21 @@ def _successions(partitions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return _ints(this.column("from_offset")), elections, shrinks, expansions
 
 
+_PARTITION_COLUMNS = (
+    "topic",
+    "topicId",
+    "partitionId",
+    "from_offset",
+    "to_offset",
+    "leader",
+    "isr",
+    "replicas",
+    "addingReplicas",
+    "removingReplicas",
+)
+"""The partition version columns a timeline reads."""
+
+
 def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     """The timeline of ``window`` at ``points`` ((offset, time) pairs, offsets non-decreasing and
     within the window): gauges from the rows valid at each point, counters per interval."""
@@ -216,7 +236,9 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
             f"{window.first_offset} … {window.last_offset}"
         )
     sweep = _Sweep(offsets)
-    parts, brokers = window.partitions, window.brokers
+    # the columns read below only: the filters and sorts copy what they are given (all columns of 10^7
+    # versions, the directories' Uuids above all, took 20 GB)
+    parts, brokers = window.partitions.select(list(_PARTITION_COLUMNS)), window.brokers
     p_start, p_end = _ints(parts.column("from_offset")), _ints(parts.column("to_offset"))
     leader = _ints(parts.column("leader"))
     adding, removing = _lengths(parts.column("addingReplicas")), _lengths(parts.column("removingReplicas"))
