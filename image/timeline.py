@@ -169,27 +169,27 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
 def _successions(partitions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For each version that follows another version of its partition: its ``from_offset`` and
     whether it is an election, an ISR shrink, an ISR expansion."""
-    rows = partitions.sort_by([("topicId", "ascending"), ("partitionId", "ascending"), ("from_offset", "ascending")])
-    if rows.num_rows < 2:
+    if partitions.num_rows < 2:
         nothing = np.zeros(0, dtype=np.int64)
         return nothing, nothing.astype(bool), nothing.astype(bool), nothing.astype(bool)
-    prev, this = rows.slice(0, rows.num_rows - 1), rows.slice(1)
-    follows = pc.and_(
-        pc.and_(
-            pc.equal(prev.column("topicId"), this.column("topicId")),
-            pc.equal(prev.column("partitionId"), this.column("partitionId")),
-        ),
-        pc.equal(pc.fill_null(prev.column("to_offset"), OPEN), this.column("from_offset")),
-    )
-    prev, this = prev.filter(follows), this.filter(follows)
-    before, after = _ints(prev.column("leader")), _ints(this.column("leader"))
+    # versions in (topic, partition, from_offset) order, sorted as integer columns (topic ids by dictionary code)
+    topic = partitions.column("topicId").combine_chunks().dictionary_encode().indices.to_numpy().astype(np.int64)
+    partition = _ints(partitions.column("partitionId"))
+    start, end = _ints(partitions.column("from_offset")), _ints(partitions.column("to_offset"))
+    order = np.lexsort((start, partition, topic))
+    t, p, s, e = topic[order], partition[order], start[order], end[order]
+    follows = (t[:-1] == t[1:]) & (p[:-1] == p[1:]) & (e[:-1] == s[1:])
+    prev, this = order[:-1][follows], order[1:][follows]
+    leader = _ints(partitions.column("leader"))
+    before, after = leader[prev], leader[this]
     elections = (after != NO_LEADER) & (after != before)
+    isr = partitions.column("isr").combine_chunks()
 
-    def members(table: pa.Table) -> np.ndarray:
-        """Pair index × 2^32 + replica id + 1, for every ISR member."""
-        isr = pa.concat_arrays(table.column("isr").chunks) if table.num_rows else pa.array([], pa.list_(pa.int32()))
-        parents = pc.list_parent_indices(isr).to_numpy().astype(np.int64)
-        return (parents << 32) + pc.list_flatten(isr).to_numpy().astype(np.int64) + 1
+    def members(rows: np.ndarray) -> np.ndarray:
+        """Pair index × 2^32 + replica id + 1, for every ISR member of the versions ``rows``."""
+        taken = isr.take(pa.array(rows, pa.int64()))
+        parents = pc.list_parent_indices(taken).to_numpy().astype(np.int64)
+        return (parents << 32) + pc.list_flatten(taken).to_numpy().astype(np.int64) + 1
 
     def missing(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
         """Pair indices of the ``keys`` not in ``others`` (a sorted search: faster than hashing here)."""
@@ -200,11 +200,11 @@ def _successions(partitions: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarr
         return keys[others[at] != keys] >> 32
 
     old, new = members(prev), members(this)
-    shrinks = np.zeros(prev.num_rows, dtype=bool)
+    shrinks = np.zeros(len(prev), dtype=bool)
     shrinks[missing(old, new)] = True
-    expansions = np.zeros(prev.num_rows, dtype=bool)
+    expansions = np.zeros(len(prev), dtype=bool)
     expansions[missing(new, old)] = True
-    return _ints(this.column("from_offset")), elections, shrinks, expansions
+    return start[this], elections, shrinks, expansions
 
 
 _PARTITION_COLUMNS = (
