@@ -128,19 +128,22 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
         dtype=np.int64,
     )
 
-    def value_at(resource: np.ndarray, at: np.ndarray) -> np.ndarray:
-        """Per query, the value of the setting of ``resource`` (-1: none) holding at offset ``at`` (-1: none)."""
-        found = np.full(len(at), -1, dtype=np.int64)
+    # the settings sorted by (resource, from_offset) once, as one integer key per version
+    low = min(int(c_start.min(initial=0)), int(piece_start.min(initial=0)))
+    span = max(int(c_start.max(initial=0)), int(piece_start.max(initial=0))) - low + 1
+    order = np.lexsort((c_start, setting_resource))
+    keys = setting_resource[order] * span + (c_start[order] - low)
+
+    def value_at(resource: np.ndarray) -> np.ndarray:
+        """Per piece, the value of the setting of ``resource`` (-1: none) holding at its start (-1: none)."""
+        found = np.full(len(piece_start), -1, dtype=np.int64)
         asked = np.flatnonzero(resource >= 0)
-        if not len(asked) or not len(setting_resource):
+        if not len(asked) or not len(keys):
             return found
-        low = min(int(c_start.min()), int(at.min()))
-        span = max(int(c_start.max()), int(at.max())) - low + 1
-        order = np.lexsort((c_start, setting_resource))
-        keys = setting_resource[order] * span + (c_start[order] - low)
-        i = np.searchsorted(keys, resource[asked] * span + (at[asked] - low), side="right") - 1
+        at = piece_start[asked]
+        i = np.searchsorted(keys, resource[asked] * span + (at - low), side="right") - 1
         version = order[np.maximum(i, 0)]
-        hit = (i >= 0) & (setting_resource[version] == resource[asked]) & (at[asked] < c_end[version])
+        hit = (i >= 0) & (setting_resource[version] == resource[asked]) & (at < c_end[version])
         found[asked[hit]] = setting_value[version[hit]]
         return found
 
@@ -160,7 +163,7 @@ def _under_min_isr(sweep: _Sweep, partitions: pa.Table, configs: pa.Table) -> np
         leader_column[row],
         topic_column[row],
     ):
-        found = value_at(column, piece_start)
+        found = value_at(column)
         min_isr[found >= 0] = found[found >= 0]
     under = _lengths(led.column("isr"))[row] < np.minimum(min_isr, _lengths(led.column("replicas"))[row])
     return sweep.gauge(piece_start, piece_end, under.astype(np.float64))

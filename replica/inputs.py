@@ -139,12 +139,12 @@ def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
     (``source``: an :class:`image.spark.source.SparkSource`)."""
     from replica.spark_changes import DeltaFrames
 
-    oldest = opening_snapshot(source, from_offset, to_offset)
+    snapshot = opening_snapshot(source, from_offset, to_offset)
     return DeltaFrames(
         source.image_frames(from_offset),
         source.image_frames(to_offset),
         source.table,
         from_offset,
         to_offset,
-        None if oldest is None else source.image_frames(oldest.end_offset - 1),
+        None if snapshot is None else source.image_frames(snapshot.end_offset - 1),
     )
