@@ -116,14 +116,21 @@ class ArrowSource:
                 return False
             return all(f.may_hold(c, lo=v, hi=v) for c, v in (equal or {}).items())
 
-        return self.files.read(PART_TABLES[part], where=version_filter(during, equal), prune=keep)
+        # a key's versions are spread over the whole table (it is ordered by offset): find their row groups first
+        narrow = [*equal, *(("from_offset", "to_offset") if during else ())] if equal else None
+        return self.files.read(PART_TABLES[part], where=version_filter(during, equal), prune=keep, narrow=narrow)
 
-    def records(self, first: int, last: int) -> pa.Table:
+    def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
+        where = (pc.field("offset") >= first) & (pc.field("offset") <= last)
+        if only is not None:
+            first, last = min(only, default=last + 1), max(only, default=first - 1)
+            where &= pc.field("offset").isin(pa.array(sorted(only), pa.int64()))
         t = self.files.read(
             "records",
             columns=["offset", "timestamp", "type", "control_type"],
-            where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
+            where=where,
             prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+            narrow=None if only is None else ["offset"],
         )
         t = t.sort_by("offset")
         return pa.table(

@@ -73,9 +73,9 @@ class TemporalSource(Protocol):
         """Versions of ``part`` (Arrow, :func:`metadata.version_tables.version_schema`) that hold at some
         offset of ``during`` (inclusive; all if None) and whose columns equal ``equal``."""
 
-    def records(self, first: int, last: int) -> pa.Table:
+    def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
         """``offset``, ``timestamp`` and ``type`` (a control record's control type) of the log records in
-        ``[first, last]``, by offset."""
+        ``[first, last]`` (``only`` those at these offsets, if given), by offset."""
 
     def bounds(self) -> tuple[int, int] | None:
         """The first and last offset of the log (None if it is empty): its records', and a snapshot's last
@@ -335,8 +335,11 @@ class MemorySource:
         where = version_filter(during, equal)
         return self._tables[part] if where is None else self._tables[part].filter(where)
 
-    def records(self, first: int, last: int) -> pa.Table:
+    def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
         chosen = self.log.between(first, last)
+        if only is not None:
+            wanted = set(only)
+            chosen = [r for r in chosen if r.offset in wanted]
         return pa.table(
             {
                 "offset": pa.array([r.offset for r in chosen], pa.int64()),

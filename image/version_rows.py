@@ -63,7 +63,8 @@ class VersionWindow:
     keys is returned (history needs the versions before the window); otherwise the rows valid
     at some offset of ``[first_offset - 1, last_offset]`` (the ``- 1`` keeps the predecessor of a
     version starting at ``first_offset``). ``records``: every record with an offset in the window
-    (columns of :data:`RECORDS_SCHEMA`, ordered by offset).
+    (columns of :data:`RECORDS_SCHEMA`, ordered by offset) — with a key selection only those at the
+    offsets where a selected version ends and none begins (the append times of removals history shows).
     """
 
     first_offset: int
@@ -163,7 +164,12 @@ def load(source: TemporalSource, window: Window, selection: Selection) -> Versio
         tables[part] = (
             empty(part) if equal is None else source.versions(part, None if keyed else (first - 1, last), equal)
         )
-    return VersionWindow(first, last, records=source.records(first, last).select(RECORDS_SCHEMA.names), **tables)
+    only = None
+    if keyed:  # where a selected key may disappear: a version ends and none begins
+        ends = {o for t in tables.values() for o in t.column("to_offset").drop_null().to_pylist() if first <= o <= last}
+        only = ends - {o for t in tables.values() for o in t.column("from_offset").to_pylist()}
+    records = source.records(first, last, only)
+    return VersionWindow(first, last, records=records.select(RECORDS_SCHEMA.names), **tables)
 
 
 def image_diff(source: TemporalSource, from_offset: int, to_offset: int) -> dict[str, Any]:

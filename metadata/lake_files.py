@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -146,10 +147,11 @@ class LakeFiles:
         where: pc.Expression | None,
         columns: Sequence[str] | None,
         schema: pa.Schema | None,
+        narrow: Sequence[str] | None = None,
     ) -> pa.Table:
         """:func:`_read`, a missing or unreadable data file reported as :class:`LakeDamaged`."""
         try:
-            return _read(uris, where, columns, schema)
+            return _read(uris, where, columns, schema, narrow)
         except (OSError, pa.ArrowException) as exc:
             version = self.state().versions.get(name)
             missing = next((u for u in uris if not os.path.exists(_plain(u))), None)
@@ -235,9 +237,12 @@ class LakeFiles:
         columns: Sequence[str] | None = None,
         where: pc.Expression | None = None,
         prune: Callable[[DataFile], bool] | None = None,
+        narrow: Sequence[str] | None = None,
     ) -> pa.Table:
         """Rows of table ``name`` at its committed version: files kept by ``prune`` (statistics), rows
-        not deleted (deletion vectors) and matching ``where``; ``columns`` only."""
+        not deleted (deletion vectors) and matching ``where``; ``columns`` only. ``narrow``: the columns
+        ``where`` reads, when it selects few rows that statistics cannot find (a key spread over every
+        row group): they are read first, the other columns only from the row groups holding a match."""
         files, masks = self._resolved(name)
         chosen = [f for f in files if prune is None or prune(f)]
         schema = _schema(name)
@@ -249,7 +254,7 @@ class LakeFiles:
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
         plain = [f.uri for f in chosen if _plain(f.uri) not in masks]
-        parts = [self._read_files(name, plain, where, columns, schema)] if plain else []
+        parts = [self._read_files(name, plain, where, columns, schema, narrow)] if plain else []
         for f in chosen:
             mask = masks.get(_plain(f.uri))
             if mask is None:
@@ -279,10 +284,32 @@ def _empty(columns: Sequence[str]) -> pa.Table:
 
 
 def _read(
-    uris: list[str], where: pc.Expression | None, columns: Sequence[str] | None = None, schema: pa.Schema | None = None
+    uris: list[str],
+    where: pc.Expression | None,
+    columns: Sequence[str] | None = None,
+    schema: pa.Schema | None = None,
+    narrow: Sequence[str] | None = None,
 ) -> pa.Table:
     dataset = ds.dataset([_plain(u) for u in uris], format="parquet", schema=schema)
-    return dataset.to_table(columns=list(columns) if columns else None, filter=where)
+    wanted = list(columns) if columns else None
+    if where is None or not narrow:
+        return dataset.to_table(columns=wanted, filter=where)
+    parts = []
+    for fragment in dataset.get_fragments():
+        candidates = fragment.subset(filter=where, schema=dataset.schema)  # the row groups statistics keep
+        if not candidates.num_row_groups:
+            continue
+        keys = candidates.to_table(schema=dataset.schema, columns=list(narrow))
+        hits = keys.append_column("__row", pa.array(np.arange(keys.num_rows))).filter(where).column("__row")
+        if len(hits):
+            groups = candidates.row_groups
+            at = np.unique(np.searchsorted(np.cumsum([g.num_rows for g in groups]), hits.to_numpy(), side="right"))
+            chosen = fragment.subset(row_group_ids=[groups[i].id for i in at.tolist()])
+            parts.append(chosen.to_table(schema=dataset.schema, columns=wanted, filter=where))
+    if not parts:
+        empty = dataset.schema.empty_table()
+        return empty.select(wanted) if wanted else empty
+    return pa.concat_tables(parts)
 
 
 def _plain(uri: str) -> str:

@@ -150,6 +150,7 @@ READS = [
     ("apply", "--broker", 1, "--from-offset", 20),
     ("leader-and-isr", "--from-offset", 20),
     ("history", "partition", "--topic", "shipments-0001", "--partition", 0),
+    ("history", "topic", "--topic", "shipments-0001"),
     ("history", "broker", "--broker", 1),
     ("timeline", "--points", 5),
 ]

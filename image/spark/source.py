@@ -102,10 +102,13 @@ class SparkSource:
             frame = frame.where(F.col(column) == value)
         return frame.toArrow().cast(version_schema(part))
 
-    def records(self, first: int, last: int) -> pa.Table:
+    def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
+        where = F.col("offset").between(first, last)
+        if only is not None:
+            where &= F.col("offset").isin(sorted(only))
         frame = (
             self.table("records")
-            .where(F.col("offset").between(first, last))
+            .where(where)
             .select("offset", "timestamp", F.coalesce("type", "control_type").alias("type"))
             .orderBy("offset")
         )
