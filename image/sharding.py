@@ -229,6 +229,25 @@ def spread(key: str, shards: int) -> int:
     return zlib.crc32(key.encode()) % shards
 
 
+def components(edges: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each node of ``edges`` mapped to its connected component's representative (union-find): the topic
+    ids and names :func:`topic_edges` couples, which one shard replays together."""
+    parent: dict[str, str] = {}
+
+    def find(node: str) -> str:
+        parent.setdefault(node, node)
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {node: find(node) for node in list(parent)}
+
+
 @dataclass(frozen=True)
 class ShardPlan:
     """Shard of every route key the plan was made for (others: :func:`spread`)."""
@@ -246,22 +265,10 @@ class ShardPlan:
         """Components of the topic nodes (union-find over ``edges``) and every other weighted key,
         placed heaviest first on the lightest shard (ties broken by ``seed`` when given, else by key),
         so that a hot topic is one shard's whole load but many topics spread evenly."""
-        parent: dict[str, str] = {}
-
-        def find(node: str) -> str:
-            parent.setdefault(node, node)
-            while parent[node] != node:
-                parent[node] = parent[parent[node]]
-                node = parent[node]
-            return node
-
-        for a, b in edges:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
+        root = components(edges)
         groups: dict[str, list[str]] = {}
-        for key in {*weights, *parent} - {EVERY_SHARD}:
-            groups.setdefault(find(key) if key in parent else key, []).append(key)
+        for key in {*weights, *root} - {EVERY_SHARD}:
+            groups.setdefault(root.get(key, key), []).append(key)
         order = sorted(groups, key=lambda g: (-sum(weights.get(k, 0) for k in groups[g]), g))
         if seed is not None:
             rng = random.Random(seed)

@@ -10,7 +10,7 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.parts import Row
 from image.replay import delta_between
-from image.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, route_key, topic_edges
+from image.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
 from image.temporal import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
 from metadata.log import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
@@ -42,12 +42,15 @@ def _restart(source: TemporalSource, from_offset: int) -> int:
     return max([restart, *snapshots])
 
 
-def opening_snapshot(source: TemporalSource, from_offset: int, to_offset: int) -> SnapshotId | None:
+def opening_snapshot(
+    source: TemporalSource, from_offset: int, to_offset: int, restart: int | None = None
+) -> SnapshotId | None:
     """The snapshot the delta (A, B] opens with, if any: the newest snapshot ending in the window that the log
     cannot stand in for — the oldest one of a log cut by retention (its first offset above 0: before that
     snapshot's end the temporal image is partial), or one beyond the log's last record (a follower that fetched
     it). Like Kafka's loader, the delta then loads it onto the image at A (its topics are new, the image's
-    others deleted) and reads the log after it; a whole log replays without its snapshots."""
+    others deleted) and reads the log after it; a whole log replays without its snapshots. ``restart``: the
+    window's :func:`_restart`, if known."""
     snapshots = source.snapshots()
     bounds = source.bounds()
     if not snapshots or bounds is None:
@@ -59,7 +62,7 @@ def opening_snapshot(source: TemporalSource, from_offset: int, to_offset: int) -
         cut = bounds[0] > 0 and snapshot.end_offset == oldest
         return cut or last is None or last.offset < snapshot.end_offset - 1
 
-    restart = _restart(source, from_offset)
+    restart = _restart(source, from_offset) if restart is None else restart
     window = [s for s in snapshots if restart < s.end_offset <= to_offset + 1 and needed(s)]
     return max(window, default=None, key=lambda s: (s.end_offset, s.epoch))
 
@@ -79,17 +82,9 @@ def topic_scope(records: Iterable[LogRecord], rows: Mapping[str, Iterable[Row]])
             return None
         if key.startswith((TOPIC_ID, TOPIC_NAME)):
             seeds.add(key)
-    neighbours: dict[str, set[str]] = {}
-    for a, b in topic_edges(records, rows):
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
-    reached, todo = set(seeds), list(seeds)
-    while todo:
-        for node in neighbours.get(todo.pop(), ()):
-            if node not in reached:
-                reached.add(node)
-                todo.append(node)
-    return {node.removeprefix(TOPIC_ID) for node in reached if node.startswith(TOPIC_ID)}
+    root = components(topic_edges(records, rows))
+    reached = {root.get(seed, seed) for seed in seeds}
+    return {n.removeprefix(TOPIC_ID) for n in {*seeds, *root} if n.startswith(TOPIC_ID) and root.get(n, n) in reached}
 
 
 def window_replay(
@@ -100,7 +95,7 @@ def window_replay(
     ``scoped``: the image holds only the partitions of the :func:`topic_scope` of the records (enough for the
     delta's topics, not for images of the whole cluster at A and B)."""
     restart = _restart(source, from_offset)
-    snapshot = opening_snapshot(source, from_offset, to_offset)
+    snapshot = opening_snapshot(source, from_offset, to_offset, restart)
     if snapshot is None:
         records = source.log_records(restart, to_offset)
         scope = None
