@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import background
+
 os.environ.setdefault("KRAFT_REPLAY_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("KRAFT_REPLAY_DRIVER_MEMORY", "2g")
 os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "spark-conf"))
@@ -81,6 +83,11 @@ _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
+    background.start(dict.fromkeys(item.module for item in session.items if getattr(item, "module", None)))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    background.finish()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

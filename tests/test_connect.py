@@ -8,7 +8,6 @@ in a subprocess (:data:`CONNECT_SIDE`) and prints its results as JSON.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from generator import generate
 from image.replay import replay_to
 from metadata.lake import Lake
 from metadata.readers import read_log
+from tests import background
 
 pytestmark = pytest.mark.spark
 
@@ -79,15 +79,13 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def connect(tmp_path_factory) -> dict[str, Any]:
-    """A generated log of three segments, and what the Connect side made of it."""
-    root = tmp_path_factory.mktemp("connect")
+def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
+    """A generated log of three segments, and what the Connect side made of it (run while the shared session
+    works: :mod:`tests.background`)."""
     generate(4, 4, 3, 2, 60, root / "gen", segment_bytes=4096)
-    log_dir = root / "gen" / "__cluster_metadata-0"
-    records = read_log(log_dir)
+    records = read_log(root / "gen" / "__cluster_metadata-0")
     mid, late = records[len(records) // 2].offset, records[len(records) * 3 // 4].offset
-    env = {**os.environ, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
+    env = {**env, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
     # relative paths (the server's Python workers do not run in the client's working directory) and a lake
     # path that is not a plain name (table versions come from a glob under Connect)
     proc = subprocess.run(
@@ -98,13 +96,21 @@ def connect(tmp_path_factory) -> dict[str, Any]:
         cwd=root,
         timeout=600,
     )
+    return {"proc": proc, "mid": mid, "late": late, "root": root}
+
+
+@pytest.fixture(scope="module")
+def connect() -> dict[str, Any]:
+    side = background.result(__name__)
+    proc = side["proc"]
     assert proc.returncode == 0, proc.stderr[-4000:]
+    log_dir = side["root"] / "gen" / "__cluster_metadata-0"
     return {
         "out": json.loads(proc.stdout.splitlines()[-1]),
-        "records": records,
-        "mid": mid,
-        "late": late,
-        "root": root,
+        "records": read_log(log_dir),
+        "mid": side["mid"],
+        "late": side["late"],
+        "root": side["root"],
         "segments": sorted(log_dir.glob("*.log")),
     }
 

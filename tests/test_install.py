@@ -20,8 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from metadata.readers import read_log
+from tests import background
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
 COMMANDS = [
     "ingest",
     "log-info",
@@ -67,14 +69,12 @@ def test_both_entry_points_list_every_command() -> None:
     assert sorted(_listed_commands(script.output)) == sorted(COMMANDS)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _install(root: Path) -> Path:
     """A virtual environment holding a regular (non-editable) install of this checkout, built from a copy
     of the package sources; the dependencies come from the running interpreter's site-packages (a
     ``.pth`` file), so nothing but the build backend is downloaded. Returns the environment's directory."""
-    root = tmp_path_factory.mktemp("install")
     source = root / "source"
-    source.mkdir()
+    source.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
     for package in ("cli", "generator", "image", "metadata", "replica"):
@@ -100,16 +100,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def _without_venv_on_path(tmp_path: Path) -> dict[str, str]:
+def _without_venv_on_path(base: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """A minimal environment whose PATH starts with a ``python3``/``python`` that fails (standing for a
     system Python without numpy or kraft-replay) and holds java and the shell tools Spark's launcher
-    uses, but no virtual environment; no PYTHONPATH or PYSPARK_PYTHON."""
+    uses, but no virtual environment; no PYTHONPATH or PYSPARK_PYTHON. ``base``: the environment to take
+    the settings kept from."""
     shims = tmp_path / "bin"
-    shims.mkdir()
+    shims.mkdir(parents=True)
     for name in ("python3", "python"):
         (shims / name).write_text('#!/bin/sh\necho "$0 from PATH ran a Spark Python worker" >&2\nexit 1\n')
         (shims / name).chmod(0o755)
-    java = shutil.which("java")
+    java = shutil.which("java", path=base.get("PATH"))
     path = os.pathsep.join(dict.fromkeys([str(shims), *([os.path.dirname(java)] if java else []), "/usr/bin", "/bin"]))
     env = {"HOME": str(Path.home()), "PATH": path, "COLUMNS": "200", "LANG": "C.UTF-8"}
     for name in (
@@ -120,8 +121,8 @@ def _without_venv_on_path(tmp_path: Path) -> dict[str, str]:
         "KRAFT_REPLAY_SHUFFLE_PARTITIONS",
         "SPARK_CONF_DIR",
     ):
-        if name in os.environ:
-            env[name] = os.environ[name]
+        if name in base:
+            env[name] = base[name]
     assert shutil.which("python3", path=path) == str(shims / "python3")
     return env
 
@@ -133,49 +134,60 @@ def _did_the_main_job(run: subprocess.CompletedProcess[str], lake: Path) -> None
     assert (lake / "_ingests" / "_delta_log").is_dir() and (lake / "records" / "_delta_log").is_dir()
 
 
-@pytest.mark.spark
-@pytest.mark.timeout(1800)
-def test_console_script_of_a_venv_install_run_by_its_path(installed: Path, tmp_path: Path) -> None:
-    env = _without_venv_on_path(tmp_path)
-    assert str(installed) not in env["PATH"]
-    script = installed / "bin" / "kraft-replay"
-    help_run = subprocess.run(
-        [str(script), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+def run_in_background(env: dict[str, str], root: Path) -> dict[str, object]:
+    """The install and the runs of the two tests below (while the shared session works:
+    :mod:`tests.background`): ``kraft-replay --help`` and ``demo`` by the console script's path, and
+    ``python -m cli.main`` ingesting on a local Connect server then replaying the lake and the log."""
+    venv = _install(root / "install")
+    script, demo = venv / "bin" / "kraft-replay", root / "demo"
+    plain = _without_venv_on_path(env, demo)
+    assert str(venv) not in plain["PATH"]
+    runs: dict[str, object] = {"demo_lake": demo / "lake"}
+    runs["help"] = subprocess.run(
+        [str(script), "--help"], cwd=demo, env=plain, capture_output=True, text=True, timeout=300
     )
-    assert help_run.returncode == 0, help_run.stderr
-    assert _listed_commands(help_run.stdout) == COMMANDS
-    lake = tmp_path / "lake"
-    run = subprocess.run(
-        [str(script), "demo", "--lake", str(lake), "--sample", str(ROOT / "data" / "sample")],
-        cwd=tmp_path,
-        env=env,
+    runs["demo"] = subprocess.run(
+        [str(script), "demo", "--lake", str(demo / "lake"), "--sample", str(SAMPLE)],
+        cwd=demo,
+        env=plain,
         capture_output=True,
         text=True,
         timeout=1700,
     )
-    _did_the_main_job(run, lake)
+    connect = root / "connect"
+    plain = _without_venv_on_path(env, connect)
+    python = [str(venv / "bin" / "python"), "-m", "cli.main"]
+    runs["connect"] = [
+        subprocess.run([*python, *args, "--json"], cwd=ROOT, env=e, capture_output=True, text=True, timeout=1700)
+        for args, e in (
+            (["ingest", str(SAMPLE), "--lake", str(connect / "lake")], {**plain, "SPARK_REMOTE": "local[2]"}),
+            (["replay", "--lake", str(connect / "lake")], plain),
+            (["replay", "--log", str(SAMPLE)], plain),
+        )
+    ]
+    return runs
 
 
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
-def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server(installed: Path, tmp_path: Path) -> None:
+def test_console_script_of_a_venv_install_run_by_its_path() -> None:
+    runs = background.result(__name__)
+    help_run = runs["help"]
+    assert help_run.returncode == 0, help_run.stderr
+    assert _listed_commands(help_run.stdout) == COMMANDS
+    _did_the_main_job(runs["demo"], runs["demo_lake"])
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server() -> None:
     """``python -m cli.main`` with the environment's interpreter (not activated), from the checkout, on the
     local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM starts the
     Python workers of the ingest's temporal-image build, and the lake it wrote (read in process: reads on a
     Connect server are tests/test_connect.py's) gives the image a replay of the log gives."""
-    plain = _without_venv_on_path(tmp_path)
-    lake, sample = tmp_path / "lake", ROOT / "data" / "sample"
-    python = [str(installed / "bin" / "python"), "-m", "cli.main"]
-    runs = [
-        subprocess.run([*python, *args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1700)
-        for args, env in (
-            (["ingest", str(sample), "--lake", str(lake)], {**plain, "SPARK_REMOTE": "local[2]"}),
-            (["replay", "--lake", str(lake)], plain),
-            (["replay", "--log", str(sample)], plain),
-        )
-    ]
+    runs = background.result(__name__)["connect"]
     for run in runs:
         assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     ingested, from_lake, from_log = (json.loads(r.stdout) for r in runs)
-    assert ingested["records_added"] == len(read_log(sample / "__cluster_metadata-0"))
+    assert ingested["records_added"] == len(read_log(SAMPLE / "__cluster_metadata-0"))
     assert from_lake == from_log and from_lake["topics"]
