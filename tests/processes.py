@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -12,9 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 KRAFT_REPLAY = [sys.executable, "-c", "from cli.main import app; app()"]
 
 
-def environment(**settings: str) -> dict[str, str]:
-    """The environment of a ``kraft-replay`` process: this tree first on the path, one core, ``settings`` added
-    (``KRAFT_REPLAY_FAULT`` only if given)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KRAFT_REPLAY_MASTER": "local[1]", "KRAFT_REPLAY_DRIVER_MEMORY": "1g"}
+def environment(base: Mapping[str, str] | None = None, **settings: str) -> dict[str, str]:
+    """The environment of a ``kraft-replay`` process: ``base`` (default: this process's), this tree first on
+    the path, one core, ``settings`` added (``KRAFT_REPLAY_FAULT`` only if given)."""
+    env = {
+        **(os.environ if base is None else base),
+        "PYTHONPATH": str(ROOT),
+        "KRAFT_REPLAY_MASTER": "local[1]",
+        "KRAFT_REPLAY_DRIVER_MEMORY": "1g",
+    }
     env.pop("KRAFT_REPLAY_FAULT", None)
     return {**env, **settings}

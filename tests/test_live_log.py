@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from metadata.check import check_lake, lake_differences
 from metadata.lake import Lake
 from metadata.query import log_records
 from metadata.readers import read_log
+from tests import background
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
 pytestmark = pytest.mark.spark
@@ -59,14 +61,17 @@ def _batch_position(segment: Path, base_offset: int) -> int:
     raise AssertionError(f"no batch at offset {base_offset} in {segment}")
 
 
-def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
-    live = tmp_path / "node" / "__cluster_metadata-0"
+def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
+    """``ingest --follow`` of a log directory that grows (while the shared session works:
+    :mod:`tests.background`): the first segment, then the second and a third cut mid-batch, then the rest of
+    the third; SIGTERM after a round with nothing new. Returns the rounds it waited for and how it ended."""
+    live = root / "node" / "__cluster_metadata-0"
     live.mkdir(parents=True)
     shutil.copy(SEGMENTS[0], live / SEGMENTS[0].name)
-    location = str(tmp_path / "lake")
+    location = str(root / "lake")
     proc = subprocess.Popen(
         [*KRAFT_REPLAY, "ingest", str(live), "--lake", location, "--follow", "--interval", "1", "--json"],
-        env=environment(),
+        env=environment(env),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -90,27 +95,39 @@ def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
 
     try:
         first = next_round(lambda r: r["seq"] is not None)
-        assert first["records_added"] == int(SEGMENTS[1].stem) and not first["warnings"]
         shutil.copy(SEGMENTS[1], live / SEGMENTS[1].name)
         cut = cut_mid_batch(SEGMENTS[2])
         (live / SEGMENTS[2].name).write_bytes(SEGMENTS[2].read_bytes()[:cut])  # Kafka mid-append
         torn = next_round(lambda r: any(TORN in w for w in r["warnings"]))  # (a round may take segment 1 alone first)
-        assert torn["seq"] is not None
-        assert first["high_water_mark"] < torn["high_water_mark"] < int(SEGMENTS[3].stem) - 1
         with open(live / SEGMENTS[2].name, "ab") as f:  # the append completes
             f.write(SEGMENTS[2].read_bytes()[cut:])
         whole = next_round(lambda r: r["seq"] is not None and r["high_water_mark"] > torn["high_water_mark"])
-        assert whole["high_water_mark"] == int(SEGMENTS[3].stem) - 1 and not [w for w in whole["warnings"] if TORN in w]
         idle = next_round(lambda r: True)
-        assert idle["seq"] is None and idle["records_added"] == 0  # a round with nothing new commits nothing
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=300) == 0
-        assert "stopped after" in proc.stderr.read()
+        code = proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    lake = Lake(location, spark)
+    return {
+        "rounds": (first, torn, whole, idle),
+        "code": code,
+        "stderr": proc.stderr.read(),
+        "live": live,
+        "lake": location,
+    }
+
+
+def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
+    followed = background.result(__name__)
+    first, torn, whole, idle = followed["rounds"]
+    assert first["records_added"] == int(SEGMENTS[1].stem) and not first["warnings"]
+    assert torn["seq"] is not None
+    assert first["high_water_mark"] < torn["high_water_mark"] < int(SEGMENTS[3].stem) - 1
+    assert whole["high_water_mark"] == int(SEGMENTS[3].stem) - 1 and not [w for w in whole["warnings"] if TORN in w]
+    assert idle["seq"] is None and idle["records_added"] == 0  # a round with nothing new commits nothing
+    assert followed["code"] == 0 and "stopped after" in followed["stderr"]
+    lake, live = Lake(followed["lake"], spark), followed["live"]
     assert lake.state().seq == whole["seq"]
     assert same_records(lake, live) == []
     reference = str(tmp_path / "reference")
