@@ -52,8 +52,10 @@ def opening_snapshot(
     others deleted) and reads the log after it; a whole log replays without its snapshots. ``restart``: the
     window's :func:`_restart`, if known."""
     snapshots = source.snapshots()
-    bounds = source.bounds()
-    if not snapshots or bounds is None:
+    if not snapshots:
+        return None
+    bounds = source.bounds()  # (on Spark a job: only for a log with snapshots)
+    if bounds is None:
         return None
     oldest = min(s.end_offset for s in snapshots)
     last = source.record_at_or_before(bounds[1])
