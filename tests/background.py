@@ -1,11 +1,12 @@
 """Work in other processes that needs nothing from this one — a Spark Connect server's session, a virtual
-environment's install and runs — started when the run starts and collected by the tests that check it, so
-that it runs while the shared session works instead of after it.
+environment's install and runs, ``ingest --follow`` — started when the run starts and collected by the tests
+that check it, so that it runs while the shared session works instead of after it.
 
-A test module opts in with a module-level ``run_in_background(env, root)`` function (``env``: the environment when
-the run started, before any test changed it; ``root``: a directory of its own) whose result its fixtures
-take with :func:`result`. The jobs run one after another on one thread (one extra process at a time beside
-the run); a module run without the hook (``result`` before the run started it) does the work then.
+A test module opts in with a module-level ``run_in_background(env, root)`` function (``env``: the environment
+when the run started, before any test changed it; ``root``: a directory of its own) whose result the tests
+marked ``background`` take with :func:`result`; the work starts only if such a test is selected. The jobs run
+one after another on one thread (one extra process at a time beside the run); a test run without the hook
+(``result`` before the run started it) does the work then.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 Work = Callable[[dict[str, str], Path], Any]
 
@@ -32,22 +36,25 @@ def _run(work: Work, env: dict[str, str]) -> Any:
     return work(env, Path(root))
 
 
-def start(modules: Iterable[object]) -> None:
-    """Start the ``run_in_background`` work of each of ``modules`` that defines it (each once)."""
+def start(items: Iterable[pytest.Item]) -> None:
+    """Start the ``run_in_background`` work of the modules of ``items`` marked ``background`` (each once)."""
+    modules = dict.fromkeys(getattr(i, "module", None) for i in items if i.get_closest_marker("background"))
+    _submit(m for m in modules if m is not None)
+
+
+def _submit(modules: Iterable[ModuleType]) -> None:
     global _POOL
     env = dict(os.environ)
     for module in modules:
-        work = getattr(module, "run_in_background", None)
-        name = getattr(module, "__name__", "")
-        if callable(work) and name not in _JOBS:
+        if module.__name__ not in _JOBS:
             _POOL = _POOL or ThreadPoolExecutor(max_workers=1, thread_name_prefix="background")
-            _JOBS[name] = _POOL.submit(_run, work, env)
+            _JOBS[module.__name__] = _POOL.submit(_run, module.run_in_background, env)
 
 
 def result(module_name: str) -> Any:
     """What the ``run_in_background`` work of ``module_name`` returned (started now if the run did not start it)."""
     if module_name not in _JOBS:
-        start([sys.modules[module_name]])
+        _submit([sys.modules[module_name]])
     return _JOBS[module_name].result()
 
 

@@ -83,7 +83,7 @@ _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
-    background.start(dict.fromkeys(item.module for item in session.items if getattr(item, "module", None)))
+    background.start(session.items)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

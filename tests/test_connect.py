@@ -21,7 +21,7 @@ from metadata.lake import Lake
 from metadata.readers import read_log
 from tests import background
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.background]
 
 ROOT = Path(__file__).resolve().parent.parent
 

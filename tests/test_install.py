@@ -169,6 +169,7 @@ def run_in_background(env: dict[str, str], root: Path) -> dict[str, object]:
 
 
 @pytest.mark.spark
+@pytest.mark.background
 @pytest.mark.timeout(1800)
 def test_console_script_of_a_venv_install_run_by_its_path() -> None:
     runs = background.result(__name__)
@@ -179,6 +180,7 @@ def test_console_script_of_a_venv_install_run_by_its_path() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.background
 @pytest.mark.timeout(1800)
 def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server() -> None:
     """``python -m cli.main`` with the environment's interpreter (not activated), from the checkout, on the

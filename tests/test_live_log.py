@@ -118,6 +118,7 @@ def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
     }
 
 
+@pytest.mark.background
 def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
     followed = background.result(__name__)
     first, torn, whole, idle = followed["rounds"]
