@@ -122,14 +122,15 @@ class ArrowSource:
 
     def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
         where = (pc.field("offset") >= first) & (pc.field("offset") <= last)
-        if only is not None:
-            first, last = min(only, default=last + 1), max(only, default=first - 1)
+        lo, hi = first, last
+        if only is not None:  # files pruned to the offsets' span; row groups found by reading offsets first
+            lo, hi = min(only, default=last + 1), max(only, default=first - 1)
             where &= pc.field("offset").isin(pa.array(sorted(only), pa.int64()))
         t = self.files.read(
             "records",
             columns=["offset", "timestamp", "type", "control_type"],
             where=where,
-            prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+            prune=lambda f: f.may_hold("offset", lo=lo, hi=hi),
             narrow=None if only is None else ["offset"],
         )
         t = t.sort_by("offset")

@@ -168,7 +168,8 @@ def load(source: TemporalSource, window: Window, selection: Selection) -> Versio
     if keyed:  # where a selected key may disappear: a version ends and none begins
         ends = {o for t in tables.values() for o in t.column("to_offset").drop_null().to_pylist() if first <= o <= last}
         only = ends - {o for t in tables.values() for o in t.column("from_offset").to_pylist()}
-    records = source.records(first, last, only)
+    # (no removal: no read — on Spark an empty offset list would still cost a job)
+    records = RECORDS_SCHEMA.empty_table() if only == set() else source.records(first, last, only)
     return VersionWindow(first, last, records=records.select(RECORDS_SCHEMA.names), **tables)
 
 
