@@ -7,6 +7,7 @@ show / diff in :mod:`cli.image_commands`, changes / apply / leader-and-isr / zk-
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -168,6 +169,12 @@ import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-a
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
 import cli.lake_commands  # noqa: E402 — registers check, optimize
 # isort: on
+
+# A command decodes and replays many small objects that form no reference cycles: the cyclic collector's
+# frequent passes over them are ≈ 8 % of `replay --log` (BENCHMARKS.md). Collect young objects every 50,000
+# allocations instead of 700, and leave what the imports made out of every collection.
+gc.set_threshold(50_000, 10, 10)
+gc.freeze()
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 

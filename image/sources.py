@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from image.image import MetadataImage
 from image.replay import replay_to
-from image.temporal import TemporalSource, base_snapshot
+from image.temporal import MemorySource, TemporalSource, base_snapshot
 from metadata.log import Snapshot
 
 Reader = Literal["auto", "arrow", "spark"]
@@ -44,6 +44,16 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
     return "arrow" if reachable(lake) and not spark_named(master) else "spark"
 
 
+def log_source(path: str | os.PathLike[str]) -> MemorySource:
+    """A log directory, segment or snapshot read in process, every key's versions recorded once."""
+    from metadata.readers import read_snapshots, scan_log
+
+    records, snapshots = scan_log(path), read_snapshots(path)
+    if not records and not snapshots:
+        raise ValueError(f"{path}: no metadata log segments or snapshots found")
+    return MemorySource.replay(records, snapshots, os.path.abspath(path))
+
+
 def open_source(
     *,
     lake: str | None = None,
@@ -57,8 +67,6 @@ def open_source(
     if (lake is None) == (log is None):
         raise ValueError("give --lake or --log")
     if log is not None:
-        from image.version_rows import log_source
-
         if not os.path.exists(log):
             raise FileNotFoundError(f"{log}: no such file or directory")
         return log_source(log)

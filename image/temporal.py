@@ -14,10 +14,7 @@ import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple, Protocol
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from image.errors import ReplayError
 from image.image import MetadataImage
@@ -28,6 +25,10 @@ from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, RecordLog, Snapshot
 from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import version_schema
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is made: a replay of a log read in process needs none
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 
@@ -155,6 +156,9 @@ def log_bounds(first: int | None, last: int | None, snapshots: Sequence[Snapshot
 def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAggregates:
     """The :class:`~metadata.log_summary.RecordAggregates` of a records table (``offset``, ``timestamp``,
     ``is_control``, ``type``, ``control_type``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = records.num_rows
     kinds = (
         pa.table({"is_control": records["is_control"], "t": pc.coalesce(records["type"], records["control_type"])})
@@ -180,6 +184,9 @@ def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAg
 def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) -> Iterator[DumpRecord]:
     """:meth:`TemporalSource.dump` over a records table (``offset``, ``timestamp``, ``is_control``, ``type``,
     ``control_type``, ``version``, ``payload``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if types:
         wanted = pa.array(list(types))
         chosen = pc.or_kleene(pc.is_in(records["type"], wanted), pc.is_in(records["control_type"], wanted))
@@ -198,6 +205,8 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
 
 def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
     """The filter of :meth:`TemporalSource.versions` as an Arrow expression."""
+    import pyarrow.compute as pc
+
     where = None
     if during is not None:
         lo, hi = during
@@ -302,6 +311,8 @@ class MemorySource:
 
     @cached_property
     def _tables(self) -> dict[str, pa.Table]:
+        import pyarrow as pa
+
         return {
             part: pa.Table.from_pylist(rows, schema=version_schema(part))
             for part, rows in self.recorded.versions.items()
@@ -336,6 +347,8 @@ class MemorySource:
         return self._tables[part] if where is None else self._tables[part].filter(where)
 
     def records(self, first: int, last: int, only: Collection[int] | None = None) -> pa.Table:
+        import pyarrow as pa
+
         chosen = self.log.between(first, last)
         if only is not None:
             wanted = set(only)
@@ -366,6 +379,8 @@ class MemorySource:
 
     @cached_property
     def _records(self) -> pa.Table:
+        import pyarrow as pa
+
         return pa.table(
             {
                 "offset": pa.array([r.offset for r in self.log], pa.int64()),
@@ -396,6 +411,8 @@ class MemorySource:
     def dump(
         self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False
     ) -> Iterator[DumpRecord]:
+        import pyarrow.compute as pc
+
         lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
         t = self._records
         return dump_rows(t.filter((pc.field("offset") >= lo) & (pc.field("offset") <= hi)), types, include_control)

@@ -9,12 +9,11 @@ made it visible). The image at X is, per part, the rows with ``from_offset <= X 
 History, timeline and report read the ``topics``, ``partitions``, ``brokers`` and ``configs``
 parts and the records' offsets, times and types of a window with :func:`load`, from any
 :class:`~image.temporal.TemporalSource`: a lake read in process or on Spark (filters pushed down to
-the Delta tables) or a log read in process (:func:`log_source`).
+the Delta tables) or a log read in process (:func:`image.sources.log_source`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -23,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel
 
-from image.temporal import MemorySource, TemporalSource
+from image.temporal import TemporalSource
 from image.times import iso_time
 from metadata.version_tables import version_schema
 
@@ -178,13 +177,3 @@ def image_diff(source: TemporalSource, from_offset: int, to_offset: int) -> dict
     from image.diff import diff_json
 
     return diff_json(source, from_offset, to_offset)
-
-
-def log_source(path: str | os.PathLike[str]) -> MemorySource:
-    """A log directory, segment or snapshot read in process, every key's versions recorded once."""
-    from metadata.readers import read_snapshots, scan_log
-
-    records, snapshots = scan_log(path), read_snapshots(path)
-    if not records and not snapshots:
-        raise ValueError(f"{path}: no metadata log segments or snapshots found")
-    return MemorySource.replay(records, snapshots, os.path.abspath(path))

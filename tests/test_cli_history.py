@@ -14,7 +14,8 @@ from cli.main import app as main_app  # noqa: F401 — registers every command
 from image.health import image_gauges
 from image.history import partition_history
 from image.replay import replay_to
-from image.version_rows import Selection, Window, load, log_source
+from image.sources import log_source
+from image.version_rows import Selection, Window, load
 from metadata.readers import read_log
 from tests.test_cli_image import ok_json, run
 

@@ -306,3 +306,22 @@ print(json.dumps({{"names": names, "import": after_import,
     result = json.loads(done.stdout.splitlines()[-1])
     assert {"replay", "show", "diff", "changes", "apply", "log-info", "dump"} <= set(result["names"])
     assert result["import"] == [] and result["help"] == []
+
+
+def test_replay_of_a_log_in_process_imports_no_spark_pandas_or_pyarrow() -> None:
+    """``replay --log`` (decode and the reference engine's replay) needs numpy only: a fresh process that
+    replays a real Kafka log with a snapshot loads none of pyspark, py4j, pandas or pyarrow."""
+    log = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "snapshot-fetch" / "__cluster_metadata-0"
+    code = f"""
+import json, sys
+import cli.main
+try:
+    cli.main.app(["replay", "--log", {str(log)!r}, "--json"])
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert '"topics"' in done.stdout
+    assert json.loads(done.stdout.splitlines()[-1]) == ["numpy"]
