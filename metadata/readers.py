@@ -972,19 +972,7 @@ def to_log_record(row: Row, source_file: str = "") -> LogRecord:
     """A decoded row as the engines' :class:`LogRecord`."""
     (offset, base, last, epoch, ts, pid, pepoch, txn, _, control_type, type_name, _, version, data, _, _) = row
     return LogRecord(
-        offset=offset,
-        batch_base_offset=base,
-        batch_last_offset=last,
-        epoch=epoch,
-        timestamp=ts,
-        type=type_name,
-        version=version,
-        data=data or {},
-        control_type=control_type,
-        is_transactional=txn,
-        producer_id=pid,
-        producer_epoch=pepoch,
-        source_file=source_file,
+        offset, base, last, epoch, ts, type_name, version, data or {}, control_type, txn, pid, pepoch, source_file
     )
 
 
