@@ -50,21 +50,20 @@ class MetadataDelta:
     disables the name-collision check against base-image topics (which the snapshot replaces).
     """
 
-    features_delta: FeaturesDelta | None
-    cluster_delta: ClusterDelta | None
-    topics_delta: TopicsDelta | None
-    configs_delta: ConfigurationsDelta | None
-    client_quotas_delta: ClientQuotasDelta | None
-    producer_ids_delta: ProducerIdsDelta | None
-    acls_delta: AclsDelta | None
-    scram_delta: ScramDelta | None
-    delegation_token_delta: DelegationTokenDelta | None
+    # a delta is made per batch: the parts' deltas start as these class attributes, not one setattr each
+    features_delta: FeaturesDelta | None = None
+    cluster_delta: ClusterDelta | None = None
+    topics_delta: TopicsDelta | None = None
+    configs_delta: ConfigurationsDelta | None = None
+    client_quotas_delta: ClientQuotasDelta | None = None
+    producer_ids_delta: ProducerIdsDelta | None = None
+    acls_delta: AclsDelta | None = None
+    scram_delta: ScramDelta | None = None
+    delegation_token_delta: DelegationTokenDelta | None = None
 
     def __init__(self, image: MetadataImage, *, snapshot: bool = False) -> None:
         self.image = image
         self.snapshot = snapshot
-        for part in _PARTS:
-            setattr(self, f"{part}_delta", None)
 
     def get_or_create_features_delta(self) -> FeaturesDelta:
         if self.features_delta is None:
@@ -119,7 +118,7 @@ class MetadataDelta:
     @property
     def is_empty(self) -> bool:
         """No record touched any part yet."""
-        return all(getattr(self, f"{part}_delta") is None for part in _PARTS)
+        return all(getattr(self, delta) is None for delta, _ in _FIELDS)
 
     def replay(self, record: LogRecord, location: str | None = None) -> None:
         """Replay one metadata record (Kafka ``MetadataDelta.replay``).
@@ -132,8 +131,8 @@ class MetadataDelta:
         CLEAR_ELR_RECORD is accepted.
         """
         handler = _HANDLERS.get(record.type) if record.type is not None else None
-        where = location or f"offset {record.offset}"
         if handler is None:
+            where = location or f"offset {record.offset}"
             what = record.type or record.control_type or "(not decoded: kept raw by --skip-unknown)"
             raise ReplayError(
                 f"Unknown metadata record type {what}",
@@ -144,7 +143,7 @@ class MetadataDelta:
         try:
             handler(self, record.data)
         except ReplayError as error:
-            raise error.at(where, record.offset, record.type) from None
+            raise error.at(location or f"offset {record.offset}", record.offset, record.type) from None
 
     def _replay_remove_topic(self, data: Mapping[str, Any]) -> None:
         name = self.get_or_create_topics_delta().replay_remove_topic(data)
@@ -169,9 +168,8 @@ class MetadataDelta:
         of a live base image are updated directly; only the batch loader, which owns that image
         and discards this delta afterwards, uses it."""
         parts = {}
-        for part in _PARTS:
-            delta: _PartDelta | None = getattr(self, f"{part}_delta")
-            name = _IMAGE_PART.get(part, part)
+        for field, name in _FIELDS:
+            delta: _PartDelta | None = getattr(self, field)
             parts[name] = getattr(self.image, name) if delta is None else delta.build(in_place)
         return MetadataImage(provenance, **parts)
 
@@ -182,6 +180,9 @@ class MetadataDelta:
 
 _IMAGE_PART = {"delegation_token": "delegation_tokens"}
 """A part's image attribute where its name differs from the part's (Kafka's ``delegationTokens``)."""
+
+_FIELDS = tuple((f"{part}_delta", _IMAGE_PART.get(part, part)) for part in _PARTS)
+"""Per part, the delta's attribute and the image's."""
 
 _ALL_PARTS: tuple[Callable[[MetadataDelta], _PartDelta], ...] = tuple(
     getattr(MetadataDelta, f"get_or_create_{part}_delta") for part in _PARTS
