@@ -151,7 +151,13 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     """(first, last) offsets of the committed log when it has no gap, else None."""
     if "records" not in state.versions:
         return None
-    first, count = lake.table("records", state).agg(F.min("offset"), F.count(F.lit(1))).first()
+    files = lake.files(state)
+    stored = files.files("records") if files is not None and not files.masked("records") else None
+    if stored is not None and all(f.stats.get("offset", (None,))[0] is not None for f in stored):
+        # the files' statistics: the table is only appended to and compacted (no deletion vectors)
+        first, count = min((f.stats["offset"][0] for f in stored), default=None), sum(f.rows for f in stored)
+    else:
+        first, count = lake.table("records", state).agg(F.min("offset"), F.count(F.lit(1))).first()
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 

@@ -726,7 +726,12 @@ class Lake:
         return self._newest().seq
 
     def _newest(self) -> LakeState:
-        """The newest row of ``_ingests`` (which exists)."""
+        """The newest row of ``_ingests`` (which exists): read in process when :attr:`in_process` (no
+        Spark job), else on Spark."""
+        if self.in_process:
+            from metadata.lake_files import LakeFiles
+
+            return LakeFiles(self.uri).state()
         try:
             row = (
                 self.spark.read.format("delta")

@@ -180,7 +180,12 @@ class LakeFiles:
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        rows = self._read_files(INGESTS, list(ingests.file_uris()), None, None, None).to_pylist()
+        table = self._read_files(INGESTS, list(ingests.file_uris()), None, None, None)
+        at = table.schema.get_field_index("committed_at")
+        if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
+            unit = pa.timestamp("us", table.schema.field(at).type.tz)  # so that rows hold datetime objects
+            table = table.set_column(at, "committed_at", table.column(at).cast(unit))
+        rows = table.to_pylist()
         if not rows:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
         newest = max(rows, key=lambda r: r["seq"])
@@ -199,6 +204,10 @@ class LakeFiles:
     def files(self, name: str) -> list[DataFile]:
         """The data files of table ``name`` at its committed version (none if no ingest wrote it)."""
         return self._resolved(name)[0]
+
+    def masked(self, name: str) -> bool:
+        """Whether rows of table ``name`` are deleted by deletion vectors (its files' row counts overcount)."""
+        return bool(self._resolved(name)[1])
 
     def _resolved(self, name: str) -> tuple[list[DataFile], dict[str, list[bool]]]:
         if name not in self._files:
