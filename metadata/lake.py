@@ -78,9 +78,9 @@ TABLE_THREADS = 4
 """How many tables a transaction writes at once: each write is a few small Delta jobs, mostly driver work."""
 
 
-def per_table(operation: Callable[[Item], object], items: Iterable[Item], threads: int = TABLE_THREADS) -> None:
-    """Run ``operation`` on each of ``items`` (one table's writes each), ``threads`` at a time."""
-    with ThreadPoolExecutor(max(1, threads)) as pool:
+def per_table(operation: Callable[[Item], object], items: Iterable[Item]) -> None:
+    """Run ``operation`` on each of ``items`` (one table's writes each), :data:`TABLE_THREADS` at a time."""
+    with ThreadPoolExecutor(TABLE_THREADS) as pool:
         list(pool.map(operation, items))
 
 

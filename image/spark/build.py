@@ -56,7 +56,7 @@ from image.spark.source import SparkSource
 from image.temporal import TemporalSource, restart_point
 from image.versions import Rejection, Span, VersionRecorder, replay_with_snapshots
 from metadata.ingest import LakeChange
-from metadata.lake import TABLE_THREADS, Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
+from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
 from metadata.lake_files import DataFile
 from metadata.log import LogRecord, Snapshot
 from metadata.spark import glob_escaped
@@ -697,11 +697,10 @@ def _may_hold_from(lake: Lake, state: LakeState, restart: int) -> set[str]:
 
 def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list[str]:
     """Write what a build staged, as writes of the lake transaction ``txn`` (``state``: the versions it
-    read), all tables at once: per table, closings first (one MERGE), then new versions, rejections and
-    provenance (one append each; a table's first write creates it). Returns the tables written."""
+    read): closings first (one MERGE per table), then new versions, rejections and provenance (one
+    append each; a table's first write creates it). Returns the tables written."""
     spark = txn.lake.spark
     writes: dict[str, list[Callable[[], None]]] = {}  # per table, in order: its MERGE, then its append
-    rows = 0
     closings = os.path.join(staging, "closings")
     for part, table in PART_TABLES.items():
         directory = os.path.join(closings, table)
@@ -715,19 +714,10 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
         if os.path.isdir(directory):
             frame = spark.read.schema(from_arrow_schema(schema)).parquet(glob_escaped(directory))
             if kind == "versions":
-                n = _staged_rows(directory)
-                rows += n
-                frame = point_read_layout(frame, n)
+                frame = point_read_layout(frame, _staged_rows(directory))
             writes.setdefault(table, []).append(partial(txn.write, table, frame, create=table not in state.versions))
-    # a small build's tables all at once (each MERGE or append is mostly driver work between small jobs);
-    # a big one's a few at a time (each sorts its versions: shuffles side by side take the JVM's memory)
-    threads = len(writes) if rows <= SMALL_WRITE_ROWS else TABLE_THREADS
-    per_table(lambda steps: [step() for step in steps], writes.values(), threads=threads)
+    per_table(lambda steps: [step() for step in steps], writes.values())
     return list(writes)
-
-
-SMALL_WRITE_ROWS = 1 << 20
-"""Versions a build writes up to which :func:`write_versions` writes every table at once."""
 
 
 def _close(txn: LakeTransaction, part: str, table: str, closings: DataFrame) -> None:
