@@ -3,6 +3,7 @@
     python benchmarks/bench_versions.py --sizes 1e5,1e6 --kinds gen,idle,hot,txn --out versions.json
     python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --cores 1,2 --places spark --no-reference
     python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --places spark --no-reference --incremental 10000
+    python benchmarks/bench_versions.py --sizes 1e7 --kinds gen --only-incremental 10000 --repeat 10
 
 Per log (``benchmarks/common.py`` logs: ``gen-N`` a churning cluster, ``idle-N`` NoOps; here also ``hot-N``,
 one topic taking the churn, and ``txn-N``, every topic creation a metadata transaction):
@@ -16,9 +17,10 @@ one topic taking the churn, and ``txn-N``, every topic creation a metadata trans
 * **reference** — :func:`image.versions.record_versions`, the same recorder sequentially on the driver, and
   the plain reference replay (:func:`image.replay.replay_to`) on the same records (decoded once, not timed);
 * **kafka** (``--oracle``) — Kafka's own MetadataLoader replay of the log (KraftOracle, ``bench_kafka.py``);
-* **incremental** (``--incremental K``) — a lake holding the log's first records and their versions takes
-  one more ingest of the next K records (``image.ingest.ingest`` of a segment cut at a batch boundary) in a
-  warm session.
+* **incremental** (``--incremental K``, or ``--only-incremental K`` for nothing else) — a lake holding the
+  log's first records and their versions takes one more ingest of the next K records (``image.ingest.ingest``
+  of a segment cut at a batch boundary) in a warm session; ``--repeat N``: N copies of that lake take it
+  one after the other (the later ones measure the warmed-up session).
 """
 
 from __future__ import annotations
@@ -306,31 +308,42 @@ def split_log(log_dir: str, cut: int, out: Path) -> tuple[Path, Path]:
     return head, tail
 
 
-def incremental_rows(log: common.BenchLog, data_dir: str, k: int) -> list[dict[str, Any]]:
-    """A lake with the log up to its last K records (and their versions) takes an ingest of those K."""
+def incremental_rows(log: common.BenchLog, data_dir: str, k: int, repeat: int = 1) -> list[dict[str, Any]]:
+    """A lake with the log up to its last K records (and their versions) takes an ingest of those K; with
+    ``repeat`` N, N copies of that lake take it one after the other in the same session (the JIT warms up
+    over the first few: the later ones are the warm session's time)."""
     from image.ingest import ingest
 
     spark = common.spark_session()[0]
     root = Path(data_dir) / "incremental" / log.name
     shutil.rmtree(root, ignore_errors=True)
     head, tail = split_log(log.dir, log.last_offset - k + 1, root)
-    lake = str(root / "lake")
+    base = str(root / "lake")
     common.progress(f"ingesting {log.name} minus its last {k} records, with the temporal image")
     with common.timer() as t_base:
-        ingest([str(head)], lake, spark=spark, progress=False)
-    with common.timer() as t:
-        report = ingest([str(tail)], lake, spark=spark, progress=False)
-    return [
-        {
-            "log": log.name,
-            "records": log.records,
-            "engine": f"incremental ingest of {k} records (build: {os.environ.get('KRAFT_REPLAY_BUILD', 'auto')})",
-            "total_s": t["s"],
-            "added": report.records_added,
-            "base_ingest_s": t_base["s"],
-            "load": common.load_average()[0],
-        }
-    ]
+        ingest([str(head)], base, spark=spark, progress=False)
+    rows = []
+    for run in range(repeat):
+        lake = base if run == repeat - 1 else str(root / f"lake-{run}")
+        if lake != base:
+            shutil.copytree(base, lake)
+        with common.timer() as t:
+            report = ingest([str(tail)], lake, spark=spark, progress=False)
+        if lake != base:
+            shutil.rmtree(lake)
+        rows.append(
+            {
+                "log": log.name,
+                "records": log.records,
+                "engine": f"incremental ingest of {k} records, run {run + 1} of {repeat} in the session "
+                f"(build: {os.environ.get('KRAFT_REPLAY_BUILD', 'auto')})",
+                "total_s": t["s"],
+                "added": report.records_added,
+                "base_ingest_s": t_base["s"],
+                "load": common.load_average()[0],
+            }
+        )
+    return rows
 
 
 def main() -> int:
@@ -342,6 +355,8 @@ def main() -> int:
     ap.add_argument("--oracle", action="store_true", help="also Kafka's own replay (Maven, Java)")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--incremental", type=int, default=0, help="also an incremental ingest of K records")
+    ap.add_argument("--only-incremental", type=int, default=0, help="only the incremental ingest of K records")
+    ap.add_argument("--repeat", type=int, default=1, help="the incremental ingest into N copies, one after another")
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR)
     ap.add_argument("--out")
     ap.add_argument(
@@ -361,6 +376,11 @@ def main() -> int:
     for n in common.parse_sizes(a.sizes):
         for kind in a.kinds.split(","):
             log = bench_log(kind, n, a.data_dir)
+            if a.only_incremental:
+                rows = incremental_rows(log, a.data_dir, a.only_incremental, a.repeat)
+                results["rows"] += rows
+                common.print_table(f"{log.name} ({log.records:,} records)", rows, ["engine", "total_s", "load"])
+                continue
             lake = records_lake(log, a.data_dir)
             rows = build_rows(log, lake, cores, a.shards, a.places)
             if not a.no_reference:
@@ -368,7 +388,7 @@ def main() -> int:
             if a.oracle:
                 rows += kafka_rows(log)
             if a.incremental:
-                rows += incremental_rows(log, a.data_dir, a.incremental)
+                rows += incremental_rows(log, a.data_dir, a.incremental, a.repeat)
             results["rows"] += rows
             common.print_table(
                 f"{log.name} ({log.records:,} records)",
