@@ -184,7 +184,7 @@ class LakeFiles:
         at = table.schema.get_field_index("committed_at")
         if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
             unit = pa.timestamp("us", table.schema.field(at).type.tz)  # so that rows hold datetime objects
-            table = table.set_column(at, "committed_at", table.column(at).cast(unit))
+            table = table.set_column(at, "committed_at", table.column(at).cast(unit, safe=False))
         rows = table.to_pylist()
         if not rows:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
