@@ -180,7 +180,9 @@ class LakeFiles:
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        table = self._read_files(INGESTS, list(ingests.file_uris()), None, None, None)
+        root = self.path(INGESTS)  # the files as add actions name them (``file_uris`` may percent-encode the root)
+        files = [_join(root, a["path"]) for a in pa.table(ingests.get_add_actions(flatten=True)).to_pylist()]
+        table = self._read_files(INGESTS, files, None, None, None)
         at = table.schema.get_field_index("committed_at")
         if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
             unit = pa.timestamp("us", table.schema.field(at).type.tz)  # so that rows hold datetime objects
