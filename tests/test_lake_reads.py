@@ -81,3 +81,53 @@ def test_a_narrow_read_returns_what_a_plain_read_returns(files, name, where, nar
     plain = _read(files, where, columns, SCHEMA)
     assert _read(files, where, columns, SCHEMA, narrow).equals(plain)
     assert plain.num_rows == 0 if name == "no such key" else plain.num_rows > 0
+
+
+@pytest.mark.parametrize("name", ["lake", "lake, 1 {x}", "läke #2%"])
+def test_the_committed_state_is_read_in_process_at_any_path(tmp_path: Path, name: str) -> None:
+    """``_ingests`` (the newest row: the committed state) read with delta-rs and pyarrow from a lake whose path
+    needs quoting in a URI (delta-rs's ``file_uris`` percent-encode it: pyarrow then finds no file). Spark's
+    INT96 times, read back as datetimes, are covered where Spark writes the table (``tests/test_lake_damage.py``)."""
+    import datetime as dt
+
+    from deltalake import write_deltalake
+
+    from metadata.lake_files import LakeFiles
+
+    at = dt.datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    rows = [
+        {
+            "seq": seq,
+            "run_id": f"run-{seq}",
+            "committed_at": at + dt.timedelta(seconds=seq),
+            "inputs": [f"/logs/{seq}"],
+            "records_added": 10 * seq,
+            "snapshots_added": 0,
+            "high_water_mark": 10 * seq - 1,
+            "versions": [("records", seq - 1), ("_ingests", seq)],
+        }
+        for seq in (1, 2, 3)
+    ]
+    schema = pa.schema(
+        [
+            ("seq", pa.int64()),
+            ("run_id", pa.string()),
+            ("committed_at", pa.timestamp("ns", "UTC")),
+            ("inputs", pa.list_(pa.string())),
+            ("records_added", pa.int64()),
+            ("snapshots_added", pa.int64()),
+            ("high_water_mark", pa.int64()),
+            ("versions", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
+    lake = tmp_path / name
+    for row in (rows[1], rows[2], rows[0]):  # one commit (one file) each, the newest not last
+        write_deltalake(str(lake / "_ingests"), pa.Table.from_pylist([row], schema), mode="append")
+    state = LakeFiles(str(lake)).state()
+    assert (state.seq, state.run_id, state.high_water_mark, state.versions) == (
+        3,
+        "run-3",
+        29,
+        {"records": 2, "_ingests": 3},
+    )
+    assert type(state.committed_at) is dt.datetime and state.committed_at == at + dt.timedelta(seconds=3)
