@@ -170,12 +170,6 @@ import cli.history_commands  # noqa: E402 — registers history, timeline, repor
 import cli.lake_commands  # noqa: E402 — registers check, optimize
 # isort: on
 
-# A command decodes and replays many small objects that form no reference cycles: the cyclic collector's
-# frequent passes over them are ≈ 8 % of `replay --log` (BENCHMARKS.md). Collect young objects every 50,000
-# allocations instead of 700, and leave what the imports made out of every collection.
-gc.set_threshold(50_000, 10, 10)
-gc.freeze()
-
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 
@@ -208,5 +202,16 @@ def demo(
     )
 
 
-if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands
+def main() -> None:
+    """The ``kraft-replay`` process (console script and ``python -m cli.main``): the app, with the cyclic
+    garbage collector tuned for it. A command decodes and replays many small objects that form no reference
+    cycles; the collector's frequent passes over them are ≈ 8 % of ``replay --log`` (BENCHMARKS.md): young
+    objects are collected every 50,000 allocations instead of 700, and what the imports made is left out of
+    every collection. A program that imports the app keeps its own collector settings."""
+    gc.set_threshold(50_000, 10, 10)
+    gc.freeze()
     app()
+
+
+if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands
+    main()

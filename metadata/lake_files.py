@@ -180,8 +180,7 @@ class LakeFiles:
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        root = self.path(INGESTS)  # the files as add actions name them (``file_uris`` may percent-encode the root)
-        files = [_join(root, a["path"]) for a in pa.table(ingests.get_add_actions(flatten=True)).to_pylist()]
+        files = [_join(self.path(INGESTS), a["path"]) for a in _add_actions(ingests)]
         table = self._read_files(INGESTS, files, None, None, None)
         at = table.schema.get_field_index("committed_at")
         if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
@@ -218,7 +217,7 @@ class LakeFiles:
             if table is None:
                 self._files[name] = ([], {})
             else:
-                actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+                actions = _add_actions(table)
                 root = self.path(name)
                 files = []
                 ours: dict[str, str] = {}  # a file's path in the table (decoded) -> its location as we read it
@@ -321,6 +320,12 @@ def _read(
         empty = dataset.schema.empty_table()
         return empty.select(wanted) if wanted else empty
     return pa.concat_tables(parts)
+
+
+def _add_actions(table: Any) -> list[dict[str, Any]]:
+    """The add actions of a delta-rs table version: a data file's path (relative, URI-encoded: see :func:`_join`;
+    not ``file_uris``, which percent-encodes the table's own location too) and its statistics."""
+    return pa.table(table.get_add_actions(flatten=True)).to_pylist()
 
 
 def _plain(uri: str) -> str:

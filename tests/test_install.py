@@ -61,7 +61,7 @@ def test_both_entry_points_list_every_command() -> None:
     )
     assert module.returncode == 0, module.stderr
     assert _listed_commands(module.stdout) == COMMANDS
-    from cli.main import app  # what the console script (cli.main:app) runs
+    from cli.main import app  # what the console script (cli.main:main) runs
 
     script = CliRunner().invoke(app, ["--help"], terminal_width=200)
     assert script.exit_code == 0, script.output
