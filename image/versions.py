@@ -37,10 +37,12 @@ from image.errors import ReplayError
 from image.features import METADATA_VERSION
 from image.image import MetadataImage
 from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, MetadataLoader
+from image.partition import PartitionRegistration
 from image.parts import PART_KEYS, Row, row_key
 from image.provenance import MetadataProvenance
 from image.scram import scram_mechanism
 from metadata.log import LogRecord, Snapshot
+from metadata.version_tables import PART_COLUMNS
 
 Key = tuple[Any, ...]
 
@@ -65,12 +67,13 @@ class Rejection(NamedTuple):
 
 
 class VersionSink(Protocol):
-    """Where a recorder writes what it finds."""
+    """Where a recorder writes what it finds: versions as a key and its state (:func:`visible_state`; its
+    row is :func:`state_row`, its column values in table order :func:`state_values`)."""
 
-    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+    def version(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int | None, from_time: int) -> None:
         """A version recorded by this recorder (closed, or open at the end: ``to_offset`` None)."""
 
-    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+    def close(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int) -> None:
         """A version the recorder started from (a stored one) ends at ``to_offset``."""
 
     def rejection(self, rejection: Rejection) -> None: ...
@@ -87,10 +90,12 @@ class VersionLog:
     rejections: list[Rejection] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
 
-    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+    def version(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int | None, from_time: int) -> None:
+        row = state_row(part, key, state)
         self.versions[part].append({**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time})
 
-    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+    def close(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int) -> None:
+        row = state_row(part, key, state)
         self.closings[part].append(
             {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset}
         )
@@ -104,10 +109,10 @@ class VersionLog:
 
 @dataclass(slots=True)
 class Version:
-    """The current version of a key: its row, where it became visible, and whether it was given
-    (``stored``: read from the lake as the recorder's starting point) or recorded here."""
+    """The current version of a key: its state (:func:`visible_state`), where it became visible, and
+    whether it was given (``stored``: read from the lake as the recorder's starting point) or recorded here."""
 
-    row: Row
+    state: Any
     from_offset: int
     from_time: int
     stored: bool = False
@@ -130,6 +135,8 @@ _SIMPLE = {
     "REMOVE_DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
     "FEATURE_LEVEL_RECORD": ("features", "name"),
 }
+
+_PARTITION_RECORDS = ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
 
 Candidate = tuple[str, Key]
 """(part, key), or a wide candidate: ``("partitions*", (topic id,))`` every partition of a topic,
@@ -194,20 +201,6 @@ def _topic(image: MetadataImage, delta: MetadataDelta | None, topic_id: str) -> 
     return parts.topic_row(topic) if topic is not None else None
 
 
-def _partition(image: MetadataImage, delta: MetadataDelta | None, topic_id: str, partition_id: int) -> Row | None:
-    td = delta.topics_delta if delta is not None else None
-    if td is not None:
-        changed = td.changed_topics.get(topic_id)
-        if changed is not None:
-            p = changed.partition_changes.get(partition_id) or changed.image.partitions.get(partition_id)
-            return p.to_json(changed.name, topic_id, partition_id) if p is not None else None
-        if topic_id in td.deleted_topic_ids:
-            return None
-    topic = image.topics.topics_by_id.get(topic_id)
-    p = topic.partitions.get(partition_id) if topic is not None else None
-    return p.to_json(topic.name, topic_id, partition_id) if p is not None else None  # type: ignore[union-attr]
-
-
 def _partition_ids(image: MetadataImage, delta: MetadataDelta | None, topic_id: str) -> set[int]:
     """Partition ids of the topic as visible now (its base partitions plus this delta's)."""
     td = delta.topics_delta if delta is not None else None
@@ -230,11 +223,13 @@ def _overlay(
     return base.get(outer, {}).get(inner)
 
 
-def visible_row(part: str, key: Key, image: MetadataImage, delta: MetadataDelta | None) -> Row | None:
-    """The row of ``key`` in ``part`` in the image the loader would publish now (``delta`` applied
-    to ``image``), or None if the key is absent — what ``delta.apply()`` gives for that one key."""
+def visible_state(part: str, key: Key, image: MetadataImage, delta: MetadataDelta | None) -> Any:
+    """The state of ``key`` in ``part`` in the image the loader would publish now (``delta`` applied to
+    ``image``), or None if the key is absent — what ``delta.apply()`` gives for that one key. A partition's
+    state is (topic name, registration): equal exactly when the rows are, made into its row
+    (:func:`state_row`) only when a version is written; every other part's state is its row."""
     if part == "partitions":
-        return _partition(image, delta, key[0], key[1])
+        return _partition_state(image, delta, key[0], key[1])
     if part == "topics":
         return _topic(image, delta, key[0])
     if part == "brokers":
@@ -289,7 +284,70 @@ def visible_row(part: str, key: Key, image: MetadataImage, delta: MetadataDelta 
             else image.delegation_tokens.tokens.get(key[0])
         )
         return t.to_json() if t is not None else None
-    raise ValueError(f"no visible row for part {part!r}")
+    raise ValueError(f"no visible state for part {part!r}")
+
+
+def _partition_state(
+    image: MetadataImage, delta: MetadataDelta | None, topic_id: str, partition_id: int
+) -> tuple[str, PartitionRegistration] | None:
+    td = delta.topics_delta if delta is not None else None
+    if td is not None:
+        changed = td.changed_topics.get(topic_id)
+        if changed is not None:
+            p = changed.partition_changes.get(partition_id) or changed.image.partitions.get(partition_id)
+            return (changed.image.name, p) if p is not None else None
+        if topic_id in td.deleted_topic_ids:
+            return None
+    topic = image.topics.topics_by_id.get(topic_id)
+    p = topic.partitions.get(partition_id) if topic is not None else None
+    return (topic.name, p) if p is not None else None  # type: ignore[union-attr]
+
+
+def state_row(part: str, key: Key, state: Any) -> Row:
+    """The row of a key's state (:func:`visible_state`)."""
+    if part == "partitions":
+        return state[1].to_json(state[0], key[0], key[1])
+    return state
+
+
+def row_state(part: str, row: Row) -> Any:
+    """The state of a key's row (the inverse of :func:`state_row`)."""
+    if part == "partitions":
+        return row["topic"], parts.partition(row)
+    return row
+
+
+_COLUMNS = {part: tuple(name for name, _ in PART_COLUMNS[part]) for part in PART_KEYS}
+
+
+def state_values(part: str, key: Key, state: Any) -> tuple[Any, ...]:
+    """The values of a key's state in the column order of its versions table (lists as sequences)."""
+    if part == "partitions":
+        name, p = state
+        return (
+            name,
+            key[0],
+            key[1],
+            p.replicas,
+            p.isr,
+            p.removing_replicas,
+            p.adding_replicas,
+            p.leader,
+            p.leader_recovery_state,
+            p.leader_epoch,
+            p.partition_epoch,
+            p.directories,
+            p.elr,
+            p.last_known_elr,
+        )
+    return tuple(state[name] for name in _COLUMNS[part])
+
+
+def key_values(part: str, key: Key, state: Any) -> tuple[Any, ...]:
+    """The values of a key's key columns (:data:`~metadata.version_tables.PART_KEYS`)."""
+    if part == "partitions":
+        return key
+    return tuple(state[name] for name in PART_KEYS[part])
 
 
 # --- the recorder ---------------------------------------------------------------------------------
@@ -335,13 +393,15 @@ class VersionRecorder(MetadataLoader):
             for part, rows in image.rows().items():
                 for row in rows:
                     if owns is None or owns(part, row):
-                        self._add(part, row_key(part, row), Version(row, -1, -1))
+                        self._add(part, row_key(part, row), Version(row_state(part, row), -1, -1))
         else:
             for part, rows in stored.items():
                 for row in rows:
                     state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
                     self._add(
-                        part, row_key(part, state), Version(state, row["from_offset"], row["from_time"], stored=True)
+                        part,
+                        row_key(part, state),
+                        Version(row_state(part, state), row["from_offset"], row["from_time"], stored=True),
                     )
 
     # bookkeeping of the current versions
@@ -359,42 +419,47 @@ class VersionRecorder(MetadataLoader):
         elif part == "configs":
             self._configs_by_resource[key[:2]].discard(key[2])
 
-    def _end(self, part: str, version: Version, to_offset: int) -> None:
+    def _end(self, part: str, key: Key, version: Version, to_offset: int) -> None:
         if version.stored:
-            self.sink.close(part, version.row, version.from_offset, to_offset)
+            self.sink.close(part, key, version.state, version.from_offset, to_offset)
         else:
-            self.sink.version(part, version.row, version.from_offset, to_offset, version.from_time)
+            self.sink.version(part, key, version.state, version.from_offset, to_offset, version.from_time)
 
-    def _set(self, part: str, key: Key, row: Row | None, offset: int, time: int) -> None:
-        """The row of ``key`` as visible from ``offset`` on (None: absent). Changes at one offset are
-        settled together when the next offset is reached (:meth:`_settle`): a key changed and changed
-        back at one offset (a record, then a snapshot loaded at that offset) keeps its version."""
+    def _set(self, part: str, key: Key, state: Any, offset: int, time: int) -> None:
+        """The state of ``key`` (:func:`visible_state`) as visible from ``offset`` on (None: absent). Changes
+        at one offset are settled together when the next offset is reached (:meth:`_settle`): a key changed
+        and changed back at one offset (a record, then a snapshot loaded at that offset) keeps its version."""
         if offset != self._at:
             self._settle()
             self._at = offset
         store = self.open[part]
         current = store.get(key)
-        if current is None if row is None else current is not None and current.row == row:
+        if current is None if state is None else current is not None and current.state == state:
             return
-        self._before.setdefault((part, key), current)
-        if row is None:
+        changed = (part, key)
+        if changed not in self._before:
+            self._before[changed] = current
+        else:  # changed again at this offset: back to the version before it, which then goes on
+            before = self._before[changed]
+            if before is not None and state is not None and before.state == state:
+                del self._before[changed]
+                if current is None:
+                    self._add(part, key, before)
+                else:
+                    store[key] = before
+                return
+        if state is None:
             self._remove(part, key)
-        elif current is not None:  # same key, new row: the indexes stay
-            store[key] = Version(row, offset, time)
+        elif current is not None:  # same key, new state: the indexes stay
+            store[key] = Version(state, offset, time)
         else:
-            self._add(part, key, Version(row, offset, time))
+            self._add(part, key, Version(state, offset, time))
 
     def _settle(self) -> None:
         """End the versions that changed at the offset recorded last."""
         for (part, key), before in self._before.items():
-            if before is None:
-                continue
-            now = self.open[part].get(key)
-            if now is not None and now.row == before.row:  # changed back: the old version goes on
-                self._remove(part, key)
-                self._add(part, key, before)
-            else:
-                self._end(part, before, self._at)
+            if before is not None:
+                self._end(part, key, before, self._at)
         self._before.clear()
 
     def _expand(self, candidate: Candidate) -> Iterator[tuple[str, Key]]:
@@ -429,7 +494,7 @@ class VersionRecorder(MetadataLoader):
         """Compare the candidates' visible rows with their current versions, as of ``offset``."""
         for candidate in found:
             for part, key in self._expand(candidate):
-                self._set(part, key, visible_row(part, key, self._image, self._delta), offset, time)
+                self._set(part, key, visible_state(part, key, self._image, self._delta), offset, time)
 
     # loader hooks
     def _replay_data(self, record: LogRecord, index: int) -> None:
@@ -447,6 +512,13 @@ class VersionRecorder(MetadataLoader):
                 if committed:
                     self._record(found, record.offset, self._last_time)
                 self._end_span(record.offset, COMMITTED if committed else ABORTED)
+            return
+        if kind in _PARTITION_RECORDS and not self.in_transaction:  # most records: one key, no expansion
+            super()._replay_data(record, index)
+            data = record.data
+            topic_id, partition_id = data["topicId"], data["partitionId"]
+            state = _partition_state(self._image, self._delta, topic_id, partition_id)
+            self._set("partitions", (topic_id, partition_id), state, record.offset, self._last_time)
             return
         found = candidates(record, self._image, self._delta)
         super()._replay_data(record, index)
@@ -469,7 +541,7 @@ class VersionRecorder(MetadataLoader):
             index = self.open["topicNames"]
             for topic_id, changed in td.changed_topics.items():
                 current = index.get((changed.name,))
-                if current is None or current.row["topicId"] != topic_id:
+                if current is None or current.state["topicId"] != topic_id:
                     names.add(changed.name)
             names.update(td.image.topics_by_id[topic_id].name for topic_id in td.deleted_topic_ids)
         super()._publish(provenance)
@@ -512,7 +584,11 @@ class VersionRecorder(MetadataLoader):
         offset, time = end_offset - 1, self._image.provenance.last_contained_log_time_ms
         rows = self._image.rows()
         for part in PART_KEYS:
-            now = {row_key(part, row): row for row in rows[part] if self.owns is None or self.owns(part, row)}
+            now = {
+                row_key(part, row): row_state(part, row)
+                for row in rows[part]
+                if self.owns is None or self.owns(part, row)
+            }
             for key in set(self.open[part]) | set(now):
                 self._set(part, key, now.get(key), offset, time)
         return delta
@@ -527,9 +603,9 @@ class VersionRecorder(MetadataLoader):
             self._end_span(None, None)
         self._settle()
         for part, versions in self.open.items():
-            for version in versions.values():
+            for key, version in versions.items():
                 if not version.stored:
-                    self.sink.version(part, version.row, version.from_offset, None, version.from_time)
+                    self.sink.version(part, key, version.state, version.from_offset, None, version.from_time)
 
 
 def record_versions(

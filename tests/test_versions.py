@@ -14,13 +14,23 @@ from hypothesis import strategies as st
 
 from image.errors import ReplayError
 from image.image import MetadataImage
+from image.parts import row_key
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
 from image.sharding import plan_for, record_sharded
 from image.temporal import MemorySource, SnapshotId, image_at
-from image.versions import VersionLog, VersionRecorder, record_versions
+from image.versions import (
+    VersionLog,
+    VersionRecorder,
+    key_values,
+    record_versions,
+    row_state,
+    state_row,
+    state_values,
+)
 from metadata.log import LogRecord, Snapshot
 from metadata.readers import read_log, read_snapshots
+from metadata.version_tables import PART_COLUMNS, PART_KEYS
 from replica.inputs import window_replay
 from replica.local_changes import local_changes_json
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
@@ -294,6 +304,22 @@ def test_sharding_real_kafka_logs_and_the_sample_changes_nothing(shards: int) ->
         if shards == 7 and path.name == "sample":  # the plan spreads a real log's topics over the shards
             used = {plan.shard(f"id:{r['topicId']}") for r in whole.versions["topics"]}
             assert len(used) == shards
+
+
+def test_a_state_gives_its_row_and_its_columns_in_table_order() -> None:
+    """What the Spark build writes from a key's state (``state_values``, ``key_values``) is its row's values
+    in the versions table's column order, for every part of the sample log's and a real Kafka log's image."""
+    for path in [ROOT / "data" / "sample", *KAFKA_FIXTURES[:1]]:
+        image = replay_to(read_log(path), lenient=True)
+        for part, rows in image.rows().items():
+            columns = [name for name, _ in PART_COLUMNS[part]]
+            for row in rows:
+                key, state = row_key(part, row), row_state(part, row)
+                assert state_row(part, key, state) == row
+                values = state_values(part, key, state)
+                assert [list(v) if isinstance(v, tuple) else v for v in values] == [row[c] for c in columns]
+                assert key_values(part, key, state) == tuple(row[k] for k in PART_KEYS[part])
+        assert image.rows()["partitions"], path
 
 
 def _changes_or_error(source: MemorySource, a: int, b: int, scoped: bool) -> Any:

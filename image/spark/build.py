@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,7 +55,7 @@ from image.provenance import MetadataProvenance
 from image.sharding import EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key, row_route_key_sql
 from image.spark.source import SparkSource
 from image.temporal import TemporalSource, restart_point
-from image.versions import Rejection, Span, VersionRecorder, replay_with_snapshots
+from image.versions import Key, Rejection, Span, VersionRecorder, key_values, replay_with_snapshots, state_values
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
 from metadata.lake_files import DataFile
@@ -124,20 +125,23 @@ class BuildReport(BaseModel):
 
 @dataclass
 class _Files:
-    """A task's Parquet output: rows buffered per (kind, table), written in files of ``FLUSH_ROWS``."""
+    """A task's Parquet output: rows (value tuples in schema order) buffered per (kind, table), written
+    column by column in files of ``FLUSH_ROWS``."""
 
     root: str
     task: int
-    buffers: dict[tuple[str, str], list[Row]] = field(default_factory=dict)
+    buffers: dict[tuple[str, str], list[tuple[Any, ...]]] = field(default_factory=dict)
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
 
-    def add(self, kind: str, table: str, schema: pa.Schema, row: Row) -> None:
-        rows = self.buffers.setdefault((kind, table), [])
+    def add(self, kind: str, table: str, row: tuple[Any, ...]) -> None:
+        rows = self.buffers.get((kind, table))
+        if rows is None:
+            rows = self.buffers[(kind, table)] = []
         rows.append(row)
         if len(rows) >= FLUSH_ROWS:
-            self.flush(kind, table, schema)
+            self.flush(kind, table)
 
-    def flush(self, kind: str, table: str, schema: pa.Schema) -> None:
+    def flush(self, kind: str, table: str) -> None:
         rows = self.buffers.pop((kind, table), [])
         if not rows:
             return
@@ -145,8 +149,11 @@ class _Files:
         self.counts[(kind, table)] = n + 1
         directory = os.path.join(self.root, kind, table)
         os.makedirs(directory, exist_ok=True)
+        schema = _SCHEMAS[(kind, table)]
+        columns = [pa.array(values, type=f.type) for values, f in zip(zip(*rows), schema)]
         pq.write_table(
-            pa.Table.from_pylist(rows, schema=schema), os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet")
+            pa.Table.from_arrays(columns, schema=schema),
+            os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet"),
         )
 
 
@@ -158,23 +165,15 @@ class _TaskSink:
         self.versions = self.closings = self.rejections = 0
         self.first: tuple[tuple[int, int], ReplayError] | None = None
 
-    def version(self, part: str, row: Row, from_offset: int, to_offset: int | None, from_time: int) -> None:
+    def version(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int | None, from_time: int) -> None:
         self.versions += 1
         self.files.add(
-            "versions",
-            PART_TABLES[part],
-            _VERSION_SCHEMAS[part],
-            {**row, "from_offset": from_offset, "to_offset": to_offset, "from_time": from_time},
+            "versions", PART_TABLES[part], (*state_values(part, key, state), from_offset, to_offset, from_time)
         )
 
-    def close(self, part: str, row: Row, from_offset: int, to_offset: int) -> None:
+    def close(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int) -> None:
         self.closings += 1
-        self.files.add(
-            "closings",
-            PART_TABLES[part],
-            _CLOSING_SCHEMAS[part],
-            {**{k: row[k] for k in PART_KEYS[part]}, "from_offset": from_offset, "to_offset": to_offset},
-        )
+        self.files.add("closings", PART_TABLES[part], (*key_values(part, key, state), from_offset, to_offset))
 
     def rejection(self, rejection: Rejection) -> None:
         self.rejections += 1
@@ -182,31 +181,25 @@ class _TaskSink:
         at = (snapshot[0] - 1, error.offset or 0) if snapshot is not None else (error.offset or 0, -1)
         if self.first is None or at < self.first[0]:
             self.first = (at, error)
-        self.files.add(
+        self.files.add(  # in REJECTIONS_SCHEMA's order
             "rows",
             REJECTIONS,
-            REJECTIONS_SCHEMA,
-            {
-                "offset": error.offset,
-                "snapshot_end_offset": snapshot[0] if snapshot else None,
-                "snapshot_epoch": snapshot[1] if snapshot else None,
-                "record_type": error.record_type,
-                "location": error.location,
-                "message": error.detail,
-            },
+            (
+                error.offset,
+                snapshot[0] if snapshot else None,
+                snapshot[1] if snapshot else None,
+                error.record_type,
+                error.location,
+                error.detail,
+            ),
         )
 
     def span(self, span: Span) -> None:
-        self.files.add(
-            "rows",
-            PROVENANCE,
-            PROVENANCE_SCHEMA,
-            {"from_offset": span.begin, "to_offset": span.end, "offset": span.begin - 1, "outcome": span.outcome},
-        )
+        self.files.add("rows", PROVENANCE, (span.begin, span.end, span.begin - 1, span.outcome))  # PROVENANCE_SCHEMA
 
     def flush(self) -> None:
         for kind, table in list(self.files.buffers):
-            self.files.flush(kind, table, _SCHEMAS[(kind, table)])
+            self.files.flush(kind, table)
 
     def summary(self, shard: int, records: int, started: float) -> Row:
         """What the shard recorded, as a :data:`SUMMARY` row."""
@@ -226,6 +219,15 @@ class _TaskSink:
 _VERSION_SCHEMAS = {part: version_schema(part) for part in PART_KEYS}
 _CLOSING_SCHEMAS = {part: closing_schema(part) for part in PART_KEYS}
 PROVENANCE_SCHEMA, REJECTIONS_SCHEMA = table_schemas()[PROVENANCE], table_schemas()[REJECTIONS]
+assert PROVENANCE_SCHEMA.names == ["from_offset", "to_offset", "offset", "outcome"]
+assert REJECTIONS_SCHEMA.names == [
+    "offset",
+    "snapshot_end_offset",
+    "snapshot_epoch",
+    "record_type",
+    "location",
+    "message",
+]
 _SCHEMAS = {
     **{("versions", PART_TABLES[p]): s for p, s in _VERSION_SCHEMAS.items()},
     **{("closings", PART_TABLES[p]): s for p, s in _CLOSING_SCHEMAS.items()},
