@@ -798,6 +798,21 @@ class Lake:
 
         return reachable(self.uri) and not is_connect(self.spark)
 
+    def scan(self, name: str, state: LakeState) -> DataFrame:
+        """Table ``name`` at ``state`` for a Spark job that reads it whole: for a lake read in process whose table
+        no deletion vector masks, its data files (as delta-rs lists them) read as Parquet with the table's
+        schema — the same rows as :meth:`table`, without Delta's log replay and file-filtering jobs; else
+        :meth:`table`."""
+        files = self.files(state)
+        if files is None or name not in state.versions or files.masked(name) or not files.files(name):
+            return self.table(name, state)
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from metadata.spark import glob_escaped
+
+        schema = from_arrow_schema(files.schema(name))
+        return self.spark.read.schema(schema).parquet(*(glob_escaped(f.uri) for f in files.files(name)))
+
     def files(self, state: LakeState) -> LakeFiles | None:
         """The tables at the versions ``state`` names, read in process; None unless :attr:`in_process`."""
         from metadata.lake_files import LakeFiles

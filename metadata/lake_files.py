@@ -70,6 +70,7 @@ class LakeFiles:
         instead of the newest ``_ingests`` row's."""
         self.uri = lake_uri(location)
         self._files: dict[str, tuple[list[DataFile], dict[str, list[bool]]]] = {}
+        self._schemas: dict[str, pa.Schema] = {}
         if state is not None:
             self._state = state
 
@@ -206,6 +207,11 @@ class LakeFiles:
         """The data files of table ``name`` at its committed version (none if no ingest wrote it)."""
         return self._resolved(name)[0]
 
+    def schema(self, name: str) -> pa.Schema | None:
+        """The Arrow schema of table ``name`` at its committed version (None if no ingest wrote it)."""
+        self._resolved(name)
+        return self._schemas.get(name)
+
     def masked(self, name: str) -> bool:
         """Whether rows of table ``name`` are deleted by deletion vectors (its files' row counts overcount)."""
         return bool(self._resolved(name)[1])
@@ -238,6 +244,7 @@ class LakeFiles:
                         inside = unquote(path[len(base) :]) if path.startswith(base) else path
                         masks[_plain(ours.get(inside, path))] = row["selection_vector"]
                 self._files[name] = (files, masks)
+                self._schemas[name] = pa.schema(table.schema().to_arrow())
         return self._files[name]
 
     def read(

@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, overload
 
 import numpy as np
+import orjson
+
+
+def payload_data(payload: str | None) -> dict[str, Any]:
+    """A record body from the ``payload`` JSON the lake stores (empty: ``{}``). orjson parses it, about twice as
+    fast as ``json``; what it refuses (``NaN``/``Infinity`` of a double field, as ``json`` writes them, or an
+    integer beyond 64 bits) falls back to ``json``."""
+    if not payload:
+        return {}
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return json.loads(payload)
 
 
 @dataclass(slots=True)
@@ -55,7 +68,7 @@ class LogRecord:
             timestamp=row["timestamp"],
             type=row["type"],
             version=row["version"],
-            data=json.loads(payload) if payload else {},
+            data=payload_data(payload),
             control_type=row["control_type"],
             is_transactional=bool(row["is_transactional"]),
             producer_id=row["producer_id"],

@@ -157,6 +157,10 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
     report, _ = build_versions(lake, state, place="driver", staging=str(tmp_path / "driver"))
     assert report.shards == 1
     results.append(staged(str(tmp_path / "driver")))
+    with pytest.MonkeyPatch.context() as patch:  # a lake only Spark reaches: plan inputs and reads on Spark
+        patch.setattr(Lake, "files", lambda self, state: None)
+        build_versions(lake, state, shards=3, seed=5, staging=str(tmp_path / "spark-only"))
+    results.append(staged(str(tmp_path / "spark-only")))
     assert all(r == results[0] for r in results[1:])
     assert results[0]["versions/image_partitions"]
 

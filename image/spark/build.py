@@ -1,17 +1,18 @@
 """The temporal image on Spark: the reference engine's recorder, run per shard of the log in Arrow-batched
 Python workers, writing the versions tables of the lake.
 
-One pass (a handful of stages whatever the log's size or number of transactions):
+One pass (three jobs, four stages, whatever the log's size or number of topics and transactions):
 
-1. **Plan** (two small jobs): the records' route keys with their counts, and the (topic id, name) pairs
-   of TopicRecords; :class:`~image.sharding.ShardPlan` turns them into a shard per route key.
+1. **Plan** (no job for a lake on a local path: :func:`_plan_inputs`): the (topic id, name) pairs of the
+   TopicRecords and the topics' partition record counts, from the typed tables;
+   :class:`~image.sharding.ShardPlan` turns them into a shard per topic component.
 2. **Route and sort**: the records to replay (offset ≥ the restart point; no NoOps or control records),
    the records of the snapshots to load and one boundary row per snapshot and shard, and — when an ingest
    continues the lake's versions — the versions current at the restart point (the shard's starting
-   image). Each row gets its shard (a broadcast join on the route key; transaction markers and ClearElr
-   of every topic are copied to every shard), is hash-partitioned so that shard s is task s
-   (:func:`~image.sharding.partition_keys`) and sorted within the task by (shard, offset, phase,
-   position).
+   image), read as :meth:`~metadata.lake.Lake.scan` gives them. Each row gets its shard (a broadcast join
+   on the route key; transaction markers and ClearElr of every topic are copied to every shard), is
+   hash-partitioned so that shard s is task s (:func:`~image.sharding.partition_keys`) and sorted within
+   the task by (shard, offset, phase, position).
 3. **Replay** (``mapInArrow``): each shard's rows go to a :class:`~image.versions.VersionRecorder`; its
    versions, closings of stored versions, rejections and transaction spans are written by the task itself
    as Parquet under the run's staging directory (like the ingest's decode tasks); the task returns
@@ -40,6 +41,7 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 from pyspark.sql import DataFrame
@@ -52,14 +54,23 @@ from image.image import MetadataImage
 from image.lake_source import ArrowSource
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
-from image.sharding import EVERY_SHARD, ShardPlan, partition_keys, route_key_sql, row_route_key, row_route_key_sql
+from image.sharding import (
+    EVERY_SHARD,
+    TOPIC_ID,
+    TOPIC_NAME,
+    ShardPlan,
+    partition_keys,
+    route_key_sql,
+    row_route_key,
+    row_route_key_sql,
+)
 from image.spark.source import SparkSource
 from image.temporal import TemporalSource, restart_point
 from image.versions import Key, Rejection, Span, VersionRecorder, key_values, replay_with_snapshots, state_values
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
 from metadata.lake_files import DataFile
-from metadata.log import LogRecord, Snapshot
+from metadata.log import LogRecord, Snapshot, payload_data
 from metadata.spark import glob_escaped
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
@@ -92,6 +103,24 @@ INPUT_SCHEMA = T.StructType(
 )
 """One row of a shard's input: a stored version (``row``), a log record (``log``), a snapshot boundary
 (``snapb``) or a snapshot's record (``snap``)."""
+
+_WORKER_COLUMNS = (
+    "shard",
+    "kind",
+    "part",
+    "offset",
+    "batch_base_offset",
+    "batch_last_offset",
+    "epoch",
+    "timestamp",
+    "type",
+    "version",
+    "payload",
+    "snapshot_end",
+    "snapshot_epoch",
+    "snapshot_ts",
+)
+"""The input columns a worker reads, in the order :func:`_replay_shards` unpacks them."""
 
 SUMMARY = pa.schema(
     [
@@ -285,39 +314,25 @@ def _replay_shards(
         started, records = time.monotonic(), 0
 
     for batch in batches:
-        cols = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
-        for i in range(batch.num_rows):
-            if cols["shard"][i] != shard:
+        for row_shard, kind, part, offset, base, last, epoch, ts, kind_type, version, payload, *snap in zip(
+            *(batch.column(name).to_pylist() for name in _WORKER_COLUMNS)
+        ):
+            if row_shard != shard:
                 close_shard()
-                shard = cols["shard"][i]
-            kind = cols["kind"][i]
-            if kind == _ROW:
-                stored.setdefault(cols["part"][i], []).append(json.loads(cols["payload"][i]))
-                continue
-            if recorder is None:
-                recorder = open_recorder()
-            if kind == _SNAPSHOT_BEGIN:
-                load(recorder)
-                snapshot = (cols["snapshot_end"][i], cols["snapshot_epoch"][i], cols["snapshot_ts"][i], [])
-                continue
-            payload = cols["payload"][i]
-            record = LogRecord(
-                cols["offset"][i],
-                cols["batch_base_offset"][i],
-                cols["batch_last_offset"][i],
-                cols["epoch"][i],
-                cols["timestamp"][i],
-                cols["type"][i],
-                cols["version"][i],
-                json.loads(payload) if payload else {},
-            )
-            records += 1
-            if kind == _SNAPSHOT:
+                shard = row_shard
+            if kind == _LOG:
+                records += 1
+                load(recorder := recorder or open_recorder())
+                recorder.replay(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
+            elif kind == _ROW:
+                stored.setdefault(part, []).append(payload_data(payload))
+            elif kind == _SNAPSHOT_BEGIN:
+                load(recorder := recorder or open_recorder())
+                snapshot = (*snap, [])
+            else:  # a snapshot's record
                 assert snapshot is not None
-                snapshot[3].append(record)
-            else:
-                load(recorder)
-                recorder.replay(record)
+                records += 1
+                snapshot[3].append(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
     close_shard()
     sink.flush()
     yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY)
@@ -375,7 +390,7 @@ def build_versions(
         return _report(restart, 1, [summary], started)
     shards = shards or max(2, 2 * _parallelism(spark))
     records = (
-        lake.table("records", state)
+        lake.scan("records", state)
         .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
         .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
         .withColumn("route", F.expr(route_key_sql()))
@@ -384,7 +399,7 @@ def build_versions(
     snap_records = _snapshot_records(lake, state, snapshot_ids)
     stored = _stored_rows(lake, state, stored_at) if stored_at is not None else None
 
-    weights, edges = _plan_inputs(records, snap_records, stored)
+    weights, edges = _plan_inputs(lake, state, restart, snapshot_ids, stored_at)
     plan = ShardPlan.make(weights, edges, shards, seed)
     keys = partition_keys(shards)
     mapping = spark.createDataFrame([(k, s) for k, s in plan.assignment.items()], "route string, planned int")
@@ -414,18 +429,25 @@ def build_versions(
     for more in rows[1:]:
         routed = routed.unionByName(more)
     shard = F.coalesce(F.col("planned"), F.pmod(F.crc32(F.col("route").cast("binary")), F.lit(shards))).cast("int")
-    routed = routed.join(F.broadcast(mapping), "route", "left").withColumn("shard", shard)
     every = F.col("route") == F.lit(EVERY_SHARD)
-    single = routed.where(~every)
-    copied = routed.where(every).withColumn("shard", F.explode(F.sequence(F.lit(0), F.lit(shards - 1))))
-    boundaries = [(s, end, epoch, ts) for end, epoch, ts in snapshot_ids for s in range(shards)]
-    parts = [single, copied]
-    if boundaries:
-        b = spark.createDataFrame(boundaries, "shard int, snapshot_end long, snapshot_epoch int, snapshot_ts long")
+    targets = F.when(every, F.sequence(F.lit(0), F.lit(shards - 1))).otherwise(F.array(shard))
+    parts = [routed.join(F.broadcast(mapping), "route", "left").withColumn("shard", F.explode(targets))]
+    if snapshot_ids:  # a boundary row per snapshot and shard (spark.range and literals: no job to ship them)
+        snaps = F.array(
+            *[
+                F.struct(
+                    F.lit(end).cast("long").alias("snapshot_end"),
+                    F.lit(epoch).cast("int").alias("snapshot_epoch"),
+                    F.lit(ts).cast("long").alias("snapshot_ts"),
+                )
+                for end, epoch, ts in snapshot_ids
+            ]
+        )
+        b = spark.range(shards).select(F.col("id").cast("int").alias("shard"), F.explode(snaps).alias("s"))
         parts.append(
             _input(
                 spark,
-                b.withColumn("o1", F.col("snapshot_end") - 1).withColumn("route", F.lit(None)),
+                b.select("shard", "s.*").withColumn("o1", F.col("snapshot_end") - 1).withColumn("route", F.lit(None)),
                 kind=_SNAPSHOT_BEGIN,
                 o2=1,
                 o3=-1,
@@ -539,7 +561,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
         return None
     chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in ids)
     return (
-        lake.table("snapshots", state)
+        lake.scan("snapshots", state)
         .where(chosen)
         .where(~F.col("is_control"))
         .where(F.col("type") != "NO_OP_RECORD")
@@ -566,7 +588,7 @@ def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
     for part, table in PART_TABLES.items():
         if table not in state.versions:
             continue
-        t = lake.table(table, state).where(
+        t = lake.scan(table, state).where(
             (F.col("from_offset") <= at) & (F.col("to_offset").isNull() | (F.col("to_offset") > at))
         )
         frames.append(
@@ -585,32 +607,61 @@ def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
 
 
 def _plan_inputs(
-    records: DataFrame, snap_records: DataFrame | None, stored: DataFrame | None
+    lake: Lake, state: LakeState, restart: int, snapshot_ids: Sequence[tuple[int, int, int]], stored_at: int | None
 ) -> tuple[dict[str, int], list[tuple[str, str]]]:
-    """Record counts per route key and the topic (id, name) pairs, for the shard plan (small results)."""
-    sources = [records] + ([snap_records.select(*records.columns)] if snap_records is not None else [])
-    union = sources[0]
-    for more in sources[1:]:
-        union = union.unionByName(more)
-    topic_id, name = F.get_json_object("payload", "$.topicId"), F.get_json_object("payload", "$.name")
-    rows = (
-        union.groupBy("route")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.collect_set(
-                F.when(F.col("type") == "TOPIC_RECORD", F.struct(topic_id.alias("id"), name.alias("name")))
-            ).alias("pairs"),
-        )
-        .collect()
-    )
-    weights = {r["route"]: r["n"] for r in rows}
-    edges = [(f"id:{p['id']}", f"name:{p['name']}") for r in rows for p in r["pairs"]]
-    if stored is not None:
-        topics = stored.where(F.col("part").isin("topics", "topicNames")).select("payload").collect()
-        for r in topics:
-            row = json.loads(r["payload"])
-            edges.append((f"id:{row['topicId']}", f"name:{row['name']}"))
-    return weights, edges
+    """What the shard plan needs, from the typed tables rather than the records' payloads: the (topic id, name)
+    pairs of every TopicRecord of the log (a superset of the replayed ones: coupling more topics is still
+    exact), of the snapshots to load and of the versions the replay resumes from; and the weight of each topic
+    id, its partition records from ``restart`` on (the bulk of any log; other keys weigh little and go to
+    shards by hash). Read in process for a local lake, else with small Spark aggregations."""
+    files = lake.files(state)
+    weights: dict[str, int] = {}
+    pairs: list[tuple[str, str]] = []
+    typed = [t for t in ("partitions", "partition_changes") if t in state.versions]
+    chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in snapshot_ids)
+    if files is not None:
+        if "topics" in state.versions:
+            t = files.read("topics", columns=["topic_id", "name"])
+            pairs += zip(t["topic_id"].to_pylist(), t["name"].to_pylist())
+        for table in typed:
+            ids = files.read(
+                table,
+                columns=["topic_id"],
+                where=pc.field("offset") >= restart,
+                prune=lambda f: f.may_hold("offset", lo=restart),
+            )["topic_id"]
+            for r in pc.value_counts(ids).to_pylist():
+                weights[TOPIC_ID + r["values"]] = weights.get(TOPIC_ID + r["values"], 0) + r["counts"]
+        if snapshot_ids:
+            ends = pa.array([e for e, _, _ in snapshot_ids], pa.int64())
+            t = files.read(
+                "snapshots",
+                columns=["snapshot_end_offset", "snapshot_epoch", "payload"],
+                where=(pc.field("type") == "TOPIC_RECORD") & pc.field("snapshot_end_offset").isin(ends),
+            ).to_pylist()
+            wanted = {(e, p) for e, p, _ in snapshot_ids}
+            payloads = [r["payload"] for r in t if (r["snapshot_end_offset"], r["snapshot_epoch"]) in wanted]
+            pairs += [(d["topicId"], d["name"]) for d in map(json.loads, payloads)]
+    else:
+        if "topics" in state.versions:
+            pairs += [
+                (r["topic_id"], r["name"]) for r in lake.table("topics", state).select("topic_id", "name").collect()
+            ]
+        if typed:
+            union = lake.table(typed[0], state).select("offset", "topic_id")
+            for table in typed[1:]:
+                union = union.unionByName(lake.table(table, state).select("offset", "topic_id"))
+            for r in union.where(F.col("offset") >= restart).groupBy("topic_id").count().collect():
+                weights[TOPIC_ID + r["topic_id"]] = r["count"]
+        if snapshot_ids:
+            rows = lake.table("snapshots", state).where(f"type = 'TOPIC_RECORD' AND ({chosen})").select("payload")
+            pairs += [(d["topicId"], d["name"]) for d in (json.loads(r["payload"]) for r in rows.collect())]
+    if stored_at is not None:
+        source = lake_source(lake, state)
+        for part in ("topics", "topicNames"):
+            if PART_TABLES[part] in state.versions:
+                pairs += [(r["topicId"], r["name"]) for r in source.rows_at(part, stored_at)]
+    return weights, [(TOPIC_ID + i, TOPIC_NAME + n) for i, n in pairs]
 
 
 # --- the writes -----------------------------------------------------------------------------------
