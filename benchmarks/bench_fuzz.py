@@ -26,6 +26,7 @@ raised it last).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing as mp
 import os
 import resource
@@ -151,7 +152,7 @@ def replay(corpus: Corpus, seed: int, number: int, work: str, text_share: float)
     """Run one case in this process and print all about it."""
     case = make_case(corpus, seed, number, os.path.join(work, "replay.bin"), text_share)
     print(f"case {seed}:{number}: {case.mutator} on {case.source}: {case.description}")
-    print(f"file kind {case.file.kind.value}, {len(case.data):,} bytes, options {case.options.model_dump()}")
+    print(f"file kind {case.file.kind.value}, {len(case.data):,} bytes, options {dataclasses.asdict(case.options)}")
     t0 = time.perf_counter()
     try:
         print(f"outcome: {run_case(case)}")

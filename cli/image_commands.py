@@ -102,8 +102,6 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """The image at an offset or time: summary, or the whole image as JSON."""
-    from image.summary import image_summary
-
     doc = _image(source(lake_location, log), at_offset, at_time, engine, lenient)
     if save is not None:
         from image.frames import ImageFrames
@@ -113,6 +111,8 @@ def replay(
     if as_json:
         print_json(doc)
         return
+    from image.summary import image_summary  # pydantic: only for the summary a person reads
+
     out.print(render.image_summary(image_summary(doc), shown_rows(limit, show_all)))
 
 

@@ -23,12 +23,13 @@ from image.provenance import MetadataProvenance
 from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, RecordLog, Snapshot
-from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import version_schema
 
-if TYPE_CHECKING:  # pyarrow is imported where a table is made: a replay of a log read in process needs none
-    import pyarrow as pa
+if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
+    import pyarrow as pa  # a replay of a log read in process needs neither
     import pyarrow.compute as pc
+
+    from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 
@@ -159,6 +160,8 @@ def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAg
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from metadata.log_summary import RecordAggregates
+
     n = records.num_rows
     kinds = (
         pa.table({"is_control": records["is_control"], "t": pc.coalesce(records["type"], records["control_type"])})
@@ -186,6 +189,8 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
     ``control_type``, ``version``, ``payload``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from metadata.log_summary import DumpRecord
 
     if types:
         wanted = pa.array(list(types))
@@ -396,6 +401,8 @@ class MemorySource:
         )
 
     def log_info(self) -> LogInfo:
+        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end
+
         snapshots = [
             SnapshotInfo(
                 end_offset=s.end_offset,

@@ -15,14 +15,13 @@ import os
 import re
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from crc32c import crc32c
-from pydantic import BaseModel, Field
 
 from metadata.codec.batch import (
     _PREFIX,
@@ -85,7 +84,8 @@ class InputKind(str, Enum):
     DUMP = "dump"
 
 
-class InputFile(BaseModel):
+@dataclass(frozen=True)
+class InputFile:
     """One file to ingest."""
 
     path: str
@@ -95,8 +95,18 @@ class InputFile(BaseModel):
     end_offset: int | None = None  # snapshots: exclusive end offset from the file name
     epoch: int | None = None  # snapshots: epoch from the file name
 
+    def to_json(self) -> str:
+        """This file as JSON (shipped to the decode tasks; :meth:`from_json` reads it back)."""
+        return json.dumps(asdict(self))
 
-class Issue(BaseModel):
+    @classmethod
+    def from_json(cls, text: str) -> InputFile:
+        fields = json.loads(text)
+        return cls(**{**fields, "kind": InputKind(fields["kind"])})
+
+
+@dataclass(frozen=True)
+class Issue:
     """Something a reader noticed and did not stop for (a warning) or stopped for (an error)."""
 
     file: str
@@ -118,12 +128,26 @@ class Issue(BaseModel):
         return f"{where}: {self.message}"
 
 
-class ReadOptions(BaseModel):
-    """Policies for bad input."""
+@dataclass(frozen=True)
+class ReadOptions:
+    """Policies for bad input (plain dataclasses, as the other reader types: a log read in process imports no
+    pydantic)."""
 
     allow_gaps: bool = False  # skip corrupt batches (reported) instead of stopping
     skip_unknown: bool = False  # keep unknown record types as raw bytes instead of stopping
-    max_batch_bytes: int = Field(MAX_BATCH_DECOMPRESSED_BYTES, gt=0)  # a batch's records, decompressed; a dump line
+    max_batch_bytes: int = MAX_BATCH_DECOMPRESSED_BYTES  # a batch's records, decompressed; a dump line
+
+    def __post_init__(self) -> None:
+        if self.max_batch_bytes <= 0:
+            raise ValueError(f"max_batch_bytes must be positive, not {self.max_batch_bytes}")
+
+    def to_json(self) -> str:
+        """These options as JSON (shipped to the decode tasks; :meth:`from_json` reads them back)."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ReadOptions:
+        return cls(**json.loads(text))
 
 
 # ---------------------------------------------------------------- discovery

@@ -169,18 +169,15 @@ def task_frame(
     spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions, staging: str
 ) -> DataFrame:
     """One row per decode task (:data:`TASK_SCHEMA`), one Spark partition each."""
-    rows = [
-        (i, f.model_dump_json(), start, end, options.model_dump_json(), staging)
-        for i, (f, start, end) in enumerate(tasks)
-    ]
+    rows = [(i, f.to_json(), start, end, options.to_json(), staging) for i, (f, start, end) in enumerate(tasks)]
     return spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
 
 
 def decoded(task: dict, issues: list[Issue]) -> Iterator[pa.RecordBatch]:
     """The records of one task row, decoded (:func:`~metadata.columns.decode_to_arrow`)."""
     return decode_to_arrow(
-        InputFile.model_validate_json(task["file"]),
-        ReadOptions.model_validate_json(task["options"]),
+        InputFile.from_json(task["file"]),
+        ReadOptions.from_json(task["options"]),
         issues,
         task["start"],
         task["end"],

@@ -173,10 +173,10 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
         [
             {
                 "task": 3,
-                "file": f.model_dump_json(),
+                "file": f.to_json(),
                 "start": 0,
                 "end": None,
-                "options": ReadOptions().model_dump_json(),
+                "options": ReadOptions().to_json(),
                 "staging": str(tmp_path),
             }
         ]
@@ -219,10 +219,10 @@ def test_a_staging_directory_that_cannot_be_written_is_one_fatal_issue(tmp_path)
         [
             {
                 "task": 0,
-                "file": f.model_dump_json(),
+                "file": f.to_json(),
                 "start": 0,
                 "end": None,
-                "options": ReadOptions().model_dump_json(),
+                "options": ReadOptions().to_json(),
                 "staging": str(blocker / "run"),
             }
         ]

@@ -394,10 +394,10 @@ def test_paths_inside_input_files_are_never_opened_or_written(tmp_path):
             [
                 {
                     "task": i,
-                    "file": f.model_dump_json(),
+                    "file": f.to_json(),
                     "start": 0,
                     "end": None,
-                    "options": ReadOptions().model_dump_json(),
+                    "options": ReadOptions().to_json(),
                     "staging": str(staged),
                 }
                 for i, f in enumerate(files)
