@@ -171,6 +171,9 @@ class ArrowSource:
         )
         return t["batch_base_offset"][0].as_py() if t.num_rows else offset
 
+    def replay_records(self, first: int, last: int) -> list[LogRecord]:
+        return self.log_records(first, last)
+
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         t = self.files.read(
             "records",

@@ -103,5 +103,5 @@ def reference_image(source: TemporalSource, offset: int, *, lenient: bool = Fals
         )
         first = base.end_offset
     bounds = source.bounds()
-    records = source.log_records(max(first, bounds[0]) if bounds else first, offset)
+    records = source.replay_records(max(first, bounds[0]) if bounds else first, offset)
     return replay_to(records, offset, snapshot=snapshot, lenient=lenient)

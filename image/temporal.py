@@ -11,7 +11,7 @@ and the rejected records — and :func:`image_at` turns them into the image JSON
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -91,6 +91,10 @@ class TemporalSource(Protocol):
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         """The log records in ``[first, last]`` with their bodies, by offset (for the reference engine)."""
+
+    def replay_records(self, first: int, last: int) -> Iterable[LogRecord]:
+        """:meth:`log_records` for a replay that reads them once, in order (a log read in process decodes them
+        while they are replayed)."""
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         """The records of a stored snapshot in file order (``offset`` = position in the file)."""
@@ -310,7 +314,8 @@ class MemorySource:
         """Every key's versions."""
         if self.given is not None:
             return self.given
-        recorded = record_versions(self.log, self.stored_snapshots)
+        bounds = self.log.bounds()
+        recorded = record_versions(self.log.stream(*bounds) if bounds else [], self.stored_snapshots)
         assert isinstance(recorded, VersionLog)
         return recorded
 
@@ -378,6 +383,9 @@ class MemorySource:
 
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         return self.log.between(first, last)
+
+    def replay_records(self, first: int, last: int) -> Iterator[LogRecord]:
+        return self.log.stream(first, last)
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         return next(list(s.records) for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch))

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import marshal
+import os
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, overload
+from typing import Any, BinaryIO, NamedTuple, overload
 
 import numpy as np
 import orjson
@@ -101,6 +106,111 @@ class Chunks(NamedTuple):
     timestamp: np.ndarray
 
 
+PARALLEL_RECORDS = 20_000
+"""Records not yet decoded from which :meth:`RecordLog.stream` decodes them in a second process."""
+
+_BLOCK_CHUNKS = 512
+"""Chunks a decoding child hands over at once."""
+
+
+def _can_fork() -> bool:
+    """A child can decode: Linux, and this process runs one thread (forking a process whose other threads may
+    hold locks — a Spark driver's, a test runner's — is not safe)."""
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _fields(record: LogRecord) -> tuple[Any, ...]:
+    return (
+        record.offset,
+        record.batch_base_offset,
+        record.batch_last_offset,
+        record.epoch,
+        record.timestamp,
+        record.type,
+        record.version,
+        record.data,
+        record.control_type,
+        record.is_transactional,
+        record.producer_id,
+        record.producer_epoch,
+        record.source_file,
+    )
+
+
+class _Handover:
+    """The chunks of a :class:`RecordLog` that a forked child decodes, received in blocks through a pipe
+    (``marshal``: the records' fields); chunks the child did not hand over are decoded here."""
+
+    def __init__(self, log: RecordLog, missing: list[int]) -> None:
+        self.log = log
+        self.blocks = [missing[i : i + _BLOCK_CHUNKS] for i in range(0, len(missing), _BLOCK_CHUNKS)]
+        read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: decode every block, hand it over, exit without cleanup
+            os.close(read)
+            status = 0
+            try:
+                with os.fdopen(write, "wb") as out:
+                    for block in self.blocks:
+                        data = marshal.dumps([[_fields(r) for r in chunk] for chunk in self._decode(block)])
+                        out.write(len(data).to_bytes(8, "little"))
+                        out.write(data)
+            except BaseException:  # noqa: BLE001 — the parent decodes what it did not receive, and raises
+                status = 1
+            finally:
+                os._exit(status)
+        os.close(write)
+        self.pipe: BinaryIO | None = os.fdopen(read, "rb")
+        self.next = 0
+
+    def _decode(self, block: list[int]) -> list[list[LogRecord]]:
+        """The chunks of ``block`` (ascending, possibly with gaps), decoded a run of consecutive chunks at a time."""
+        out: list[list[LogRecord]] = []
+        start = 0
+        while start < len(block):
+            end = start
+            while end + 1 < len(block) and block[end + 1] == block[end] + 1:
+                end += 1
+            out.extend(self.log._load(block[start], block[end]))
+            start = end + 1
+        return out
+
+    def receive(self, chunk: int) -> None:
+        """Load the block holding ``chunk`` (and the ones before it not yet received)."""
+        while self.log._chunks[chunk] is None:
+            block = self.blocks[self.next]
+            self.next += 1
+            chunks = self._read()
+            if chunks is None:
+                chunks = self._decode(block)
+                self.close()
+            else:
+                chunks = [[LogRecord(*fields) for fields in chunk] for chunk in chunks]
+            for k, records in zip(block, chunks):
+                self.log._chunks[k] = records
+
+    def _read(self) -> list[list[tuple[Any, ...]]] | None:
+        if self.pipe is None:
+            return None
+        size = self.pipe.read(8)
+        if len(size) < 8:
+            return None
+        data = self.pipe.read(int.from_bytes(size, "little"))
+        return marshal.loads(data)
+
+    def close(self) -> None:
+        """Stop the child (when the caller stopped early) and reap it."""
+        if self.pipe is None:
+            return
+        self.pipe.close()
+        self.pipe = None
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
 class RecordLog(Sequence[LogRecord]):
     """A log's records in file order, loaded one chunk at a time when first asked for, with the columns a
     question about positions needs (offset, leader epoch, append time, batch bounds of every record) held
@@ -194,6 +304,41 @@ class RecordLog(Sequence[LogRecord]):
         lo, hi = int(chosen[0]), int(chosen[-1]) + 1
         span = self._span(lo, hi)
         return span if hi - lo == len(chosen) else [span[i - lo] for i in chosen.tolist()]
+
+    def stream(self, first: int, last: int) -> Iterator[LogRecord]:
+        """:meth:`between`, yielded in order as the records are decoded. When the chunks not loaded yet hold at
+        least :data:`PARALLEL_RECORDS` records and this process can fork (Linux), a child process decodes them
+        and hands them over in blocks while the caller consumes the ones before: a replay and the decoding of
+        what follows run on two cores. Should the child fail, this process decodes what it did not hand over
+        itself (so a bad batch raises here, as :meth:`between` would)."""
+        chosen = np.flatnonzero((self.offsets >= first) & (self.offsets <= last))
+        if not len(chosen):
+            return
+        lo, hi = int(chosen[0]), int(chosen[-1]) + 1
+        if hi - lo != len(chosen) or not _can_fork():
+            yield from self.between(first, last)
+            return
+        k0 = int(np.searchsorted(self._starts, lo, "right")) - 1
+        k1 = int(np.searchsorted(self._starts, hi - 1, "right")) - 1
+        missing = [k for k in range(k0, k1 + 1) if self._chunks[k] is None]
+        if int(sum(int(self._starts[k + 1] - self._starts[k]) for k in missing)) < PARALLEL_RECORDS:
+            yield from self.between(first, last)
+            return
+        handed = _Handover(self, missing)
+        try:
+            at = int(self._starts[k0])
+            for k in range(k0, k1 + 1):
+                chunk = self._chunks[k]
+                if chunk is None:
+                    handed.receive(k)
+                    chunk = self._chunks[k]
+                    assert chunk is not None
+                for i, record in enumerate(chunk, at):
+                    if lo <= i < hi:
+                        yield record
+                at += len(chunk)
+        finally:
+            handed.close()
 
     def bounds(self) -> tuple[int, int] | None:
         """The first and last record's offsets."""

@@ -125,6 +125,9 @@ class SparkSource:
         row = self.table("records").where(F.col("offset") == offset).select("batch_base_offset").limit(1).collect()
         return row[0][0] if row else offset
 
+    def replay_records(self, first: int, last: int) -> list[LogRecord]:
+        return self.log_records(first, last)
+
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         frame = self.table("records").where(F.col("offset").between(first, last)).orderBy("offset")
         return [LogRecord.from_row(r.asDict()) for r in frame.toLocalIterator()]
