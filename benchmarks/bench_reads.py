@@ -14,7 +14,8 @@ about ``--sizes`` records (one segment, a snapshot half-way), built once and cac
 (``bench_kafka.ensure_lake``, cached under ``--data-dir/lakes``; in a separate process, so no Spark JVM
 runs while the reads are timed); the ingest time is reported, not counted.
 
-Each command runs as its own process, ``python -m cli.main ...`` of this tree on the default read path
+Each command runs as its own process, ``python -m cli.main ...`` of this tree (its modules compiled first, as
+an installed package's are) on the default read path
 (Kafka's and Spark's master variables removed from its environment: a local lake is read in process, no
 JVM): one warm-up run, then ``--runs`` measured runs. Every run must exit 0 and print valid JSON (and
 ``replay``, ``show`` and ``replay --log`` the answer computed in this process from the lake); a run that
@@ -57,6 +58,7 @@ first and written with every row to ``--out``.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import multiprocessing
 import os
@@ -359,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := (set(commands) - set(COMMANDS)) | (set(kinds) - {"sample", "fixtures", "gen"}):
         ap.error(f"unknown command/kind {', '.join(sorted(unknown))}")
 
+    # the commands run from compiled modules, as an installed package's do (pip compiles them at install): an
+    # editable install under PYTHONDONTWRITEBYTECODE would otherwise compile every module at every start
+    for package in ("cli", "image", "metadata", "replica", "generator"):
+        compileall.compile_dir(str(ROOT / package), quiet=1)
     logs = common.bench_logs(common.parse_sizes(a.sizes), kinds, a.data_dir)
     logs = [lg for lg in logs if lg.kind != "fixture" or a.fixtures in lg.name]
     for lg in logs:

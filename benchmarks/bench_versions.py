@@ -144,15 +144,18 @@ def _stages(spark, group: str) -> tuple[int, int]:
 
 
 def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
-    """One full build of the temporal image of a records lake (in this process's session), sharded on Spark
-    or (``place="driver"``) as one shard on the driver."""
+    """One full build of the temporal image of a records lake (in this process's session, into a copy of the
+    lake: every build creates the versions tables), sharded on Spark or (``place="driver"``) as one shard on
+    the driver."""
     import tempfile
 
     from image.spark.build import build_versions, write_versions
     from metadata.lake import Commit, Lake, LakeTransaction
 
     spark = common.spark_session()[0]
-    lake = Lake(lake_dir, spark)
+    copy = tempfile.mkdtemp(prefix="bench-lake-")  # every build writes into a fresh copy of the records lake
+    shutil.copytree(lake_dir, copy, dirs_exist_ok=True)
+    lake = Lake(copy, spark)
     state = lake.state()
     group = f"bench-{time.monotonic_ns()}"
     spark.sparkContext.setJobGroup(group, "versions build")
@@ -171,6 +174,7 @@ def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
             lake.transact(body)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(copy, ignore_errors=True)
     return {
         "pass_s": t_pass["s"],
         "write_s": t_write["s"],

@@ -824,12 +824,10 @@ def point_read_layout(frame: DataFrame, rows: int) -> DataFrame:
         .cast("int")
     )
     files = max(1, -(-rows // FILE_ROWS))
-    return (
-        frame.withColumn("_level", level)
-        .repartitionByRange(files, "_level", "from_offset")
-        .sortWithinPartitions("_level", "from_offset")
-        .drop("_level")
-    )
+    leveled = frame.withColumn("_level", level)
+    # one file needs no range bounds (repartitionByRange samples the rows first: a Spark job per table)
+    spread = leveled.repartition(1) if files == 1 else leveled.repartitionByRange(files, "_level", "from_offset")
+    return spread.sortWithinPartitions("_level", "from_offset").drop("_level")
 
 
 def _staged_rows(directory: str) -> int:
