@@ -395,14 +395,17 @@ class VersionRecorder(MetadataLoader):
                     if owns is None or owns(part, row):
                         self._add(part, row_key(part, row), Version(row_state(part, row), -1, -1))
         else:
+            topics = image.topics.topics_by_id
             for part, rows in stored.items():
                 for row in rows:
-                    state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
-                    self._add(
-                        part,
-                        row_key(part, state),
-                        Version(row_state(part, state), row["from_offset"], row["from_time"], stored=True),
-                    )
+                    if part == "partitions":  # the image built from these rows holds the registration already
+                        topic = topics.get(row["topicId"])
+                        registration = topic.partitions.get(row["partitionId"]) if topic is not None else None
+                        state = (row["topic"], registration) if registration is not None else row_state(part, row)
+                    else:
+                        state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
+                    key = (row["topicId"], row["partitionId"]) if part == "partitions" else row_key(part, state)
+                    self._add(part, key, Version(state, row["from_offset"], row["from_time"], stored=True))
 
     # bookkeeping of the current versions
     def _add(self, part: str, key: Key, version: Version) -> None:
