@@ -528,7 +528,7 @@ def build_place(state: LakeState, restart: int) -> str:
     """Where a build replays: ``driver`` (one recorder in this process, :func:`_record_here`) or ``spark``
     (sharded across Python workers). ``KRAFT_REPLAY_BUILD`` (``driver``, ``spark``,
     ``auto``) forces it; ``auto`` takes the driver for at most :data:`DRIVER_RECORDS` offsets from the
-    restart point to the high-water mark. The recorder runs at ≈ 40k records/s a core, while a Spark
+    restart point to the high-water mark. The recorder replays ≈ 40k records/s a core, while a Spark
     pass pays seconds of planning, shuffle and worker start whatever its size (BENCHMARKS.md), so small
     logs and incremental ingests are faster here; large builds spread over the cluster's cores."""
     chosen = os.environ.get("KRAFT_REPLAY_BUILD", "auto")
