@@ -104,10 +104,7 @@ INPUT_SCHEMA = T.StructType(
 """One row of a shard's input: a stored version (``row``), a log record (``log``), a snapshot boundary
 (``snapb``) or a snapshot's record (``snap``)."""
 
-_WORKER_COLUMNS = (
-    "shard",
-    "kind",
-    "part",
+_RECORD_COLUMNS = [
     "offset",
     "batch_base_offset",
     "batch_last_offset",
@@ -116,10 +113,10 @@ _WORKER_COLUMNS = (
     "type",
     "version",
     "payload",
-    "snapshot_end",
-    "snapshot_epoch",
-    "snapshot_ts",
-)
+]
+"""A log record's columns as the pass ships them (``epoch``: the batch's leader epoch)."""
+
+_WORKER_COLUMNS = ("shard", "kind", "part", *_RECORD_COLUMNS, "snapshot_end", "snapshot_epoch", "snapshot_ts")
 """The input columns a worker reads, in the order :func:`_replay_shards` unpacks them."""
 
 SUMMARY = pa.schema(
@@ -339,17 +336,6 @@ def _replay_shards(
 
 
 # --- the pass -------------------------------------------------------------------------------------
-
-_RECORD_COLUMNS = [
-    "offset",
-    "batch_base_offset",
-    "batch_last_offset",
-    "epoch",
-    "timestamp",
-    "type",
-    "version",
-    "payload",
-]
 
 
 def _input(spark, frame: DataFrame, **values: object) -> DataFrame:
