@@ -7,10 +7,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     add_completion=False,
@@ -18,8 +20,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Replay Apache Kafka KRaft metadata logs: ingest into Delta, replay, diff, per-broker changes.",
 )
-out = Console()
-err = Console(stderr=True)
+
+
+class _LazyConsole:
+    """A rich ``Console`` made when first used: rich is imported only by output a person reads (a ``--json``
+    answer prints through :func:`print_json` and never loads it)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out: Console = _LazyConsole()  # type: ignore[assignment]
+err: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
+
+DEFAULT_LIMIT = 10
+"""Rows shown per list unless ``--limit N`` or ``--all`` says otherwise."""
 
 _state: dict[str, Any] = {"debug": False, "master": None, "reader": "auto"}
 

@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cli.app import JsonOpt, LogOpt, ReadLakeOpt, app, err, handles_errors, out, print_json, source
-from cli.render import kv_table
 
 if TYPE_CHECKING:
     from image.health import Timeline
@@ -58,6 +56,8 @@ def _print_history(title: str, history: History, as_json: bool) -> None:
     if as_json:
         print_json(history)
         return
+    from rich.table import Table
+
     table = Table(title=f"{title} ({len(history.versions)} versions)", title_justify="left")
     for c in ("from offset", "to offset", "time (UTC)", "what changed"):
         table.add_column(c, overflow="fold")
@@ -214,6 +214,8 @@ def timeline_command(
     if as_csv:
         _csv(result)
         return
+    from rich.table import Table
+
     table = Table(
         title=f"timeline, offsets {window.first_offset} … {window.last_offset} ({len(result.points)} points)",
         title_justify="left",
@@ -275,6 +277,8 @@ def report_command(
     )
     out_path.write_text(render_html(report), encoding="utf-8")
     err.print(f"wrote {out_path}", highlight=False)
+    from cli.render import kv_table
+
     out.print(
         kv_table(
             f"report {out_path}",

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli import render
 from cli.app import (
+    DEFAULT_LIMIT,
     AllOpt,
     JsonOpt,
     LimitOpt,
@@ -25,7 +25,6 @@ from cli.app import (
     source,
     spark,
 )
-from cli.render import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from image.temporal import TemporalSource
@@ -111,6 +110,7 @@ def replay(
     if as_json:
         print_json(doc)
         return
+    from cli import render
     from image.summary import image_summary  # pydantic: only for the summary a person reads
 
     out.print(render.image_summary(image_summary(doc), shown_rows(limit, show_all)))
@@ -146,6 +146,8 @@ def show(
     if as_json:
         print_json(rows)
         return
+    from cli import render
+
     out.print(render.show(part.value, rows, shown_rows(limit, show_all)))
 
 
@@ -197,4 +199,6 @@ def diff_command(
     if as_json:
         print_json(doc)
         return
+    from cli import render
+
     out.print(render.diff(doc, shown_rows(limit, show_all)))

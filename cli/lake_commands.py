@@ -11,10 +11,8 @@ import threading
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cli.app import JsonOpt, LakeOpt, WaitOpt, app, err, handles_errors, lake, out, print_json, spark
-from cli.render import kv_table
 
 if TYPE_CHECKING:
     from metadata.ingest import IngestReport
@@ -40,6 +38,8 @@ def check(
     if as_json:
         print_json(report)
     else:
+        from rich.table import Table
+
         table = Table(
             title=f"check of {report.lake} (ingest {report.seq}, high-water mark {report.high_water_mark})",
             title_justify="left",
@@ -72,6 +72,8 @@ def optimize(
     if as_json:
         print_json({"lake": target.uri, "seq": state.seq, "compacted": sorted(changed)})
         return
+    from cli.render import kv_table
+
     out.print(
         kv_table(
             f"optimized {target.uri} (ingest {state.seq})",

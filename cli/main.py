@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from cli import render
 from cli.app import (
+    DEFAULT_LIMIT,
     AllOpt,
     JsonOpt,
     LakeOpt,
@@ -33,7 +33,6 @@ from cli.app import (
     source,
     spark,
 )
-from cli.render import DEFAULT_LIMIT
 
 
 @app.command()
@@ -73,6 +72,8 @@ def ingest(
     if as_json:
         print_json(report)
         return
+    from cli import render
+
     out.print(render.ingest_report(report, DEFAULT_LIMIT))
 
 
@@ -90,6 +91,8 @@ def log_info(
     if as_json:
         print_json(info)
         return
+    from cli import render
+
     out.print(render.log_info(info, shown_rows(limit, show_all)))
 
 
@@ -114,6 +117,8 @@ def dump(
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")
         return
+    from cli import render
+
     out.print(render.dump(rows, shown_rows(limit, show_all)))
 
 
@@ -152,6 +157,8 @@ def generate(
     if as_json:
         print_json(report)
         return
+    from cli import render
+
     out.print(
         render.kv_table(
             f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items() if not isinstance(v, (dict, list))]

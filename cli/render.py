@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from metadata.ingest import IngestReport
     from metadata.log_summary import DumpRecord, LogInfo
 
-DEFAULT_LIMIT = 10
-"""Rows shown per list unless ``--limit N`` or ``--all`` says otherwise."""
-
 T = TypeVar("T")
 
 

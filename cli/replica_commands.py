@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli import render
 from cli.app import (
+    DEFAULT_LIMIT,
     AllOpt,
     JsonOpt,
     LimitOpt,
@@ -26,7 +26,6 @@ from cli.app import (
     shown_rows,
     source,
 )
-from cli.render import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from image.spark.source import SparkSource
@@ -127,6 +126,8 @@ def changes(
     if as_json:
         print_json(doc)
         return
+    from cli import render
+
     out.print(render.changes(doc, shown_rows(limit, show_all)))
 
 
@@ -176,6 +177,8 @@ def apply_command(
     if as_json:
         print_json(doc)
         return
+    from cli import render
+
     out.print(render.apply(doc, shown_rows(limit, show_all)))
 
 
@@ -218,6 +221,8 @@ def leader_and_isr(
     if as_json:
         print_json(doc)
         return
+    from cli import render
+
     out.print(render.leader_and_isr(doc, shown_rows(limit, show_all)))
 
 
@@ -243,4 +248,6 @@ def zk_replay(
     if as_json:
         print_json(result)
         return
+    from cli import render
+
     out.print(render.zk_replay(result, shown_rows(limit, show_all)))

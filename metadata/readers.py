@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from crc32c import crc32c
 
 from metadata.codec.batch import (
     _PREFIX,
@@ -38,6 +37,7 @@ from metadata.codec.batch import (
     iter_records,
 )
 from metadata.codec.compression import MAX_BATCH_BYTES_ENV, MAX_BATCH_DECOMPRESSED_BYTES
+from metadata.codec.crc import crc32c
 from metadata.codec.message import decode_body, encode_body, json_text
 from metadata.codec.records import (
     decode_control_record,

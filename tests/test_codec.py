@@ -261,3 +261,27 @@ def test_crc_mismatch_is_reported_with_position_and_offset():
     with pytest.raises(CorruptBatchError, match="CRC mismatch") as info:
         decode_batch(bytes(raw))
     assert info.value.offset == 10 and info.value.position == 0
+
+
+def test_crc32c_is_the_packaged_c_function_loaded_without_the_package_init():
+    """The batch checksum: CRC-32C's check value, the same as the ``crc32c`` package's on any bytes, and loaded
+    (in a fresh process) without running that package's ``__init__`` (importlib.metadata, argparse)."""
+    import os
+    import subprocess
+    import sys
+
+    import crc32c as packaged
+
+    from metadata.codec.crc import crc32c
+
+    assert crc32c(b"123456789") == 0xE3069283
+    for n in (0, 1, 7, 61, 4096, 65537):
+        data = os.urandom(n)
+        assert crc32c(data) == packaged.crc32c(data)
+        assert crc32c(memoryview(data)) == packaged.crc32c(data)
+    code = (
+        "import sys; from metadata.codec.crc import crc32c; "
+        "print(sorted({'crc32c', 'importlib.metadata', 'argparse'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -18,6 +18,7 @@ import pytest
 from rich.console import Console, RenderableType
 
 from cli import render
+from cli.app import DEFAULT_LIMIT
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
 from image.times import parse_time
@@ -139,7 +140,7 @@ def test_image_summary_counts_health_from_the_image_json() -> None:
         },
     )
     assert summary.metadata_version_name == "3.9-IV0"
-    shown = text(render.image_summary(summary, render.DEFAULT_LIMIT))
+    shown = text(render.image_summary(summary, DEFAULT_LIMIT))
     for label, value in (
         ("time", render.iso_time(log.records[-1].timestamp)),
         ("metadata.version", "21 (3.9-IV0)"),
@@ -308,10 +309,11 @@ print(json.dumps({{"names": names, "import": after_import,
     assert result["import"] == [] and result["help"] == []
 
 
-def test_replay_of_a_log_in_process_imports_no_spark_pandas_pyarrow_or_pydantic() -> None:
+def test_replay_of_a_log_in_process_imports_no_spark_pandas_pyarrow_pydantic_or_rich() -> None:
     """``replay --log --json`` (decode and the reference engine's replay) needs numpy only: a fresh process that
     replays a real Kafka log with a snapshot loads none of pyspark, py4j, pandas, pyarrow or pydantic (the
-    reader's types are dataclasses, the summary model is imported only to print one)."""
+    reader's types are dataclasses, the summary model is imported only to print one), nor rich (the consoles
+    are made when first used) or the ``crc32c`` package's ``__init__`` (its C function is loaded directly)."""
     log = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "snapshot-fetch" / "__cluster_metadata-0"
     code = f"""
 import json, sys
@@ -320,7 +322,7 @@ try:
     cli.main.app(["replay", "--log", {str(log)!r}, "--json"])
 except SystemExit as exit:
     assert not exit.code, exit.code
-print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic")!r} if m in sys.modules)))
+print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic", "rich", "crc32c")!r} if m in sys.modules)))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
-from crc32c import crc32c
 
 from metadata.codec.compression import CODECS, MAX_BATCH_DECOMPRESSED_BYTES, compress, decompress, too_large
+from metadata.codec.crc import crc32c
 from metadata.codec.primitives import read_varint, read_varlong, varint, varlong
 from metadata.errors import CorruptBatchError, DecodeError
 
