@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,8 +17,10 @@ from image.temporal import RecordPosition, SnapshotId, arrow_aggregates, dump_ro
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
 from metadata.log import LogRecord
-from metadata.log_summary import DumpRecord, LogInfo, SnapshotInfo, compose, newest_snapshot_end
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
+
+if TYPE_CHECKING:
+    from metadata.log_summary import DumpRecord, LogInfo
 
 
 def visible(offset: int) -> pc.Expression:
@@ -205,6 +207,8 @@ class ArrowSource:
         ]
 
     def log_info(self) -> LogInfo:
+        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end  # pydantic: only here
+
         snaps = self.files.read(
             "snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind", "last_contained_timestamp"]
         )

@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -250,7 +251,7 @@ def ingest(
                 derive(
                     LakeChange(
                         txn=txn,
-                        after=txn.state().model_copy(update={"high_water_mark": hwm}),
+                        after=replace(txn.state(), high_water_mark=hwm),
                         first_added=first_added,
                         snapshots_added=new_ids,
                         staging=os.path.join(staging, f"derived-{txn.attempt}"),

@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
@@ -549,9 +550,7 @@ class LakeTransaction:
         """The committed state with this attempt's writes so far: what a later step of the transaction
         reads (``lake.table(name, txn.state())``)."""
         latest = self.lake.current_versions(sorted(self._touched))
-        return self.base.model_copy(
-            update={"versions": {**self.base.versions, **{n: v for n, v in latest.items() if v is not None}}}
-        )
+        return replace(self.base, versions={**self.base.versions, **{n: v for n, v in latest.items() if v is not None}})
 
     def write(self, name: str, rows: DataFrame, *, create: bool | None = None) -> None:
         """Append ``rows`` to table ``name`` in one Delta commit; or (``create``, by default when no commit
@@ -634,7 +633,7 @@ class LakeTransaction:
         marker = json.dumps({"seq": state.seq, "run_id": self.run_id})
         before = self.lake.current_version(INGESTS)
         try:
-            self.lake.spark.createDataFrame([state.model_dump()], INGESTS_SCHEMA).write.format("delta").mode(
+            self.lake.spark.createDataFrame([asdict(state)], INGESTS_SCHEMA).write.format("delta").mode(
                 "append"
             ).option("txnAppId", _INGESTS_APP).option("txnVersion", state.seq).option("userMetadata", marker).save(
                 self.lake.path(INGESTS)

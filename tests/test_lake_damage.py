@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -197,8 +198,8 @@ def test_check_reports_gaps_duplicates_typed_tables_and_snapshots(copy, spark):
 def test_check_reports_a_forked_ingest_chain(copy, spark):
     lake = Lake(str(copy), spark)
     state = lake.state()
-    spark.createDataFrame(
-        [state.model_dump()], spark.read.format("delta").load(lake.path(INGESTS)).schema
-    ).write.format("delta").mode("append").save(lake.path(INGESTS))  # a blind append: the pre-protocol bug
+    schema = spark.read.format("delta").load(lake.path(INGESTS)).schema
+    again = spark.createDataFrame([asdict(state)], schema)
+    again.write.format("delta").mode("append").save(lake.path(INGESTS))  # a blind append: the pre-protocol bug
     assert problems(copy, spark, "ingests") == [f"seq {state.seq} was committed 2 times"]
     assert log_info(lake).ingests == state.seq

@@ -36,7 +36,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -847,6 +847,6 @@ def maintain_versions(change: LakeChange) -> None:
     restart = restart_point(lake_source(lake, after), min(starts))
     # versions may reach past the records' high-water mark (a snapshot ending beyond the log): always look
     if rewind(txn, after, restart):
-        after = txn.state().model_copy(update={"high_water_mark": after.high_water_mark})  # the tables as rewound
+        after = replace(txn.state(), high_water_mark=after.high_water_mark)  # the tables as rewound
     build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
     write_versions(txn, after, staging)
