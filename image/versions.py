@@ -404,8 +404,9 @@ class VersionRecorder(MetadataLoader):
                         state = (row["topic"], registration) if registration is not None else row_state(part, row)
                     else:
                         state = {k: v for k, v in row.items() if k not in ("from_offset", "to_offset", "from_time")}
-                    key = (row["topicId"], row["partitionId"]) if part == "partitions" else row_key(part, state)
-                    self._add(part, key, Version(state, row["from_offset"], row["from_time"], stored=True))
+                    self._add(
+                        part, row_key(part, row), Version(state, row["from_offset"], row["from_time"], stored=True)
+                    )
 
     # bookkeeping of the current versions
     def _add(self, part: str, key: Key, version: Version) -> None:
