@@ -146,10 +146,35 @@ def lake(location: str):
     return Lake(location, spark())
 
 
+class _PandasForSparkOnly:
+    """An import finder refusing ``pandas`` while PySpark is not loaded.
+
+    pyarrow treats pandas as optional and imports it the first time it checks whether an object is a pandas
+    one (any ``pa.array``, ``pa.table`` or the load of ``pyarrow.dataset``): 0.3–0.4 s of a read that takes
+    about a second otherwise. A read in process never hands pyarrow a pandas object, so the CLI installs this
+    finder for those reads (:func:`source`) and pyarrow takes pandas as absent; whatever truly needs pandas
+    (``Table.to_pandas``) imports it again by itself once PySpark, its only user here, is loaded (``replay
+    --save`` starts Spark after an in-process read). Library callers are not affected: only the CLI installs it.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "pandas" and "pyspark" not in sys.modules:
+            raise ModuleNotFoundError(f"No module named {name!r} (not needed by a read in process)", name=name)
+
+
 def source(lake_location: str | None, log: Path | None):
     """Where a read command's answers come from (:func:`image.sources.open_source`)."""
-    from image.sources import open_source
+    from image.sources import choose_reader, open_source
 
+    in_process = log is not None or (
+        lake_location is not None and choose_reader(lake_location, _state["reader"], _state["master"]) == "arrow"
+    )
+    if (
+        in_process
+        and "pandas" not in sys.modules
+        and not any(isinstance(f, _PandasForSparkOnly) for f in sys.meta_path)
+    ):
+        sys.meta_path.insert(0, _PandasForSparkOnly())
     return open_source(
         lake=lake_location,
         log=str(log) if log is not None else None,

@@ -34,7 +34,7 @@ def spark_named(master: str | None = None) -> bool:
 def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None) -> Literal["arrow", "spark"]:
     """The reader of a lake: ``reader`` or ``KRAFT_REPLAY_READER`` when forced, else pyarrow for a local
     lake unless a Spark master is named."""
-    from metadata.lake_files import reachable
+    from metadata.lake_state import reachable
 
     forced = reader if reader != "auto" else os.environ.get("KRAFT_REPLAY_READER", "auto")
     if forced not in ("auto", "arrow", "spark"):

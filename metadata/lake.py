@@ -793,7 +793,7 @@ class Lake:
         """Whether this process reads the lake's files itself (delta-rs and pyarrow, no Spark job): the lake
         is on a local path and this process is Spark's driver (a Spark Connect server may see paths its
         client does not)."""
-        from metadata.lake_files import reachable
+        from metadata.lake_state import reachable
 
         return reachable(self.uri) and not is_connect(self.spark)
 

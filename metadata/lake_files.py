@@ -7,8 +7,8 @@ files and reading them with pyarrow does not.) Files are pruned by their statist
 read: a question about one offset of a large lake opens a few files.
 
 Any location delta-rs and pyarrow both read works (a local path, ``file:``, object stores with their
-usual environment configuration); :func:`reachable` says whether a location is one this module should
-take rather than Spark.
+usual environment configuration); :func:`metadata.lake_state.reachable` says whether a location is one this
+module should take rather than Spark.
 """
 
 from __future__ import annotations
@@ -54,12 +54,6 @@ class DataFile:
         if low is None and high is None:  # every value null
             return False
         return (hi is None or low is None or low <= hi) and (lo is None or high is None or high >= lo)
-
-
-def reachable(location: str) -> bool:
-    """A lake on a local path or a ``file:`` URI: read here, no Spark needed."""
-    scheme = urlparse(location).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
 
 
 class LakeFiles:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 INGESTS = "_ingests"
 
@@ -39,3 +40,9 @@ def lake_uri(location: str) -> str:
     if "://" in location or location.startswith("file:"):
         return location.rstrip("/")
     return os.path.abspath(location)
+
+
+def reachable(location: str) -> bool:
+    """A lake on a local path or a ``file:`` URI: read in process (:mod:`metadata.lake_files`), no Spark needed."""
+    scheme = urlparse(location).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")

@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 from rich.console import Console, RenderableType
+from typer.testing import CliRunner
 
 from cli import render
 from cli.app import DEFAULT_LIMIT
+from cli.main import app
 from image.replay import replay_to
 from image.summary import ImageSummary, image_summary
 from image.times import parse_time
@@ -328,3 +330,43 @@ print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic", "rich", "crc32c")!r} if
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
     assert '"topics"' in done.stdout
     assert json.loads(done.stdout.splitlines()[-1]) == ["numpy"]
+
+
+def test_reads_in_process_leave_pandas_to_spark() -> None:
+    """pyarrow imports pandas the first time it checks for a pandas object (0.3–0.4 s of a read); the CLI's
+    reads in process refuse it (``cli.app._PandasForSparkOnly``) and give the same answers. Once PySpark is
+    loaded (``replay --save`` starts Spark after a read), pandas imports again and pyarrow's conversions to
+    pandas work."""
+    log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "basic"
+    reads = [
+        ["diff", "--from-offset", "10", "--to-offset", "200"],
+        ["log-info"],
+        ["history", "broker", "--broker", "1"],
+    ]
+    code = f"""
+import contextlib, io, json, sys
+import cli.main
+answers = []
+for args in {reads!r}:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            cli.main.app([*args, "--log", {str(log)!r}, "--json"])
+        except SystemExit as exit:
+            assert not exit.code, (args, exit.code)
+    answers.append(json.loads(out.getvalue()))
+loaded = sorted(m for m in ("pyarrow", "pandas") if m in sys.modules)
+import pyspark, pyarrow as pa
+frame = pa.table({{"a": [1, 2]}}).to_pandas()
+print(json.dumps({{"answers": answers, "loaded": loaded, "to_pandas": frame["a"].tolist()}}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["loaded"] == ["pyarrow"] and result["to_pandas"] == [1, 2]
+    expected = []
+    for args in reads:  # the same reads here, where pandas is importable from the start
+        answer = CliRunner().invoke(app, [*args, "--log", str(log), "--json"])
+        assert answer.exit_code == 0, answer.output
+        expected.append(json.loads(answer.stdout))
+    assert result["answers"] == expected
