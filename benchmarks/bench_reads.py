@@ -253,7 +253,7 @@ def read_rows(
     log: BenchLog, lake: str, points: list[Point], docs: dict[int, dict[str, Any]], commands: Sequence[str], runs: int
 ) -> list[dict[str, Any]]:
     """Time every requested kraft-replay read command on one log."""
-    from image.summary import part_rows
+    from image.parts import part_rows
 
     plan: list[tuple[str, str, list[str], Callable[[], Any] | None]] = []
     skipped: list[tuple[str, str, str]] = []

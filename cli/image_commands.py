@@ -139,7 +139,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
-    from image.summary import part_rows
+    from image.parts import part_rows
 
     doc = _image(source(lake_location, log), at_offset, at_time, engine)
     rows = part_rows(doc, part.value, topic=topic, broker=broker)

@@ -228,3 +228,36 @@ def json_rows(doc: Mapping[str, Any]) -> dict[str, list[Row]]:
     rows["features"] = [feature_row(n, v) for n, v in doc.get("features", {}).items()]
     rows["producerIds"] = [dict(doc["producerIds"])] if "producerIds" in doc else []
     return rows
+
+
+def part_rows(
+    image: Mapping[str, Any], part: str, *, topic: str | None = None, broker: int | None = None
+) -> list[dict[str, Any]]:
+    """The rows of one part of an image JSON (``show``), in the document's order, restricted to a topic
+    (partitions, topics; its TOPIC configs) or a broker (partitions and topics it replicates, the broker; its
+    BROKER configs). ValueError where a filter does not apply."""
+    if part == "features":
+        if topic is not None or broker is not None:
+            raise ValueError("--topic and --broker do not apply to features")
+        return [{"name": name, "level": level} for name, level in image["features"].items()]
+    if part == "brokers" and topic is not None:
+        raise ValueError("--topic does not apply to brokers")
+    if part == "configs" and topic is not None and broker is not None:
+        raise ValueError("configs: give --topic or --broker, not both")
+    rows = list(image[part])
+    if part == "partitions":
+        return [
+            r for r in rows if (topic is None or r["topic"] == topic) and (broker is None or broker in r["replicas"])
+        ]
+    if part == "topics":
+        hosting = None if broker is None else {p["topicId"] for p in image["partitions"] if broker in p["replicas"]}
+        return [
+            r for r in rows if (topic is None or r["name"] == topic) and (hosting is None or r["topicId"] in hosting)
+        ]
+    if part == "brokers":
+        return [r for r in rows if broker is None or r["brokerId"] == broker]
+    if part == "configs" and topic is not None:
+        return [r for r in rows if r["resourceType"] == "TOPIC" and r["resourceName"] == topic]
+    if part == "configs" and broker is not None:
+        return [r for r in rows if r["resourceType"] == "BROKER" and r["resourceName"] == str(broker)]
+    return rows
