@@ -311,6 +311,29 @@ print(json.dumps({{"names": names, "import": after_import,
     assert result["import"] == [] and result["help"] == []
 
 
+def test_a_command_line_builds_only_its_command() -> None:
+    """``main`` builds the command its line names (typer would build all of them at every start): that command
+    is the full app's, option for option (the same help), and anything else gets the whole app."""
+    import typer.main
+
+    import cli.main
+
+    assert cli.main.command_named(["--master", "local[2]", "--reader", "arrow", "diff", "--json"]) == "diff"
+    assert cli.main.command_named(["--debug", "--master=x", "history", "broker"]) == "history"
+    assert cli.main.command_named(["--help"]) is None and cli.main.command_named(["--reader", "replay"]) is None
+    full = typer.main.get_command(app)
+    assert len(full.commands) > 10  # type: ignore[attr-defined]
+    for name, command in full.commands.items():  # type: ignore[attr-defined]
+        narrowed = typer.main.get_command(cli.main.for_command(name))
+        assert list(narrowed.commands) == [name]  # type: ignore[attr-defined]
+        ctx = full.context_class(full)
+        assert narrowed.commands[name].get_help(ctx) == command.get_help(ctx)  # type: ignore[attr-defined]
+        assert [p.name for p in narrowed.params] == [p.name for p in full.params]
+    assert cli.main.for_command("histry") is app and cli.main.for_command(None) is app
+    answer = CliRunner().invoke(cli.main.for_command("replay"), ["--reader", "arrow", "repaly"])
+    assert answer.exit_code == 2 and "No such command" in answer.output
+
+
 def test_replay_of_a_log_in_process_imports_no_spark_pandas_pyarrow_pydantic_or_rich() -> None:
     """``replay --log --json`` (decode and the reference engine's replay) needs numpy only: a fresh process that
     replays a real Kafka log with a snapshot loads none of pyspark, py4j, pandas, pyarrow or pydantic (the
