@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -243,14 +244,32 @@ def for_command(name: str | None) -> typer.Typer:
 
 def main() -> None:
     """The ``kraft-replay`` process (console script and ``python -m cli.main``): the app (only the command the
-    line names is built: :func:`for_command`), with the cyclic garbage collector tuned for it. A command decodes
-    and replays many small objects that form no reference cycles; the collector's frequent passes over them are
-    ≈ 8 % of ``replay --log`` (BENCHMARKS.md): young objects are collected every 50,000 allocations instead of
-    700, and what the imports made is left out of every collection. A program that imports the app keeps its own
-    collector settings."""
+    line names is built: :func:`for_command`), with the cyclic garbage collector tuned for it, ended without
+    the interpreter's teardown when no Spark ran.
+
+    A command decodes and replays many small objects that form no reference cycles; the collector's frequent
+    passes over them are ≈ 8 % of ``replay --log`` (BENCHMARKS.md): young objects are collected every 50,000
+    allocations instead of 700, and what the imports made is left out of every collection. A program that
+    imports the app keeps its own collector settings.
+
+    At exit the interpreter tears down every module (pyarrow, numpy, delta-rs: ≈ 50 ms of a read that takes
+    about half a second). A read in process has nothing left to do once its output is flushed (its files are
+    closed, a ``--log`` read's decoding child is reaped), so the process ends at once (``os._exit``) with the
+    command's status, 120 when its output cannot be flushed (as Python's own exit). A process that started
+    Spark exits normally: its session is stopped at exit."""
     gc.set_threshold(50_000, 10, 10)
     gc.freeze()
-    for_command(command_named(sys.argv[1:]))()
+    try:
+        for_command(command_named(sys.argv[1:]))()
+    except SystemExit as exit:
+        if "pyspark" in sys.modules or not isinstance(exit.code, int | None):
+            raise
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            os._exit(120)
+        os._exit(exit.code or 0)
 
 
 if __name__ == "__main__":  # python -m cli.main: after every command module registered its commands

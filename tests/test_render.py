@@ -334,6 +334,25 @@ def test_a_command_line_builds_only_its_command() -> None:
     assert answer.exit_code == 2 and "No such command" in answer.output
 
 
+def test_a_read_process_ends_without_teardown_with_the_command_status() -> None:
+    """``main`` ends a process that started no Spark with ``os._exit`` once its output is flushed: the whole
+    answer arrives, and the status is the command's (0, 1 for an error, 2 for a usage error)."""
+    log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "rolling-restart"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "cli.main", *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+    done = run("dump", "--log", str(log), "--json")
+    expected = CliRunner().invoke(app, ["dump", "--log", str(log), "--json"])
+    assert done.returncode == 0 and expected.exit_code == 0
+    assert len(done.stdout) > 30_000 and done.stdout == expected.stdout
+    missing = run("replay", "--log", str(ROOT / "no-such-log"), "--json")
+    assert missing.returncode == 1 and "no-such-log" in missing.stderr and not missing.stdout
+    assert run("replay", "--no-such-option").returncode == 2
+
+
 def test_replay_of_a_log_in_process_imports_no_spark_pandas_pyarrow_pydantic_or_rich() -> None:
     """``replay --log --json`` (decode and the reference engine's replay) needs numpy only: a fresh process that
     replays a real Kafka log with a snapshot loads none of pyspark, py4j, pandas, pyarrow or pydantic (the
