@@ -162,23 +162,20 @@ class _PandasForSparkOnly:
             raise ModuleNotFoundError(f"No module named {name!r} (not needed by a read in process)", name=name)
 
 
+_NO_PANDAS = _PandasForSparkOnly()
+
+
 def source(lake_location: str | None, log: Path | None):
     """Where a read command's answers come from (:func:`image.sources.open_source`)."""
     from image.sources import choose_reader, open_source
 
-    in_process = log is not None or (
-        lake_location is not None and choose_reader(lake_location, _state["reader"], _state["master"]) == "arrow"
-    )
-    if (
-        in_process
-        and "pandas" not in sys.modules
-        and not any(isinstance(f, _PandasForSparkOnly) for f in sys.meta_path)
-    ):
-        sys.meta_path.insert(0, _PandasForSparkOnly())
+    reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
+    if reader == "arrow" and "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:  # read in process
+        sys.meta_path.insert(0, _NO_PANDAS)
     return open_source(
         lake=lake_location,
         log=str(log) if log is not None else None,
-        reader=_state["reader"],
+        reader=reader,
         master=_state["master"],
         spark=spark,
     )

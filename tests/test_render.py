@@ -288,6 +288,13 @@ def test_plan_lines_cut_each_phase() -> None:
 HEAVY = ("pyspark", "pandas", "numpy", "pyarrow", "py4j")
 
 
+def fresh_python(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a fresh process on this tree (start-up is what these tests are about)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, check=check, timeout=300)
+
+
 def test_cli_start_up_imports_no_spark_pandas_numpy_or_pyarrow() -> None:
     """``import cli.main``, ``kraft-replay --help`` and every command's ``--help``, in a fresh process."""
     code = f"""
@@ -304,8 +311,7 @@ for args in [["--help"]] + [[name, "--help"] for name in names]:
 print(json.dumps({{"names": names, "import": after_import,
                    "help": sorted(m for m in {HEAVY!r} if m in sys.modules)}}))
 """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    done = fresh_python("-c", code, check=True)
     result = json.loads(done.stdout.splitlines()[-1])
     assert {"replay", "show", "diff", "changes", "apply", "log-info", "dump"} <= set(result["names"])
     assert result["import"] == [] and result["help"] == []
@@ -338,11 +344,9 @@ def test_a_read_process_ends_without_teardown_with_the_command_status() -> None:
     """``main`` ends a process that started no Spark with ``os._exit`` once its output is flushed: the whole
     answer arrives, and the status is the command's (0, 1 for an error, 2 for a usage error)."""
     log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "rolling-restart"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "cli.main", *args]
-        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        return fresh_python("-m", "cli.main", *args)
 
     done = run("dump", "--log", str(log), "--json")
     expected = CliRunner().invoke(app, ["dump", "--log", str(log), "--json"])
@@ -368,8 +372,7 @@ except SystemExit as exit:
     assert not exit.code, exit.code
 print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic", "rich", "crc32c")!r} if m in sys.modules)))
 """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    done = fresh_python("-c", code, check=True)
     assert '"topics"' in done.stdout
     assert json.loads(done.stdout.splitlines()[-1]) == ["numpy"]
 
@@ -401,8 +404,7 @@ import pyspark, pyarrow as pa
 frame = pa.table({{"a": [1, 2]}}).to_pandas()
 print(json.dumps({{"answers": answers, "loaded": loaded, "to_pandas": frame["a"].tolist()}}))
 """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    done = fresh_python("-c", code)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["loaded"] == ["pyarrow"] and result["to_pandas"] == [1, 2]
