@@ -176,6 +176,7 @@ import cli.image_commands  # noqa: E402 — registers replay, show, diff (listed
 import cli.replica_commands  # noqa: E402 — registers changes, apply, leader-and-isr, zk-replay
 import cli.history_commands  # noqa: E402 — registers history, timeline, report
 import cli.lake_commands  # noqa: E402 — registers check, optimize
+import cli.shell_command  # noqa: E402 — registers shell
 # isort: on
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"

@@ -25,11 +25,13 @@ class OracleError(RuntimeError):
     pass
 
 
-def compile_oracle(dist: KafkaDist) -> Path:
-    src = SOURCE.read_bytes()
+def compile_oracle(dist: KafkaDist, source: Path = SOURCE) -> Path:
+    """``source`` (a class of ``java/``, by default KraftOracle) compiled against ``dist``'s jars, once per
+    version and source: the directory holding its classes."""
+    src = source.read_bytes()
     sha = hashlib.sha256(src).hexdigest()[:16]
     out = dist.home / "oracle" / sha
-    if (out / "KraftOracle.class").exists():
+    if (out / f"{source.stem}.class").exists():
         return out
     tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
     proc = subprocess.run(
@@ -44,7 +46,7 @@ def compile_oracle(dist: KafkaDist) -> Path:
             dist.classpath,
             "-d",
             str(tmp),
-            str(SOURCE),
+            str(source),
         ],
         capture_output=True,
         text=True,
@@ -53,7 +55,7 @@ def compile_oracle(dist: KafkaDist) -> Path:
     )
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OracleError(f"javac KraftOracle.java against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
+        raise OracleError(f"javac {source.name} against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # concurrent compile
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,72 @@
+"""``shell``: Kafka's metadata shell over a lake or a log, at any point in time (a command of :data:`cli.app.app`;
+the shell itself is the ``shell`` package)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.app import JsonOpt, LogOpt, ReadLakeOpt, app, handles_errors, source
+from cli.image_commands import AtOffset, AtTime
+
+
+@app.command()
+@handles_errors
+def shell(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="Run this one command and exit (after --), e.g. -- tree /image. Without: interactive."),
+    ] = None,
+    lake_location: ReadLakeOpt = None,
+    log: LogOpt = None,
+    at_offset: AtOffset = None,
+    at_time: AtTime = None,
+    kafka_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kafka-version", help="Show the tree as this Kafka release line's shell does (default: the newest)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Kafka's metadata shell (ls, cd, cat, tree, find, …) at any point of the log, and through time (at, next,
+    prev, diff, history). One file without an offset is read as kafka-metadata-shell --snapshot reads it."""
+    from image.node.java import JavaException
+    from image.node.releases import shell_release
+    from image.temporal import resolve_offset
+    from shell.commands import Context, run
+    from shell.session import Session, kafka_shell_source
+
+    release = shell_release(kafka_version)
+    kafka_file = log is not None and Path(log).is_file() and at_offset is None and at_time is None
+    if kafka_file:
+        store, offset = kafka_shell_source(str(log))
+    else:
+        store = source(lake_location, log)
+        offset = resolve_offset(store, at_offset, at_time)
+    session = Session(store, release, offset, kafka_file=kafka_file)
+    if not command:
+        if as_json:
+            raise ValueError("--json needs a command (after --)")
+        from shell.interactive import Shell
+
+        where = lake_location if lake_location is not None else str(log)
+        Shell(session).run(f"[ kraft-replay shell: {where}, Kafka {release.line}; help lists the commands ]")
+        return
+    ctx = Context(session, sys.stdout, json=as_json)
+    try:
+        run(ctx, command)
+    except JavaException as e:  # as Kafka's shell: what was printed stays, the error on stderr, status 1
+        sys.stdout.flush()
+        print(f"Unexpected error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    if as_json:
+        for problem in ctx.problems:
+            print(problem, file=sys.stderr)
+        sys.stdout.write(json.dumps(ctx.document, indent=2) + "\n")
+        if ctx.problems:
+            raise typer.Exit(1)

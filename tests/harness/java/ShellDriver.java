@@ -1,0 +1,151 @@
+/*
+ * Kafka's metadata shell driven for the tests: many files and many commands in one JVM.
+ *
+ * Reads requests from stdin, one per line, fields separated by tabs:
+ *   load <file>                            load a snapshot or segment as `kafka-metadata-shell --snapshot <file>` does
+ *                                          (MetadataShell.run, then waits until the file is read and the image settled)
+ *   run <interactive: 0|1> <word>...       parse and run one command line on the loaded file, as the shell does
+ *                                          (Commands(interactive).parseCommand(words).run(no shell, writer, state));
+ *                                          the working directory carries over between runs of one file
+ * A file the shell waits for forever (see load) fails to load after 60 s.
+ * Answers each request with a line "#<status> <n>" followed by n bytes (UTF-8) of what the command printed: its
+ * writer's output after anything printed to System.out (argparse4j prints -h help there). The status is "ok",
+ * or "error:<message>" when the command threw (Kafka's shell then prints "Unexpected error: <message>").
+ */
+
+import org.apache.kafka.shell.MetadataShell;
+import org.apache.kafka.shell.command.Commands;
+import org.apache.kafka.shell.state.MetadataShellState;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+public class ShellDriver {
+    private static final long LOAD_SECONDS = 60;
+
+    private static Object field(Object target, String name) throws Exception {
+        Field f = target.getClass().getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(target);
+    }
+
+    /**
+     * Load the file as MetadataShell.run does, and wait until the shell holds its image: the reader is done and the
+     * loader published an image that then stays (MetadataShell.run itself waits for the loader's last applied offset,
+     * which 3.9's loader can leave unset when it applied the last batch before the reader announced the file's end:
+     * that shell then waits forever although it holds the image). A file the loader publishes no image of (Kafka 4
+     * without a metadata.version) is shown as the shell shows it once run returns: the empty image it started with;
+     * if run does not return either (a file without metadata records), the shell waits forever: an error.
+     */
+    private static void load(MetadataShell shell, PrintStream console) throws Exception {
+        MetadataShellState state = (MetadataShellState) field(shell, "state");
+        Object initial = state.root();
+        CompletableFuture<Void> returned = new CompletableFuture<>();
+        Thread thread = new Thread(() -> {
+            try {
+                shell.run(List.of("ls", "/"));
+                returned.complete(null);
+            } catch (Throwable e) {
+                returned.completeExceptionally(e);
+            }
+        });
+        thread.setDaemon(true);
+        System.setOut(new PrintStream(OutputStream.nullOutputStream()));
+        try {
+            thread.start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LOAD_SECONDS);
+            while (!returned.isDone() && !(readerDone(shell) && state.root() != initial)) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("no image after " + LOAD_SECONDS + " s (the shell waits forever)");
+                }
+                Thread.sleep(20);
+            }
+            if (returned.isCompletedExceptionally()) {
+                returned.get();
+            }
+            Object root = state.root();
+            long stableSince = System.nanoTime();
+            while (System.nanoTime() - stableSince < TimeUnit.MILLISECONDS.toNanos(300)) {
+                Thread.sleep(20);
+                if (state.root() != root) {
+                    root = state.root();
+                    stableSince = System.nanoTime();
+                }
+            }
+        } finally {
+            System.setOut(console);
+        }
+    }
+
+    private static boolean readerDone(MetadataShell shell) throws Exception {
+        Object reader = field(shell, "snapshotFileReader");
+        return reader != null && ((CompletableFuture<?>) field(reader, "caughtUpFuture")).isDone();
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream console = System.out;
+        OutputStream out = new FileOutputStream(FileDescriptor.out);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        MetadataShell shell = null;
+        MetadataShellState state = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] fields = line.split("\t", -1);
+            String status = "ok";
+            ByteArrayOutputStream printed = new ByteArrayOutputStream();
+            StringWriter written = new StringWriter();
+            try {
+                if (fields[0].equals("load")) {
+                    if (shell != null) {
+                        shell.close();
+                    }
+                    state = null;
+                    shell = new MetadataShell.Builder().setSnapshotPath(fields[1]).build();
+                    load(shell, console);
+                    state = (MetadataShellState) field(shell, "state");
+                } else if (fields[0].equals("run")) {
+                    if (state == null) {
+                        throw new IllegalStateException("no file loaded");
+                    }
+                    boolean interactive = fields[1].equals("1");
+                    List<String> words = Arrays.asList(fields).subList(2, fields.length);
+                    PrintWriter writer = new PrintWriter(written);
+                    System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
+                    try {
+                        new Commands(interactive).parseCommand(words).run(Optional.empty(), writer, state);
+                    } finally {
+                        writer.flush();
+                        System.setOut(console);
+                    }
+                } else {
+                    throw new IllegalArgumentException("unknown request " + fields[0]);
+                }
+            } catch (Throwable e) {
+                String message = e.getMessage() == null ? "" : e.getMessage();
+                status = "error:" + message.replace('\n', ' ');
+            }
+            byte[] answer = (printed.toString(StandardCharsets.UTF_8) + written).getBytes(StandardCharsets.UTF_8);
+            out.write(("#" + status + " " + answer.length + "\n").getBytes(StandardCharsets.UTF_8));
+            out.write(answer);
+            out.flush();
+        }
+        if (shell != null) {
+            shell.close();
+        }
+        System.exit(0);
+    }
+}

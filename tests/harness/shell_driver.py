@@ -1,0 +1,107 @@
+"""Kafka's metadata shell on many files and commands in one JVM: ``java/ShellDriver.java`` loads each file as
+``kafka-metadata-shell --snapshot FILE`` does and runs commands on it as the shell runs them (non-interactive:
+``Commands(false)``; the interactive shell's commands with ``interactive``), answering each with what it printed
+and the message of an exception it threw. A JVM per file and command would take 2–5 s each; one run takes
+that once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
+from .kafka_dist import KafkaDist, java_bin
+from .oracle import OracleError, compile_oracle
+
+SOURCE = Path(__file__).parent / "java" / "ShellDriver.java"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line for the shell: its words, and whether an interactive shell's commands parse it."""
+
+    words: tuple[str, ...]
+    interactive: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a command printed, and the message of the exception it threw (Kafka's shell then prints
+    ``Unexpected error: <message>`` on stderr and exits 1)."""
+
+    output: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class FileAnswers:
+    """Kafka's answers to the commands on one file, or why it showed no image of the file (``unloaded``: its
+    loader published none, and the shell waits for one forever)."""
+
+    answers: list[Answer]
+    unloaded: str | None = None
+
+
+def run_shell(
+    dist: KafkaDist, runs: Sequence[tuple[Path, Sequence[Command]]], *, timeout: float = 1800
+) -> list[FileAnswers]:
+    """For each (file, commands): the answers of Kafka's shell of ``dist`` to the commands run in order on the
+    file (a working directory set by ``cd`` carries over within the file)."""
+    for _, commands in runs:
+        for c in commands:
+            if any("\t" in w or "\n" in w for w in c.words):
+                raise ValueError(f"{c.words!r}: the driver's requests cannot hold tabs or newlines")
+    requests = "".join(
+        f"load\t{os.path.abspath(file)}\n"
+        + "".join("run\t" + "\t".join(("1" if c.interactive else "0", *c.words)) + "\n" for c in commands)
+        for file, commands in runs
+    )
+    classes = compile_oracle(dist, SOURCE)
+    tmp = Path(tempfile.mkdtemp(prefix="shell-driver-"))
+    try:
+        cmd = [
+            java_bin(),
+            "-Xmx1g",
+            *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
+            *write_log_configs(tmp, log_file=None, level="OFF"),
+            "-cp",
+            os.pathsep.join([str(classes), dist.classpath]),
+            "ShellDriver",
+        ]
+        proc = subprocess.run(
+            cmd,
+            input=requests.encode(),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            preexec_fn=_pdeathsig,
+            start_new_session=True,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if proc.returncode != 0:
+        raise OracleError(f"ShellDriver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')[-5000:]}")
+    answers = _answers(proc.stdout)
+    out = []
+    for _, commands in runs:
+        loaded = answers.pop(0)
+        given = [answers.pop(0) for _ in commands]
+        out.append(FileAnswers([], loaded.error) if loaded.error is not None else FileAnswers(given))
+    return out
+
+
+def _answers(stdout: bytes) -> list[Answer]:
+    out = []
+    at = 0
+    while at < len(stdout):
+        end = stdout.index(b"\n", at)
+        status, length = stdout[at + 1 : end].decode().rsplit(" ", 1)
+        body = stdout[end + 1 : end + 1 + int(length)].decode()
+        at = end + 1 + int(length)
+        out.append(Answer(body, None if status == "ok" else status.removeprefix("error:")))
+    return out
