@@ -5,7 +5,9 @@ answers to them in process (the ``kraft-replay shell --log FILE -- CMD`` path wi
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+from unittest import mock
 
 from image.node.java import JavaException, java_sorted
 from image.node.nodes import MetadataNode
@@ -13,7 +15,7 @@ from image.node.releases import ShellRelease
 from shell.args import CommandSpec, Positional
 from shell.commands import KAFKA_COMMANDS, SPECS, Context, run
 from shell.session import Session, kafka_shell_source
-from tests.harness.shell_driver import Answer, Command
+from tests.harness.shell_driver import HELP_COLUMNS, Answer, Command
 
 KAFKA_SPECS: tuple[CommandSpec, ...] = tuple(
     CommandSpec(
@@ -163,12 +165,13 @@ def our_answers(session: Session, commands: list[Command] | tuple[Command, ...])
     """Our shell's answers, as :mod:`tests.harness.shell_driver` gives Kafka's: what was printed, and the message
     of the exception Kafka's shell would have thrown."""
     out = []
-    for command in commands:
-        buffer = io.StringIO()
-        error = None
-        try:
-            run(Context(session, buffer, interactive=command.interactive), list(command.words))
-        except JavaException as e:
-            error = str(e)
-        out.append(Answer(buffer.getvalue(), error))
+    with mock.patch.dict(os.environ, {"COLUMNS": HELP_COLUMNS}):
+        for command in commands:
+            buffer = io.StringIO()
+            error = None
+            try:
+                run(Context(session, buffer, interactive=command.interactive), list(command.words))
+            except JavaException as e:
+                error = str(e)
+            out.append(Answer(buffer.getvalue(), error))
     return out

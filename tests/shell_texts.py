@@ -52,11 +52,22 @@ def write_tree_texts(fixture: Path, version: str, texts: dict[str, TreeText]) ->
     return path
 
 
+NO_METADATA = TreeText("", "no metadata records: Kafka's shell waits for an image forever")
+"""A file Kafka's shell is not asked about: its loader applies nothing and the shell never shows an image."""
+
+
+def has_metadata(path: Path) -> bool:
+    """Whether the file holds a metadata record (read as Kafka's shell reads it)."""
+    from shell.session import kafka_shell_source
+
+    return kafka_shell_source(str(path))[1] >= 0
+
+
 def kafka_tree_texts(dist: KafkaDist, fixture: Path) -> dict[str, TreeText]:
     """What Kafka's shell of ``dist`` prints for ``tree /image`` of each of the fixture's files now."""
-    files = shell_files(fixture)
+    files = [f for f in shell_files(fixture) if has_metadata(f)]
     answers = run_shell(dist, [(f, [TREE_COMMAND]) for f in files])
-    return {
-        str(f.relative_to(fixture)): TreeText("", a.unloaded) if a.unloaded else TreeText(a.answers[0].output)
-        for f, a in zip(files, answers)
-    }
+    texts = {str(f.relative_to(fixture)): NO_METADATA for f in shell_files(fixture)}
+    for f, a in zip(files, answers):
+        texts[str(f.relative_to(fixture))] = TreeText("", a.unloaded) if a.unloaded else TreeText(a.answers[0].output)
+    return texts

@@ -56,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     sh.add_argument("--snapshot", required=True, type=Path, help=".checkpoint or .log file")
     sh.add_argument("command", nargs=argparse.REMAINDER, help="e.g. tree /  or  cat /features/metadata.version")
 
+    st = sub.add_parser(
+        "shell-texts", help="write kafka-shell.json: Kafka's shell's tree /image of every file of fixtures"
+    )
+    st.add_argument("fixtures", nargs="+", type=Path, help="fixture directories (tests/fixtures/kafka/<v>/<scenario>)")
+
     a = ap.parse_args(argv)
     from .kafka_dist import DEFAULT_VERSIONS, ensure_kafka
 
@@ -102,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         from .tools import dump_log
 
         sys.stdout.write(dump_log(ensure_kafka(a.version), a.files, skip_record_metadata=a.skip_record_metadata))
+        return 0
+    if a.cmd == "shell-texts":
+        from tests.shell_texts import kafka_tree_texts, write_tree_texts
+
+        for fixture in a.fixtures:
+            version = json.loads((fixture / "meta.json").read_text())["kafkaVersion"]
+            print(write_tree_texts(fixture, version, kafka_tree_texts(ensure_kafka(version), fixture)))
         return 0
     if a.cmd == "shell":
         from .tools import metadata_shell

@@ -19,6 +19,8 @@ from .kafka_dist import KafkaDist, java_bin
 from .oracle import OracleError, compile_oracle
 
 SOURCE = Path(__file__).parent / "java" / "ShellDriver.java"
+HELP_COLUMNS = "80"
+"""``COLUMNS`` for the driver: argparse4j lays help out for a terminal that wide less 5 (75, its width without one)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def run_shell(
         proc = subprocess.run(
             cmd,
             input=requests.encode(),
+            env={**os.environ, "COLUMNS": HELP_COLUMNS},
             capture_output=True,
             timeout=timeout,
             check=False,
