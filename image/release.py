@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from metadata.lake_state import LakeState
+from metadata.lake_state import LakeError, LakeState
 from metadata.schema import ReleaseFacts, release_facts, release_lines
 
 RELEASES: tuple[str, ...] = release_lines()
@@ -84,7 +84,6 @@ class ReplayRules:
         return f"Kafka {self.release}"
 
 
-@cache
 def rules_for(version: str | None = None) -> ReplayRules:
     """The rules of the release line ``version`` names (``"4.3"``, ``"4.3.1"``; None: the newest line).
 
@@ -99,6 +98,11 @@ def rules_for(version: str | None = None) -> ReplayRules:
         raise UnsupportedRelease(
             f"Kafka {version} is not supported: kraft-replay follows Kafka {RELEASES[0]} to {RELEASES[-1]}"
         )
+    return _rules(release)
+
+
+@cache
+def _rules(release: str) -> ReplayRules:
     facts: ReleaseFacts = release_facts()[release]
     line = _line(release)
     return ReplayRules(
@@ -120,6 +124,11 @@ NEWEST: ReplayRules = rules_for()
 
 
 def lake_rules(state: LakeState) -> ReplayRules:
-    """The rules a lake's temporal image follows: its ingests' ``--kafka-version`` (the newest release line for
-    a lake written before kraft-replay recorded one)."""
+    """The rules a lake's temporal image follows: its ingests' ``--kafka-version``. A lake written before
+    kraft-replay recorded one (its temporal image has no cordoned directories either) is a LakeError."""
+    if state.kafka_version is None:
+        raise LakeError(
+            "this lake was written by an earlier kraft-replay, before it followed each Kafka release's replay rules: "
+            "ingest the log into a new lake"
+        )
     return rules_for(state.kafka_version)

@@ -93,7 +93,7 @@ def open_source(
 
             spark = lambda: get_spark(master)  # noqa: E731
         source = SparkSource(Lake(lake, spark()))
-    if kafka_version is not None and source.rules != rules:
+    if source.rules != rules and kafka_version is not None:  # (a lake of no release is an error either way)
         raise UnsupportedRelease(
             f"this lake follows Kafka {source.rules.release}'s replay rules (its ingests' --kafka-version); read "
             f"the log with --log --kafka-version {kafka_version}, or ingest it into a new lake with that version"

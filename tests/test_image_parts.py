@@ -73,10 +73,8 @@ def test_features_set_and_level_zero_removes() -> None:
 
 
 def test_metadata_version_is_kept_apart() -> None:
-    assert (MetadataImage.EMPTY.features.metadata_version_level, MetadataImage.EMPTY.features.metadata_version_name) == (
-        None,
-        None,
-    )
+    empty = MetadataImage.EMPTY.features
+    assert (empty.metadata_version_level, empty.metadata_version_name) == (None, None)
     old_empty = empty_image(rules_for("3.9")).features
     assert (old_empty.metadata_version_level, old_empty.metadata_version_name) == (1, "3.0-IV1")
     image = batches(feature_level("metadata.version", 22))
