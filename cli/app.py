@@ -58,6 +58,15 @@ LogOpt = Annotated[
         "snapshot (or kafka-dump-log text), read in process.",
     ),
 ]
+KafkaVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kafka-version",
+        metavar="X.Y",
+        help="Replay as brokers of this Kafka release line do (3.9 to 4.4; default the newest). A lake records the "
+        "release of its first ingest and follows it.",
+    ),
+]
 WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
 ]
@@ -165,8 +174,9 @@ class _PandasForSparkOnly:
 _NO_PANDAS = _PandasForSparkOnly()
 
 
-def source(lake_location: str | None, log: Path | None):
-    """Where a read command's answers come from (:func:`image.sources.open_source`)."""
+def source(lake_location: str | None, log: Path | None, kafka_version: str | None = None):
+    """Where a read command's answers come from (:func:`image.sources.open_source`), replayed under the rules of
+    Kafka ``kafka_version``."""
     from image.sources import choose_reader, open_source
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
@@ -178,6 +188,7 @@ def source(lake_location: str | None, log: Path | None):
         reader=reader,
         master=_state["master"],
         spark=spark,
+        kafka_version=kafka_version,
     )
 
 

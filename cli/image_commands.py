@@ -13,6 +13,7 @@ from cli.app import (
     DEFAULT_LIMIT,
     AllOpt,
     JsonOpt,
+    KafkaVersionOpt,
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
@@ -89,6 +90,7 @@ def _image(
 def replay(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    kafka_version: KafkaVersionOpt = None,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
     engine: EngineOpt = None,
@@ -101,7 +103,7 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """The image at an offset or time: summary, or the whole image as JSON."""
-    doc = _image(source(lake_location, log), at_offset, at_time, engine, lenient)
+    doc = _image(source(lake_location, log, kafka_version), at_offset, at_time, engine, lenient)
     if save is not None:
         from image.frames import ImageFrames
 
@@ -122,6 +124,7 @@ def show(
     part: Annotated[Part, typer.Argument(help="What to list.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    kafka_version: KafkaVersionOpt = None,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
     topic: Annotated[
@@ -141,7 +144,7 @@ def show(
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
     from image.parts import part_rows
 
-    doc = _image(source(lake_location, log), at_offset, at_time, engine)
+    doc = _image(source(lake_location, log, kafka_version), at_offset, at_time, engine)
     rows = part_rows(doc, part.value, topic=topic, broker=broker)
     if as_json:
         print_json(rows)
@@ -167,6 +170,7 @@ def _side(store: TemporalSource, offset: int | None, at_time: str | None, which:
 def diff_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    kafka_version: KafkaVersionOpt = None,
     from_offset: Annotated[int | None, typer.Option(help="Image before: at this offset.")] = None,
     to_offset: Annotated[int | None, typer.Option(help="Image after: at this offset (default: the latest).")] = None,
     from_time: Annotated[str | None, typer.Option(help="Image before: at this time (ISO-8601 or epoch ms).")] = None,
@@ -192,7 +196,7 @@ def diff_command(
         ends = [{k: d[k] for k in ("offset", "epoch", "timestamp")} for d in (before, after)]
         doc = diff_rows(json_rows(before), json_rows(after), *ends)
     else:
-        store = source(lake_location, log)
+        store = source(lake_location, log, kafka_version)
         a = _side(store, from_offset, from_time, "from", required=True)
         b = _side(store, to_offset, to_time, "to", required=False)
         doc = diff_json(store, a, b)

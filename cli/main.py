@@ -20,6 +20,7 @@ from cli.app import (
     DEFAULT_LIMIT,
     AllOpt,
     JsonOpt,
+    KafkaVersionOpt,
     LakeOpt,
     LimitOpt,
     LogOpt,
@@ -45,17 +46,28 @@ def ingest(
     skip_unknown: Annotated[bool, typer.Option(help="Keep unknown record types as raw bytes.")] = False,
     follow: Annotated[bool, typer.Option(help="Keep ingesting (a live log dir) until SIGINT/SIGTERM.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
+    kafka_version: KafkaVersionOpt = None,
     wait: WaitOpt = 600.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
     from cli.lake_commands import follow_ingest, waiting
     from image.ingest import ingest as run
+    from image.release import rules_for
     from metadata.readers import ReadOptions
 
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
+    release = None if kafka_version is None else rules_for(kafka_version).release
     if follow:
-        follow_ingest([str(p) for p in paths], lake_location, interval, as_json, options=options, wait=wait)
+        follow_ingest(
+            [str(p) for p in paths],
+            lake_location,
+            interval,
+            as_json,
+            options=options,
+            wait=wait,
+            kafka_version=release,
+        )
         return
     report = run(
         [str(p) for p in paths],
@@ -65,6 +77,7 @@ def ingest(
         progress=not as_json,
         wait=wait,
         on_wait=waiting,
+        kafka_version=release,
     )
     for w in report.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
@@ -83,12 +96,13 @@ def ingest(
 def log_info(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    kafka_version: KafkaVersionOpt = None,
     limit: LimitOpt = DEFAULT_LIMIT,
     show_all: AllOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Summary of the stored log: offsets, times, counts by type, snapshots."""
-    info = source(lake_location, log).log_info()
+    info = source(lake_location, log, kafka_version).log_info()
     if as_json:
         print_json(info)
         return
@@ -102,6 +116,7 @@ def log_info(
 def dump(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    kafka_version: KafkaVersionOpt = None,
     from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
     to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
     types: Annotated[
@@ -113,7 +128,7 @@ def dump(
     as_json: JsonOpt = False,
 ) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
-    rows = source(lake_location, log).dump(from_offset, to_offset, types or (), control)
+    rows = source(lake_location, log, kafka_version).dump(from_offset, to_offset, types or (), control)
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")

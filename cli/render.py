@@ -341,6 +341,8 @@ SHOW_COLUMNS: dict[str, dict[str, str]] = {
         "inControlledShutdown": "controlled shutdown",
         "rack": "rack",
         "endPoints": "endpoints",
+        "logDirs": "log dirs",
+        "cordonedLogDirs": "cordoned log dirs",
         "incarnationId": "incarnation id",
     },
     "topics": {"name": "name", "topicId": "topic id"},

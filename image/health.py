@@ -12,6 +12,8 @@ Definitions (docs/health.md gives the Kafka sources):
   (server.properties is not in the log; Kafka's default is 1);
 * reassigning — adding or removing replicas non-empty (``Partition.isReassigning``);
 * fenced / in controlled shutdown brokers — the registration flags;
+* cordoned brokers — brokers with a cordoned log directory (Kafka 4.3+, KIP-1066: the controller places no new
+  replica in it; a broker whose every directory is cordoned gets no new partitions);
 * leaders per broker — partitions led by each broker, every registered broker listed (0 if none).
 """
 
@@ -42,6 +44,7 @@ class Gauges(BaseModel):
     underMinIsrPartitions: int
     fencedBrokers: list[int]
     controlledShutdownBrokers: list[int]
+    cordonedBrokers: list[int]
     reassigningPartitions: int
     leadersPerBroker: dict[str, int]
 
@@ -114,6 +117,7 @@ def image_gauges(image: Mapping[str, Any]) -> Gauges:
         ),
         fencedBrokers=sorted(b["brokerId"] for b in brokers if b["fenced"]),
         controlledShutdownBrokers=sorted(b["brokerId"] for b in brokers if b["inControlledShutdown"]),
+        cordonedBrokers=sorted(b["brokerId"] for b in brokers if b["cordonedLogDirs"]),
         reassigningPartitions=sum(bool(p["addingReplicas"] or p["removingReplicas"]) for p in partitions),
         leadersPerBroker={str(b): n for b, n in sorted(leaders.items())},
     )

@@ -244,8 +244,22 @@ def broker_events(before: State | None, after: State | None) -> list[str]:
         words.append("controlled shutdown entered" if after["inControlledShutdown"] else "controlled shutdown left")
     if before["logDirs"] != after["logDirs"]:
         words.append(f"log dirs {_list(before['logDirs'])}→{_list(after['logDirs'])}")
+    words += _cordoned(before["cordonedLogDirs"], after["cordonedLogDirs"])
     if before["isMigratingZkBroker"] != after["isMigratingZkBroker"]:
         words.append(f"migrating ZK broker {before['isMigratingZkBroker']}→{after['isMigratingZkBroker']}")
+    return words
+
+
+def _cordoned(before: list[str] | None, after: list[str] | None) -> list[str]:
+    """Cordoned log directories (Kafka 4.3+) in words: each newly cordoned and uncordoned one, or that the broker
+    reported its (empty) list for the first time."""
+    if before == after:
+        return []
+    old, new = before or [], after or []
+    words = [f"log dir {d} cordoned" for d in new if d not in old]
+    words += [f"log dir {d} uncordoned" for d in old if d not in new]
+    if before is None and not words:
+        words.append("cordoned log dirs reported: none")
     return words
 
 

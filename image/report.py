@@ -280,6 +280,7 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
     brokers = go.Figure()
     steps(brokers, "fenced brokers", [len(p.fencedBrokers) for p in report.points])
     steps(brokers, "brokers in controlled shutdown", [len(p.controlledShutdownBrokers) for p in report.points])
+    steps(brokers, "brokers with a cordoned log dir", [len(p.cordonedBrokers) for p in report.points])
     leaders = go.Figure()
     for broker in sorted({b for p in report.points for b in p.leadersPerBroker}, key=int):
         steps(leaders, f"broker {broker}", [p.leadersPerBroker.get(broker, 0) for p in report.points])
@@ -287,7 +288,7 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
     elections = go.Figure(go.Bar(x=[iso_time(m) for m in per_minute], y=list(per_minute.values()), name="elections"))
     return [
         ("partitions", layout(partitions, "Partitions", "partitions")),
-        ("brokers", layout(brokers, "Brokers fenced / in controlled shutdown", "brokers")),
+        ("brokers", layout(brokers, "Brokers fenced / in controlled shutdown / cordoned", "brokers")),
         ("leaders", layout(leaders, "Leaders per broker", "leaders")),
         ("elections", layout(elections, "Leader elections per minute", "elections")),
     ]

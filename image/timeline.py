@@ -261,6 +261,9 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
     shutting = sweep.gauge_by(
         b_start, b_end, b_group, len(ids), _ints(brokers.column("inControlledShutdown"), 0).astype(np.float64)
     )
+    cordoned = sweep.gauge_by(
+        b_start, b_end, b_group, len(ids), (_lengths(brokers.column("cordonedLogDirs")) > 0).astype(np.float64)
+    )
     led = leader != NO_LEADER
     leaders = sweep.gauge_by(
         p_start[led], p_end[led], np.searchsorted(ids, leader[led]), len(ids), np.ones(int(led.sum()))
@@ -295,6 +298,7 @@ def timeline(window: VersionWindow, points: Sequence[Point]) -> Timeline:
                 underMinIsrPartitions=int(under_min_isr[i]),
                 fencedBrokers=[int(b) for b in ids[fenced[i] > 0]],
                 controlledShutdownBrokers=[int(b) for b in ids[shutting[i] > 0]],
+                cordonedBrokers=[int(b) for b in ids[cordoned[i] > 0]],
                 reassigningPartitions=int(reassigning[i]),
                 leadersPerBroker={
                     str(b): int(n) for b, n, r in zip(ids, leaders[i], registered[i], strict=True) if n > 0 or r > 0

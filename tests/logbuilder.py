@@ -13,6 +13,8 @@ from typing import Any
 from metadata.log import LogRecord
 
 Body = tuple[str, dict[str, Any]]
+VersionedBody = tuple[str, dict[str, Any], int]
+"""A body with its record version (a plain :data:`Body` is version 0)."""
 
 
 def uuid(n: int) -> str:
@@ -29,24 +31,29 @@ class LogBuilder:
         self.epoch = epoch
         self.timestamp = timestamp
 
-    def batch(self, *bodies: Body, epoch: int | None = None, timestamp: int | None = None) -> list[LogRecord]:
+    def batch(
+        self, *bodies: Body | VersionedBody, epoch: int | None = None, timestamp: int | None = None
+    ) -> list[LogRecord]:
         """One data batch; the time advances by 1 ms per batch unless given."""
-        return self._append([(kind, data, None) for kind, data in bodies], epoch, timestamp)
+        return self._append([(b[0], b[1], b[2] if len(b) > 2 else 0, None) for b in bodies], epoch, timestamp)
 
     def control(self, control_type: str, data: dict[str, Any] | None = None, *, epoch: int | None = None) -> LogRecord:
         """A control batch of one record (e.g. LEADER_CHANGE; a new epoch starts with one)."""
-        return self._append([(None, data or {}, control_type)], epoch, None)[0]
+        return self._append([(None, data or {}, 0, control_type)], epoch, None)[0]
 
     def _append(
-        self, items: Sequence[tuple[str | None, dict[str, Any], str | None]], epoch: int | None, timestamp: int | None
+        self,
+        items: Sequence[tuple[str | None, dict[str, Any], int, str | None]],
+        epoch: int | None,
+        timestamp: int | None,
     ) -> list[LogRecord]:
         if epoch is not None:
             self.epoch = epoch
         self.timestamp = self.timestamp + 1 if timestamp is None else timestamp
         base, last = self.next_offset, self.next_offset + len(items) - 1
         batch = [
-            LogRecord(base + i, base, last, self.epoch, self.timestamp, kind, 0, data, control_type)
-            for i, (kind, data, control_type) in enumerate(items)
+            LogRecord(base + i, base, last, self.epoch, self.timestamp, kind, version, data, control_type)
+            for i, (kind, data, version, control_type) in enumerate(items)
         ]
         self.records.extend(batch)
         self.next_offset = last + 1
@@ -224,6 +231,25 @@ def register_controller(
         ),
         "features": list(features),
     }
+
+
+def unregister_controller(controller_id: int) -> Body:
+    """UnregisterControllerRecord (Kafka 4.4)."""
+    return "UNREGISTER_CONTROLLER_RECORD", {"controllerId": controller_id}
+
+
+_CORDONED_VERSIONS = {"REGISTER_BROKER_RECORD": 4, "BROKER_REGISTRATION_CHANGE_RECORD": 3}
+
+
+def cordoned(body: Body, log_dirs: Sequence[str] | None) -> VersionedBody:
+    """A broker registration (v4) or registration change (v3) body of Kafka 4.3+ with its CordonedLogDirs
+    (None: the tag absent)."""
+    kind, data = body
+    return (
+        kind,
+        _tagged(dict(data), cordonedLogDirs=None if log_dirs is None else list(log_dirs)),
+        _CORDONED_VERSIONS[kind],
+    )
 
 
 def config(resource_type: int, resource_name: str, name: str, value: str | None) -> Body:
