@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cli.app import JsonOpt, LogOpt, ReadLakeOpt, app, handles_errors, source
+from cli.app import JsonOpt, KafkaVersionOpt, LogOpt, ReadLakeOpt, app, handles_errors, source
 from cli.image_commands import AtOffset, AtTime
 
 
@@ -25,29 +25,26 @@ def shell(
     log: LogOpt = None,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
-    kafka_version: Annotated[
-        str | None,
-        typer.Option(
-            "--kafka-version", help="Show the tree as this Kafka release line's shell does (default: the newest)."
-        ),
-    ] = None,
+    kafka_version: KafkaVersionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Kafka's metadata shell (ls, cd, cat, tree, find, …) at any point of the log, and through time (at, next,
-    prev, diff, history). One file without an offset is read as kafka-metadata-shell --snapshot reads it."""
+    prev, diff, history), shown as the shell of the Kafka release the replay follows. One file without an offset is
+    read as kafka-metadata-shell --snapshot reads it."""
     from image.node.java import JavaException
     from image.node.releases import shell_release
+    from image.release import rules_for
     from image.temporal import resolve_offset
     from shell.commands import Context, run
     from shell.session import Session, kafka_shell_source
 
-    release = shell_release(kafka_version)
     kafka_file = log is not None and Path(log).is_file() and at_offset is None and at_time is None
     if kafka_file:
-        store, offset = kafka_shell_source(str(log))
+        store, offset = kafka_shell_source(str(log), rules_for(kafka_version))
     else:
-        store = source(lake_location, log)
+        store = source(lake_location, log, kafka_version)
         offset = resolve_offset(store, at_offset, at_time)
+    release = shell_release(store.rules.release)
     session = Session(store, release, offset, kafka_file=kafka_file)
     if not command:
         if as_json:

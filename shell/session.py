@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from image.image import MetadataImage
+from image.image import MetadataImage, empty_image
 from image.node.java import java_order, java_sorted, parse_int, uuid_from_string
 from image.node.nodes import (
     ClientQuotasImageNode,
@@ -29,6 +29,7 @@ from image.node.nodes import (
 from image.node.releases import ShellRelease
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from image.temporal import MemorySource, TemporalSource, provenance_at, resolve_offset
 from image.times import iso_time, parse_time
 from shell.nodes import RootShellNode
@@ -41,14 +42,14 @@ VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-def kafka_shell_source(path: str) -> tuple[TemporalSource, int]:
+def kafka_shell_source(path: str, rules: ReplayRules = NEWEST) -> tuple[TemporalSource, int]:
     """One log file read as ``kafka-metadata-shell --snapshot FILE`` reads it, and the point Kafka's shell shows.
 
     Kafka's ``SnapshotFileReader`` hands every metadata batch of the file, at the offsets written in it, to the
     loader as a committed batch, and control batches to nobody. So a segment is the log it holds, shown at its
     last metadata record (later control records do not move the image); a snapshot is the log of its own records
     at their positions in the file (0 = its header): the image of its end, shown at its last record's position,
-    with its batch's epoch and append time."""
+    with its batch's epoch and append time. Replayed under ``rules``."""
     from image.sources import log_source
     from metadata.readers import InputKind, ReadOptions, discover, iter_file_rows, to_log_record
 
@@ -59,9 +60,9 @@ def kafka_shell_source(path: str) -> tuple[TemporalSource, int]:
             for r in (to_log_record(row, found.path) for _, row in iter_file_rows(found, [], ReadOptions()))
             if not r.is_control
         ]
-        source: TemporalSource = MemorySource.replay(records, [], os.path.abspath(path))
+        source: TemporalSource = MemorySource.replay(records, [], os.path.abspath(path), rules)
         return source, records[-1].offset if records else -1
-    source = log_source(path)
+    source = log_source(path, rules)
     bounds = source.bounds()
     return source, -1 if bounds is None else last_metadata_offset(source, bounds[1])
 
@@ -184,11 +185,11 @@ class Session:
             self._images.move_to_end(offset)
             return self._images[offset]
         image = self._build(offset)
-        if self.kafka_file and self.release.optional_metadata_version and image.features.metadata_version_level == 1:
+        if self.kafka_file and image.features.metadata_version_level is None:
             # Kafka 4's loader publishes no image without a metadata.version (initializing its publishers needs
             # one): its shell shows the empty image it started with (and, for a file without metadata records,
             # waits for one forever)
-            image = MetadataImage.EMPTY
+            image = empty_image(self.source.rules)
         self._images[offset] = image
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)

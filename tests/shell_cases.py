@@ -11,7 +11,8 @@ from unittest import mock
 
 from image.node.java import JavaException, java_sorted
 from image.node.nodes import MetadataNode
-from image.node.releases import ShellRelease
+from image.node.releases import shell_release
+from image.release import rules_for
 from shell.args import CommandSpec, Positional
 from shell.commands import KAFKA_COMMANDS, SPECS, Context, run
 from shell.session import Session, kafka_shell_source
@@ -32,10 +33,10 @@ KAFKA_SPECS: tuple[CommandSpec, ...] = tuple(
 """Kafka's shell's commands as our parser's specs (Kafka's ``history`` takes only a number, in a shell only)."""
 
 
-def open_file(path: Path, release: ShellRelease) -> Session:
-    """Our shell on one file, as ``kraft-replay shell --log FILE`` opens it."""
-    source, offset = kafka_shell_source(str(path))
-    return Session(source, release, offset, kafka_file=True)
+def open_file(path: Path, version: str | None = None) -> Session:
+    """Our shell on one file, as ``kraft-replay shell --log FILE [--kafka-version X.Y]`` opens it."""
+    source, offset = kafka_shell_source(str(path), rules_for(version))
+    return Session(source, shell_release(version), offset, kafka_file=True)
 
 
 def walk(node: MetadataNode, path: str = "/image") -> tuple[list[str], list[str]]:

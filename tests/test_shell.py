@@ -18,6 +18,7 @@ import pytest
 
 from image.node.java import java_double, java_sorted, parse_int, uuid_from_string, zoned_utc
 from image.node.releases import SHELL_RELEASES, shell_release
+from image.release import RELEASES, UnsupportedRelease
 from image.replay import replay_to
 from image.sources import log_source
 from metadata.readers import read_log
@@ -69,7 +70,8 @@ def test_java_formats_as_kafkas_nodes_print():
 def test_release_lines():
     assert shell_release() is SHELL_RELEASES["4.4"]
     assert shell_release("4.3.1") is SHELL_RELEASES["4.3"]
-    with pytest.raises(ValueError, match="supported release lines are 3.9, 4.0, 4.1, 4.2, 4.3, 4.4"):
+    assert list(SHELL_RELEASES) == list(RELEASES)  # every line the replay follows, and only those
+    with pytest.raises(UnsupportedRelease, match="kraft-replay follows Kafka 3.9 to 4.4"):
         shell_release("3.8")
 
 
@@ -122,24 +124,27 @@ def test_tree_of_every_file_equals_the_text_kafkas_shell_printed(fixture):
     byte for byte, what Kafka's shell of the fixture's release printed (committed; tests/test_shell_kafka.py checks
     the text against Kafka now)."""
     texts = tree_texts(fixture)
-    release = shell_release(fixture.parent.name)
+    version = fixture.parent.name
     assert sorted(texts) == sorted(str(f.relative_to(fixture)) for f in shell_files(fixture))
     for name, expected in texts.items():
-        (answer,) = our_answers(open_file(fixture / name, release), [TREE_COMMAND])
+        (answer,) = our_answers(open_file(fixture / name, version), [TREE_COMMAND])
         assert answer.error is None
         if expected.unloaded is not None:  # no metadata record: Kafka's shell waits forever, ours shows the empty image
-            assert answer.output == _empty_tree(release), name
+            assert answer.output == _empty_tree(version), name
             continue
         assert answer.output == expected.output, name
 
 
-def _empty_tree(release) -> str:
-    from image.image import MetadataImage
+def _empty_tree(version: str) -> str:
+    """``tree /image`` of the release's empty image."""
+    from image.image import empty_image
     from image.node.nodes import MetadataImageNode
+    from image.release import rules_for
     from shell.nodes import ShellNodePrinter
 
     out = io.StringIO()
-    MetadataImageNode(MetadataImage.EMPTY, release, lambda: "NONE").print(ShellNodePrinter(out))
+    image = empty_image(rules_for(version))
+    MetadataImageNode(image, shell_release(version), lambda: "NONE").print(ShellNodePrinter(out))
     return out.getvalue()
 
 
@@ -154,7 +159,7 @@ def test_the_command_line():
     """One command after ``--``: what the shell prints, ``--json``, Kafka's exception (stderr, status 1), bad input
     (one line, status 1)."""
     tree = fresh_shell("--log", str(SEGMENT), "--", "tree", "/image")
-    (expected,) = our_answers(open_file(SEGMENT, shell_release()), [TREE_COMMAND])
+    (expected,) = our_answers(open_file(SEGMENT), [TREE_COMMAND])
     assert (tree.returncode, tree.stdout, tree.stderr) == (0, expected.output, "")
     cat = fresh_shell("--log", str(SEGMENT), "--json", "--", "cat", "/image/provenance", "/nope")
     last = read_log(BASIC)[-1]
@@ -173,7 +178,7 @@ def test_the_command_line():
     at = fresh_shell("--log", str(BASIC), "--at-offset", "100", "--", "cat", "/image/topics/byName/alpha/id")
     assert (at.returncode, at.stdout) == (0, "vD3bFG-OSKyD9tsWFoxPag\n")
     bad = fresh_shell("--log", str(SEGMENT), "--kafka-version", "3.8", "--", "ls")
-    assert bad.returncode == 1 and "supported release lines are 3.9, 4.0, 4.1, 4.2, 4.3, 4.4" in bad.stderr
+    assert bad.returncode == 1 and "Kafka 3.8 is not supported: kraft-replay follows Kafka 3.9 to 4.4" in bad.stderr
     assert "--json needs a command" in fresh_shell("--log", str(SEGMENT), "--json").stderr
 
 

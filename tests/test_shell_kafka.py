@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from generator import LOG_DIR_NAME, generate
-from image.node.releases import shell_release
 from shell.args import ArgumentError, commands_help, parse
 from tests.harness.shell_driver import HELP_COLUMNS, Command, FileAnswers, run_shell
 from tests.harness.testing import dist_for
@@ -65,7 +64,7 @@ def files_of(version: str) -> list[Path]:
 
 
 def commands_of(path: Path, version: str) -> list[Command]:
-    commands = [*tree_commands(open_file(path, shell_release(version))), *BATTERY, *INTERACTIVE, *KAFKA_ONLY]
+    commands = [*tree_commands(open_file(path, version)), *BATTERY, *INTERACTIVE, *KAFKA_ONLY]
     return commands + [FIND_FEATURES]  # last: Kafka 4.0 and 4.1's find of the features throws
 
 
@@ -78,13 +77,12 @@ def kafka_answers(version: str) -> dict[Path, tuple[list[Command], FileAnswers]]
 
 
 def _compare(version: str, files: list[Path]) -> int:
-    release = shell_release(version)
     answers = kafka_answers(version)
     problems, compared = [], 0
     for path in files:
         commands, kafka = answers[path]
         assert kafka.unloaded is None, f"{path}: {kafka.unloaded}"
-        ours = our_answers(open_file(path, release), commands)
+        ours = our_answers(open_file(path, version), commands)
         for command, theirs, mine in zip(commands, kafka.answers, ours):
             if command in KAFKA_ONLY:
                 continue

@@ -6,7 +6,6 @@ A line is represented by its newest patch release; the shell's output depends on
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,19 +47,13 @@ SHELL_RELEASES: dict[str, ShellRelease] = {
         ShellRelease("4.4", "absent", True, True, True, True),
     )
 }
-"""Every release line the shell renders, oldest first."""
-
-NEWEST = "4.4"
-
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+"""Every release line the shell renders, oldest first: those whose replay kraft-replay follows
+(``image.release.RELEASES``)."""
 
 
 def shell_release(version: str | None = None) -> ShellRelease:
-    """The release line of ``version`` (``X.Y`` or ``X.Y.Z``; None: the newest). ValueError for another."""
-    if version is None:
-        return SHELL_RELEASES[NEWEST]
-    found = _VERSION.fullmatch(version.strip())
-    line = f"{found.group(1)}.{found.group(2)}" if found else None
-    if line not in SHELL_RELEASES:
-        raise ValueError(f"--kafka-version {version!r}: supported release lines are {', '.join(SHELL_RELEASES)}")
-    return SHELL_RELEASES[line]
+    """The release line of ``version`` (``X.Y`` or ``X.Y.Z``; None: the newest), as ``--kafka-version`` names it
+    (:func:`image.release.rules_for`: UnsupportedRelease for another)."""
+    from image.release import rules_for
+
+    return SHELL_RELEASES[rules_for(version).release]

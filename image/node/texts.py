@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from image.acls import StandardAcl
 from image.cluster import SECURITY_PROTOCOLS, BrokerRegistration, ControllerRegistration, Endpoint, VersionRange
-from image.features import METADATA_VERSIONS, FeaturesImage
+from image.features import FeaturesImage
 from image.node.java import java_bool, java_list, java_optional, java_order
 from image.node.releases import ShellRelease
 from image.partition import RECOVERING, PartitionRegistration
@@ -38,32 +38,17 @@ ACL_OPERATIONS = (
 PERMISSION_TYPES = ("UNKNOWN", "ANY", "DENY", "ALLOW")
 """Kafka's ACL enums by code (``ResourceType``, ``PatternType``, ``AclOperation``, ``AclPermissionType``)."""
 
-_NEWER_METADATA_VERSIONS = {
-    26: "4.1-IV0",
-    27: "4.1-IV1",
-    28: "4.2-IV0",
-    29: "4.2-IV1",
-    30: "4.3-IV0",
-    31: "4.4-IV0",
-    32: "4.4-IV1",
-    33: "4.4-IV2",
-}
-"""``MetadataVersion`` names of the levels ``image.features.METADATA_VERSIONS`` does not name yet (issue 31 adds
-them there; this table goes then)."""
-
 
 def _name(names: tuple[str, ...], code: int) -> str:
     return names[code] if 0 <= code < len(names) else "UNKNOWN"
 
 
 def metadata_version_text(features: FeaturesImage, release: ShellRelease) -> str:
-    """``FeaturesImage.metadataVersion().toString()``: ``3.9-IV0`` (3.9), ``Optional[4.1-IV1]`` (4.0+; level 1, which
-    4.x has no ``MetadataVersion`` of, is the empty image's ``Optional.empty``)."""
+    """``FeaturesImage.metadataVersion().toString()``: ``3.9-IV0`` (3.9), ``Optional[4.1-IV1]`` or, before the first
+    metadata.version record, ``Optional.empty`` (4.0+)."""
     level = features.metadata_version_level
-    name = METADATA_VERSIONS.get(level) or _NEWER_METADATA_VERSIONS.get(level) or str(level)
-    if not release.optional_metadata_version:
-        return name
-    return java_optional(None if level == 1 else name)
+    name = None if level is None else features.metadata_version_name or str(level)
+    return java_optional(name) if release.optional_metadata_version else str(name)
 
 
 def _endpoint(e: Endpoint) -> str:
