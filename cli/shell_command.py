@@ -61,6 +61,9 @@ def shell(
         sys.stdout.flush()
         print(f"Unexpected error: {e}", file=sys.stderr)
         raise typer.Exit(1) from None
+    finally:
+        if session.unpublished is not None:
+            print(f"note: Kafka's shell shows the empty image of this file ({session.unpublished})", file=sys.stderr)
     if as_json:
         for problem in ctx.problems:
             print(problem, file=sys.stderr)

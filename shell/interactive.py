@@ -110,6 +110,9 @@ class Shell:
             self.readline.parse_and_bind("tab: complete")
         self.load_history()
         self.out.write(banner + "\n")
+        self.session.image_at(self.session.offset)
+        if self.session.unpublished is not None:
+            self.out.write(f"(Kafka's shell shows the empty image of this file: {self.session.unpublished})\n")
         ctx = Context(self.session, self.out, interactive=True)
         try:
             while True:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from image.features import METADATA_VERSIONS
 from image.image import MetadataImage, empty_image
 from image.node.java import java_order, java_sorted, parse_int, uuid_from_string
 from image.node.nodes import (
@@ -40,6 +41,8 @@ IMAGES_KEPT = 4
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_LEVELS = {name: level for level, name in METADATA_VERSIONS.items()}
+"""metadata.version levels by name."""
 
 
 def kafka_shell_source(path: str, rules: ReplayRules = NEWEST) -> tuple[TemporalSource, int]:
@@ -98,6 +101,54 @@ def name_index(source: TemporalSource, offset: int, rows: dict[str, list[Row]]) 
             if r["from_offset"] >= start and r["topicId"] in live:
                 index[live[r["topicId"]]] = r["topicId"]
     return index
+
+
+def unwritable(image: MetadataImage, release: ShellRelease) -> str | None:
+    """Why Kafka's shell never gets ``image`` (None: it does): its loader initializes the shell's publisher by
+    writing the image at the image's own metadata.version (``MetadataLoader.initializeNewPublishers``), and a
+    write that would lose something throws (``ImageWriterOptions.handleLoss``) — Kafka 4 has no
+    metadata.version to write at before the first record of it (``metadataVersionOrThrow``), and nothing written
+    before the metadata.version that brought it can be written (``ClusterImage``, ``ScramImage``,
+    ``DelegationTokenImage``, ``BrokerRegistration``, ``PartitionRegistration.toRecord``). Only a log that does not
+    start at its beginning holds such an image."""
+    from image.partition import all_migrating
+
+    level = image.features.metadata_version_level
+    if level is None:
+        return "no metadata.version"
+
+    def before(name: str) -> bool:
+        return level < _LEVELS[name]
+
+    cluster, losses = image.cluster, []
+    if release.writes_pre_3_4_state:
+        if before("3.3-IV0") and image.features.finalized_versions:
+            losses.append("feature flag(s): " + ", ".join(java_sorted(image.features.finalized_versions)))
+        if before("3.4-IV0") and image.features.zk_migration_state:
+            losses.append(f"the ZK Migration state which was {image.features.zk_migration_state_name}")
+        if before("3.3-IV3") and any(b.in_controlled_shutdown for b in cluster.brokers.values()):
+            losses.append("the inControlledShutdown state of one or more brokers")
+    if before("3.4-IV0") and any(b.is_migrating_zk_broker for b in cluster.brokers.values()):
+        losses.append("the isMigratingZkBroker state of one or more brokers")
+    if before("3.7-IV2") and any(b.directories for b in cluster.brokers.values()):
+        losses.append("the online log directories of one or more brokers")
+    if before("4.3-IV0") and any(b.cordoned_directories is not None for b in cluster.brokers.values()):
+        losses.append("the cordoned log directories of one or more brokers")
+    if before("3.7-IV0") and cluster.controllers:
+        losses.append("controller registration data")
+    if before("3.7-IV2") and any(
+        not all_migrating(p.directories) for t in image.topics.topics_by_id.values() for p in t.partitions.values()
+    ):
+        losses.append("the directory assignment state of one or more replicas")
+    if before("3.5-IV2") and any(image.scram.mechanisms.values()):
+        losses.append("the SCRAM credentials")
+    if before("3.6-IV2") and image.delegation_tokens.tokens:
+        losses.append("the delegation tokens")
+    if not losses:
+        return None
+    return f"its image cannot be written at metadata.version {image.features.metadata_version_name}: " + "; ".join(
+        losses
+    )
 
 
 def point_text(offset: int, provenance: MetadataProvenance) -> str:
@@ -176,6 +227,8 @@ class Session:
         self._images: OrderedDict[int, MetadataImage] = OrderedDict()
         self._scopes: dict[tuple[str, ...], Scope] = {}
         self._versions_recorded = not isinstance(source, MemorySource)  # a log records its versions when first asked
+        self.unpublished: str | None = None
+        """Why Kafka's shell shows the empty image at the last point built (a ``kafka_file`` session)."""
 
     # ------------------------------------------------------------------------------------------ the tree
 
@@ -185,11 +238,10 @@ class Session:
             self._images.move_to_end(offset)
             return self._images[offset]
         image = self._build(offset)
-        if self.kafka_file and image.features.metadata_version_level is None:
-            # Kafka 4's loader publishes no image without a metadata.version (initializing its publishers needs
-            # one): its shell shows the empty image it started with (and, for a file without metadata records,
-            # waits for one forever)
-            image = empty_image(self.source.rules)
+        if self.kafka_file:
+            self.unpublished = unwritable(image, self.release)
+            if self.unpublished is not None:  # Kafka's shell never gets it: it shows the empty image it started with
+                image = empty_image(self.source.rules)
         self._images[offset] = image
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)

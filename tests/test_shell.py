@@ -148,6 +148,30 @@ def _empty_tree(version: str) -> str:
     return out.getvalue()
 
 
+def test_a_file_kafkas_loader_cannot_publish_shows_the_empty_image(tmp_path):
+    """A segment that does not start at the log's beginning, alone: under 3.9 its image has the empty image's
+    metadata.version (3.0-IV1), at which Kafka's loader cannot write the brokers' directories, so Kafka's shell
+    never gets it and shows its empty image (tests/test_shell_kafka.py compares with Kafka 3.9.1's on such
+    segments); under 4.x it has no metadata.version at all."""
+    from generator import LOG_DIR_NAME, generate
+
+    generate(7, 3, 4, 3, 300, tmp_path, snapshot_at=400, segment_bytes=32 * 1024)
+    later = sorted((tmp_path / LOG_DIR_NAME).glob("*.log"))[1]
+    for version, reason in (
+        (
+            "3.9",
+            "its image cannot be written at metadata.version 3.0-IV1: the online log directories of one or more "
+            "brokers; the directory assignment state of one or more replicas",
+        ),
+        ("4.4", "no metadata.version"),
+    ):
+        session = open_file(later, version)
+        (answer,) = our_answers(session, [TREE_COMMAND])
+        assert (answer.output, session.unpublished) == (_empty_tree(version), reason)
+    (whole,) = our_answers(open_file(sorted((tmp_path / LOG_DIR_NAME).glob("*.log"))[0], "3.9"), [TREE_COMMAND])
+    assert "BrokerRegistration(" in whole.output
+
+
 def fresh_shell(*args: str) -> subprocess.CompletedProcess[str]:
     """``kraft-replay shell`` in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

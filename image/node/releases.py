@@ -34,17 +34,21 @@ class ShellRelease:
     print_skips_missing_child: bool
     """``MetadataNode.print`` skips a listed child its node does not give (4.0+, KAFKA-18601 ``3fbbd0a3ee``); 3.9
     throws a ``NullPointerException`` there."""
+    writes_pre_3_4_state: bool
+    """3.9: writing the image at its metadata.version loses finalized features below ``3.3-IV0``, a broker's
+    controlled shutdown below ``3.3-IV3`` and a ZooKeeper migration state below ``3.4-IV0`` (4.0 dropped those
+    levels, KAFKA-18601 ``3fbbd0a3ee``): a file whose image that loses shows the shell no image."""
 
 
 SHELL_RELEASES: dict[str, ShellRelease] = {
     r.line: r
     for r in (
-        ShellRelease("3.9", "shown", False, False, False, False),
-        ShellRelease("4.0", "listed", True, False, False, True),
-        ShellRelease("4.1", "listed", True, False, False, True),
-        ShellRelease("4.2", "absent", True, True, False, True),
-        ShellRelease("4.3", "absent", True, True, True, True),
-        ShellRelease("4.4", "absent", True, True, True, True),
+        ShellRelease("3.9", "shown", False, False, False, False, True),
+        ShellRelease("4.0", "listed", True, False, False, True, False),
+        ShellRelease("4.1", "listed", True, False, False, True, False),
+        ShellRelease("4.2", "absent", True, True, False, True, False),
+        ShellRelease("4.3", "absent", True, True, True, True, False),
+        ShellRelease("4.4", "absent", True, True, True, True, False),
     )
 }
 """Every release line the shell renders, oldest first: those whose replay kraft-replay follows
