@@ -19,7 +19,7 @@ import pytest
 
 from generator import LOG_DIR_NAME, generate
 from shell.args import ArgumentError, commands_help, parse
-from tests.harness.shell_driver import HELP_COLUMNS, Command, FileAnswers, run_shell
+from tests.harness.shell_driver import HELP_COLUMNS, Command, FileAnswers, ls_columns, run_shell
 from tests.harness.testing import dist_for
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.shell_cases import BATTERY, FIND_FEATURES, INTERACTIVE, KAFKA_SPECS, open_file, our_answers, tree_commands
@@ -171,3 +171,26 @@ def test_the_command_line_prints_what_kafkas_shell_prints(fixture):
         assert done.returncode == 0 and not done.stderr.startswith("Unexpected error")
     else:
         assert done.returncode == 1 and done.stderr.startswith(f"Unexpected error: {find.error}\n")
+
+
+def test_ls_lays_entries_out_in_columns_as_kafkas_interactive_ls():
+    """The interactive ``ls`` fills as many columns as the terminal's width holds (``LsCommandHandler.printEntries``,
+    whose code every release line shares): our layout equals Kafka's for listings of every kind and many widths."""
+    import io
+
+    from shell.commands import print_entries
+
+    listings = [
+        [str(i) for i in range(100)],
+        ["alpha", "beta", "delta", "gamma"],
+        ["BROKER", "TOPIC:alpha", "TOPIC:gamma", "CLIENT_METRICS:a-much-longer-resource-name", "GROUP:g"],
+        ["only"],
+        [f"topic-{i:04d}-{'x' * (i % 17)}" for i in range(60)],
+        ["ünïcödé", "\U0001f600emoji", "plain"],
+    ]
+    layouts = [(width, entries) for width in (1, 4, 7, 8, 20, 33, 80, 120, 200) for entries in listings]
+    kafka = ls_columns(dist_for(VERSIONS[-1]), layouts)
+    for (width, entries), theirs in zip(layouts, kafka, strict=True):
+        ours = io.StringIO()
+        print_entries(ours, "", width, entries)
+        assert ours.getvalue() == theirs, (width, entries[:3])

@@ -63,6 +63,18 @@ def run_shell(
         + "".join("run\t" + "\t".join(("1" if c.interactive else "0", *c.words)) + "\n" for c in commands)
         for file, commands in runs
     )
+    stdout = _driver(dist, requests, timeout)
+    answers = _answers(stdout)
+    out = []
+    for _, commands in runs:
+        loaded = answers.pop(0)
+        given = [answers.pop(0) for _ in commands]
+        out.append(FileAnswers([], loaded.error) if loaded.error is not None else FileAnswers(given))
+    return out
+
+
+def _driver(dist: KafkaDist, requests: str, timeout: float) -> bytes:
+    """ShellDriver's output for ``requests`` (compiled against ``dist`` once)."""
     classes = compile_oracle(dist, SOURCE)
     tmp = Path(tempfile.mkdtemp(prefix="shell-driver-"))
     try:
@@ -89,13 +101,7 @@ def run_shell(
         shutil.rmtree(tmp, ignore_errors=True)
     if proc.returncode != 0:
         raise OracleError(f"ShellDriver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')[-5000:]}")
-    answers = _answers(proc.stdout)
-    out = []
-    for _, commands in runs:
-        loaded = answers.pop(0)
-        given = [answers.pop(0) for _ in commands]
-        out.append(FileAnswers([], loaded.error) if loaded.error is not None else FileAnswers(given))
-    return out
+    return proc.stdout
 
 
 def _answers(stdout: bytes) -> list[Answer]:
@@ -108,3 +114,13 @@ def _answers(stdout: bytes) -> list[Answer]:
         at = end + 1 + int(length)
         out.append(Answer(body, None if status == "ok" else status.removeprefix("error:")))
     return out
+
+
+def ls_columns(dist: KafkaDist, layouts: Sequence[tuple[int, Sequence[str]]], *, timeout: float = 600) -> list[str]:
+    """Kafka's ``ls`` layout (``LsCommandHandler.printEntries``) of each list of entries on a terminal of each width."""
+    requests = "".join("\t".join(("columns", str(width), *entries)) + "\n" for width, entries in layouts)
+    answers = _answers(_driver(dist, requests, timeout))
+    for answer in answers:
+        if answer.error is not None:
+            raise OracleError(f"ShellDriver columns: {answer.error}")
+    return [a.output for a in answers]

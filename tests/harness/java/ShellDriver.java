@@ -7,6 +7,8 @@
  *   run <interactive: 0|1> <word>...       parse and run one command line on the loaded file, as the shell does
  *                                          (Commands(interactive).parseCommand(words).run(no shell, writer, state));
  *                                          the working directory carries over between runs of one file
+ *   columns <width> <entry>...             `ls`'s layout of entries on a terminal that wide
+ *                                          (LsCommandHandler.printEntries, as the interactive shell's ls calls it)
  * A file the shell waits for forever (see load) fails to load after 60 s.
  * Answers each request with a line "#<status> <n>" followed by n bytes (UTF-8) of what the command printed: its
  * writer's output after anything printed to System.out (argparse4j prints -h help there). The status is "ok",
@@ -15,6 +17,7 @@
 
 import org.apache.kafka.shell.MetadataShell;
 import org.apache.kafka.shell.command.Commands;
+import org.apache.kafka.shell.command.LsCommandHandler;
 import org.apache.kafka.shell.state.MetadataShellState;
 
 import java.io.BufferedReader;
@@ -27,10 +30,12 @@ import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -131,6 +136,14 @@ public class ShellDriver {
                         writer.flush();
                         System.setOut(console);
                     }
+                } else if (fields[0].equals("columns")) {
+                    Method print = LsCommandHandler.class.getDeclaredMethod(
+                        "printEntries", PrintWriter.class, String.class, OptionalInt.class, List.class);
+                    print.setAccessible(true);
+                    PrintWriter writer = new PrintWriter(written);
+                    List<String> entries = Arrays.asList(fields).subList(2, fields.length);
+                    print.invoke(null, writer, "", OptionalInt.of(Integer.parseInt(fields[1])), entries);
+                    writer.flush();
                 } else {
                     throw new IllegalArgumentException("unknown request " + fields[0]);
                 }
