@@ -75,7 +75,7 @@ def _node_history(ctx: Context, path: str) -> History | None:
     points = list(session.change_points(path))
     versions = []
     for i, point in enumerate(points):
-        before, after = session.scoped_node(scope, path, point - 1), session.scoped_node(scope, path, point)
+        before, after = session.subtree_at(path, point - 1, scope), session.subtree_at(path, point, scope)
         changes = TreeDiff.of(before, after, path)
         time = scope.time_at(point)
         if time is None:  # only versions ended here

@@ -38,6 +38,9 @@ from shell.paths import absolute_components
 
 IMAGES_KEPT = 4
 """Trees of this many points are kept (``at`` back and forth, ``diff`` against a point)."""
+SCOPED_ROWS = 2000
+"""A subtree made of at most this many versions is built from them alone; a larger one is read from the whole tree
+at its point (the same files, faster: the versions of a point are read by file statistics, not filtered here)."""
 
 VERSION_COLUMNS = ("from_offset", "to_offset", "from_time")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -467,7 +470,7 @@ class Session:
     def _files(self, scope: Scope, path: str, offset: int) -> dict[str, str]:
         """The text of every file under ``path`` at ``offset`` (a change of the rows below a path need not change
         its files: a topic's rows are under its partition's path too)."""
-        return {p: text for p, (text, _) in leaves(self.scoped_node(scope, path, offset), path).items()}
+        return {p: text for p, (text, _) in leaves(self.subtree_at(path, offset, scope), path).items()}
 
     def _record_points(self, path: str, after: int | None, before: int | None) -> Iterator[int]:
         """Change points of a path holding ``/image/provenance``: every offset whose image has another provenance
@@ -502,10 +505,12 @@ class Session:
         times = self.source.records(offset, offset).column("timestamp").to_pylist()
         return times[0] if times else None
 
-    def subtree_at(self, path: str, offset: int) -> MetadataNode | None:
-        """The subtree at ``path`` at ``offset``: from its scope's rows, or the whole tree's."""
-        scope = self.scope(path)
-        return self.node(path, offset) if scope is None else self.scoped_node(scope, path, offset)
+    def subtree_at(self, path: str, offset: int, scope: Scope | None = None) -> MetadataNode | None:
+        """The subtree at ``path`` at ``offset``: made of its ``scope``'s rows alone when they are few (a partition,
+        a broker: milliseconds), else the whole tree's there (built once per point, as ``at`` builds it)."""
+        if scope is not None and sum(map(len, scope.rows.values())) <= SCOPED_ROWS:
+            return self.scoped_node(scope, path, offset)
+        return self.node(path, offset)
 
 
 def _is_directory(node: MetadataNode | None) -> bool:
