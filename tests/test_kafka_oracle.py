@@ -17,9 +17,8 @@ import pytest
 from tests.harness import compare, oracle, tools
 from tests.harness.testing import (
     all_fixtures,
-    dist_for,
+    fixture_dist,
     fixture_id,
-    fixture_version,
     load_views,
     meta_dir,
     oracle_steps,
@@ -97,7 +96,7 @@ def test_oracle_local_changes_cover_view_transitions(fixture):
     ids=fixture_id,
 )
 def test_oracle_snapshots_equal_log_replay(fixture):
-    results = oracle.verify_snapshots(dist_for(fixture_version(fixture)), meta_dir(fixture))
+    results = oracle.verify_snapshots(fixture_dist(fixture), meta_dir(fixture))
     assert results, "no snapshots checked"
     bad = [r for r in results if not r["equal"]]
     assert not bad, "".join(
@@ -112,7 +111,7 @@ def test_oracle_snapshots_equal_log_replay(fixture):
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_committed_dump_log_is_kafkas_output(fixture):
-    dist = dist_for(fixture_version(fixture))
+    dist = fixture_dist(fixture)
     segs = tools.segment_files(meta_dir(fixture))
     assert segs
     assert tools.dump_log(dist, segs, cwd=fixture) == (fixture / "dump-log.txt").read_text()
@@ -132,7 +131,7 @@ def test_metadata_shell_agrees_with_oracle_final_image(fixture):
     final = res["images"][-1]
     segs = tools.segment_files(meta_dir(fixture))
     assert len(segs) == 1, "the metadata shell reads one file: a fixture with several segments needs another check"
-    out = tools.metadata_shell(dist_for(fixture_version(fixture)), segs[-1], ["tree", "/image/topics/byName"])
+    out = tools.metadata_shell(fixture_dist(fixture), segs[-1], ["tree", "/image/topics/byName"])
     shell = parse_shell_tree(out)
     assert sorted(shell) == [t["name"] for t in final["topics"]]
     ids = {t["name"]: t["topicId"] for t in final["topics"]}

@@ -12,15 +12,27 @@ Nothing here is committed to the repository.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_VERSIONS = ("4.1.1", "3.9.1")
+RELEASES = {"3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.2", "4.4": "4.4.0"}
+"""Every supported Kafka release line and the newest patch of it that Maven Central serves (the version the
+harness runs for that line: its scenarios, oracle, dump-log and shell)."""
+DEFAULT_VERSIONS = tuple(RELEASES.values())
+NEWEST = RELEASES[max(RELEASES, key=lambda line: tuple(map(int, line.split("."))))]
+"""The newest release: the live smoke test's cluster."""
+SHELL_VERSIONS = {"4.2.2": "4.2.1", "4.3.2": "4.3.1", "4.4.0": "4.3.1"}
+"""``kafka-shell`` is not on Maven Central for these versions (checked 2026-12-02: the artifact's versions end at
+4.3.1, with no 4.2.2): the newest published shell jar before each is put on that version's class path instead,
+with every other jar (metadata, image, raft, server-common) of the version itself. ``tests/test_kafka_oracle.py``
+checks that shell against the oracle's image on every fixture of the line."""
 
 # Artifacts whose runtime dependency closure forms the class path.
 KAFKA_ARTIFACTS = (
@@ -29,7 +41,7 @@ KAFKA_ARTIFACTS = (
     "kafka-metadata",  # MetadataImage/MetadataDelta/MetadataRecordSerde (oracle)
     "kafka-server",
     "kafka-storage",
-    "kafka-shell",  # org.apache.kafka.shell.MetadataShell
+    "kafka-shell",  # org.apache.kafka.shell.MetadataShell (version: SHELL_VERSIONS)
     "kafka-raft",
     "kafka-server-common",
     "kafka-clients",
@@ -52,6 +64,24 @@ def major(version: str) -> int:
     return int(version.split(".")[0])
 
 
+def release_line(version: str) -> str:
+    """``"4.3"`` for ``"4.3.1"``: the release line of a Kafka version."""
+    return ".".join(version.split(".")[:2])
+
+
+def line_version(version: str) -> str:
+    """The version the harness runs for ``version``'s release line (the newest patch, ``RELEASES``)."""
+    line = release_line(version)
+    if line not in RELEASES:
+        raise FetchError(f"Kafka {version}: release line {line} is not supported (supported: {', '.join(RELEASES)})")
+    return RELEASES[line]
+
+
+def artifact_version(artifact: str, version: str) -> str:
+    """The version of ``artifact`` resolved for Kafka ``version`` (the version itself but for SHELL_VERSIONS)."""
+    return SHELL_VERSIONS.get(version, version) if artifact == "kafka-shell" else version
+
+
 def _extra_deps(version: str) -> list[tuple[str, str, str]]:
     if major(version) >= 4:
         return [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION)]
@@ -59,7 +89,7 @@ def _extra_deps(version: str) -> list[tuple[str, str, str]]:
 
 
 def generate_pom(version: str) -> str:
-    deps = [("org.apache.kafka", a, version) for a in KAFKA_ARTIFACTS] + _extra_deps(version)
+    deps = [("org.apache.kafka", a, artifact_version(a, version)) for a in KAFKA_ARTIFACTS] + _extra_deps(version)
     dep_xml = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
@@ -98,6 +128,27 @@ class KafkaDist:
 
     def jars(self) -> list[Path]:
         return sorted(self.lib.glob("*.jar"))
+
+    def has_class(self, name: str) -> bool:
+        """Whether Kafka's jars hold the class ``name`` (``org.apache.kafka.tools.DumpLogSegments``)."""
+        return name.replace(".", "/") + ".class" in _class_entries(self.lib)
+
+    def main_class(self, *names: str) -> str:
+        """The first of ``names`` Kafka's jars hold (a tool that moved between releases)."""
+        for name in names:
+            if self.has_class(name):
+                return name
+        raise FetchError(f"Kafka {self.version} has none of {', '.join(names)}")
+
+
+@functools.cache
+def _class_entries(lib: Path) -> frozenset[str]:
+    """Every ``.class`` entry of Kafka's own jars (``kafka*.jar``) in ``lib``."""
+    entries: set[str] = set()
+    for jar in sorted(lib.glob("kafka*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            entries.update(n for n in z.namelist() if n.endswith(".class"))
+    return frozenset(entries)
 
 
 def dist_home(version: str) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,19 +20,41 @@ from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
 from .kafka_dist import KafkaDist, java_bin
 
 SOURCE = Path(__file__).parent / "java" / "KraftOracle.java"
+RECORD_PACKAGE = "org.apache.kafka.common.record"
+RECORD_CLASSES = ("ControlRecordType", "ControlRecordUtils", "FileLogInputStream", "FileRecords", "Record")
+"""Classes of ``kafka-clients`` the oracle imports from RECORD_PACKAGE; from 4.3 they are in its ``internal``
+subpackage (the only change of the source between releases that reflection cannot make)."""
 
 
 class OracleError(RuntimeError):
     pass
 
 
+def oracle_source(dist: KafkaDist) -> str:
+    """``KraftOracle.java`` with the record classes imported from the package ``dist`` has them in."""
+    src = SOURCE.read_text(encoding="utf-8")
+    if not dist.has_class(f"{RECORD_PACKAGE}.internal.FileRecords"):
+        return src
+    for name in RECORD_CLASSES:
+        src = re.sub(
+            rf"^import {re.escape(RECORD_PACKAGE)}\.{name}\b",
+            f"import {RECORD_PACKAGE}.internal.{name}",
+            src,
+            flags=re.M,
+        )
+    return src
+
+
 def compile_oracle(dist: KafkaDist) -> Path:
-    src = SOURCE.read_bytes()
-    sha = hashlib.sha256(src).hexdigest()[:16]
+    src = oracle_source(dist)
+    sha = hashlib.sha256(src.encode()).hexdigest()[:16]
     out = dist.home / "oracle" / sha
     if (out / "KraftOracle.class").exists():
         return out
     tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
+    source = tmp / "src" / "KraftOracle.java"
+    source.parent.mkdir()
+    source.write_text(src, encoding="utf-8")
     proc = subprocess.run(
         [
             java_bin("javac"),
@@ -44,7 +67,7 @@ def compile_oracle(dist: KafkaDist) -> Path:
             dist.classpath,
             "-d",
             str(tmp),
-            str(SOURCE),
+            str(source),
         ],
         capture_output=True,
         text=True,
@@ -54,6 +77,7 @@ def compile_oracle(dist: KafkaDist) -> Path:
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise OracleError(f"javac KraftOracle.java against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
+    shutil.rmtree(source.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # concurrent compile
         shutil.rmtree(tmp, ignore_errors=True)

@@ -9,9 +9,9 @@ from pathlib import Path
 from .cluster import run_java
 from .kafka_dist import KafkaDist
 
-DUMP_LOG_CLASS = "kafka.tools.DumpLogSegments"  # same class in 3.9 and 4.x (core)
+DUMP_LOG_CLASSES = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")  # Java from 4.3
 SHELL_CLASS = "org.apache.kafka.shell.MetadataShell"
-CONFIG_CLASS = "kafka.admin.ConfigCommand"
+CONFIG_CLASSES = ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand")  # Java from 4.4
 QUORUM_CLASS = "org.apache.kafka.tools.MetadataQuorumCommand"
 
 
@@ -37,7 +37,7 @@ def dump_log(
     args = ["--cluster-metadata-decoder", "--files", ",".join(names)]
     if skip_record_metadata:
         args.append("--skip-record-metadata")
-    return run_java(dist, DUMP_LOG_CLASS, args, cwd=cwd, timeout=timeout).stdout
+    return run_java(dist, dist.main_class(*DUMP_LOG_CLASSES), args, cwd=cwd, timeout=timeout).stdout
 
 
 def metadata_shell(
@@ -65,7 +65,8 @@ def metadata_shell(
 
 
 def config_command(dist: KafkaDist, bootstrap: str, args: list[str], timeout: float = 120) -> str:
-    return run_java(dist, CONFIG_CLASS, ["--bootstrap-server", bootstrap, *args], timeout=timeout).stdout
+    config_class = dist.main_class(*CONFIG_CLASSES)
+    return run_java(dist, config_class, ["--bootstrap-server", bootstrap, *args], timeout=timeout).stdout
 
 
 def quorum_describe(dist: KafkaDist, bootstrap: str, what: str = "--status", timeout: float = 120) -> str:
