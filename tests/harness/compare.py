@@ -75,7 +75,8 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
     (when the view knows it), host/port/rack; dynamic topic and broker configs (including the cluster
     default ``""``); finalized features except ``kraft.version`` (a raft control-record feature that is
     not part of the metadata image); in-flight reassignments (adding/removing replicas); ACLs and SCRAM
-    credentials (user, mechanism, iterations) if recorded.
+    credentials (user, mechanism, iterations), every broker's log directories and which are cordoned, and the
+    registered controllers, if recorded.
     """
     d: list[str] = []
     vt = {n: t["topicId"] for n, t in view["topics"].items()}
@@ -157,6 +158,21 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
         isc = {k: sorted(v) for k, v in sorted(isc.items())}
         if isc != view["scram"]:
             d.append(f"scram: view {view['scram']} != image {isc}")
+    if "logDirs" in view:  # {broker: {directory id: cordoned}}: the registration's dirs and cordoned dirs
+        for bid, dirs in view["logDirs"].items():
+            b = ib.get(int(bid))
+            if b is None:
+                d.append(f"broker {bid} log dirs: not registered in the image")
+                continue
+            if sorted(dirs) != sorted(b["logDirs"]):
+                d.append(f"broker {bid} log dirs: view {sorted(dirs)} != image {sorted(b['logDirs'])}")
+            cordoned = sorted(k for k, v in dirs.items() if v)
+            if cordoned != sorted(b["cordonedLogDirs"] or []):
+                d.append(f"broker {bid} cordoned log dirs: view {cordoned} != image {b['cordonedLogDirs']}")
+    if "controllers" in view:
+        ic = [c["controllerId"] for c in img["controllers"]]
+        if view["controllers"] != ic:
+            d.append(f"registered controllers: view {view['controllers']} != image {ic}")
     if "acls" in view:
         ia = sorted(
             ({k: v for k, v in a.items() if k != "id"} for a in img["acls"]),

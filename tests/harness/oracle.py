@@ -7,7 +7,6 @@ every broker between consecutive offsets, in the JSON shapes documented in ``REA
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
-from .kafka_dist import KafkaDist, java_bin
+from .kafka_dist import FetchError, KafkaDist, compile_java, java_bin
 
 SOURCE = Path(__file__).parent / "java" / "KraftOracle.java"
 RECORD_PACKAGE = "org.apache.kafka.common.record"
@@ -46,44 +45,11 @@ def oracle_source(dist: KafkaDist) -> str:
 
 
 def compile_oracle(dist: KafkaDist) -> Path:
-    src = oracle_source(dist)
-    sha = hashlib.sha256(src.encode()).hexdigest()[:16]
-    out = dist.home / "oracle" / sha
-    if (out / "KraftOracle.class").exists():
-        return out
-    tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
-    source = tmp / "src" / "KraftOracle.java"
-    source.parent.mkdir()
-    source.write_text(src, encoding="utf-8")
-    proc = subprocess.run(
-        [
-            java_bin("javac"),
-            "-nowarn",
-            "-encoding",
-            "UTF-8",
-            "--release",
-            "17",
-            "-cp",
-            dist.classpath,
-            "-d",
-            str(tmp),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise OracleError(f"javac KraftOracle.java against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
-    shutil.rmtree(source.parent)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():  # concurrent compile
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(out)
-    return out
+    """The directory of ``KraftOracle.class`` compiled for ``dist`` (cached per version and source)."""
+    try:
+        return compile_java(dist, "oracle", {"KraftOracle.java": oracle_source(dist)})
+    except FetchError as e:
+        raise OracleError(str(e)) from None
 
 
 def run_oracle(
