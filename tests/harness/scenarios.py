@@ -671,7 +671,7 @@ def scenario_upgrade(run: ScenarioRun) -> None:
     )
     run.cluster.stop_node(added)
     tools.run_java(
-        run.dist, "org.apache.kafka.tools.ClusterTool", [*bootstrap, "unregister-controller", "--id", str(added)]
+        run.dist, "org.apache.kafka.tools.ClusterTool", ["unregister-controller", *bootstrap, "--id", str(added)]
     )
     run.step(
         f"remove-controller-{added}",
@@ -792,7 +792,7 @@ SCENARIOS: dict[str, tuple[Callable[[ScenarioRun], None], dict]] = {
     "reassign": (scenario_reassign, {}),
     "rolling-restart": (scenario_rolling_restart, {"snapshots": True}),
     "cordon": (scenario_cordon, {"snapshots": True, "log_dirs": 2, "extras": ("logDirs",)}),
-    "upgrade": (scenario_upgrade, {"upgrade_from": "4.1"}),
+    "upgrade": (scenario_upgrade, {"upgrade_from": "4.1", "props": "upgrade"}),
     "retention": (scenario_retention, {"brokers": 2, "props": "retention", "captures": True}),
     "snapshot-fetch": (scenario_snapshot_fetch, {"brokers": 2, "props": "snapshot-fetch", "captures": True}),
 }
@@ -808,13 +808,15 @@ ACL_PROPS = {
 }
 OLDER_MV = {"3.9": "3.8-IV0", "4.0": "3.9-IV0", "4.1": "4.0-IV3", "4.2": "4.1-IV1", "4.3": "4.2-IV1", "4.4": "4.3-IV0"}
 """The metadata.version ``basic`` formats a cluster of each release line at: the previous line's newest (default)."""
-# Kafka's own snapshot retention, made fast (the log cleaner itself runs every 60 s, not configurable).
+# Controller properties of some scenarios; ``retention`` and ``snapshot-fetch``: Kafka's own snapshot retention,
+# made fast (the log cleaner itself runs every 60 s, not configurable).
 CONTROLLER_PROPS = {
     "retention": {  # a snapshot every 5 s, a segment every 5 s, snapshots older than 1 s deleted
         "metadata.log.max.snapshot.interval.ms": "5000",
         "metadata.log.segment.ms": "5000",
         "metadata.max.retention.ms": "1000",
     },
+    "upgrade": {"metadata.max.idle.interval.ms": "2000"},  # a long scenario: fewer NoOps keep its log small
     "snapshot-fetch": {  # no NoOps: the log only grows by changes; a snapshot after every batch
         "metadata.max.idle.interval.ms": "0",
         "metadata.log.max.record.bytes.between.snapshots": "1",
