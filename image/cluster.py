@@ -67,10 +67,15 @@ def _directories(log_dirs: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(log_dirs, key=uuid_sort_key))
 
 
+def _cordoned(log_dirs: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if log_dirs is None else tuple(log_dirs)
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
     """Kafka ``BrokerRegistration``; listeners/features sorted by name (map semantics),
-    directories sorted by Kafka Uuid order."""
+    directories sorted by Kafka Uuid order; cordoned directories (Kafka 4.3+, KIP-1066) in record order,
+    None until the broker has sent them."""
 
     id: int
     epoch: int
@@ -82,6 +87,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool = False
     is_migrating_zk_broker: bool = False
     directories: tuple[str, ...] = ()
+    cordoned_directories: tuple[str, ...] | None = None
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> BrokerRegistration:
@@ -97,6 +103,7 @@ class BrokerRegistration:
             in_controlled_shutdown=data.get("inControlledShutdown", False),
             is_migrating_zk_broker=data.get("isMigratingZkBroker", False),
             directories=_directories(data.get("logDirs") or ()),
+            cordoned_directories=_cordoned(data.get("cordonedLogDirs")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -111,6 +118,7 @@ class BrokerRegistration:
             "endPoints": [e.to_json() for e in self.listeners],
             "features": [f.to_json() for f in self.supported_features],
             "logDirs": list(self.directories),
+            "cordonedLogDirs": None if self.cordoned_directories is None else list(self.cordoned_directories),
         }
 
 
@@ -218,7 +226,8 @@ class ClusterDelta:
 
     def replay_registration_change(self, data: Mapping[str, Any]) -> None:
         """BrokerRegistrationChangeRecord: Fenced 1/-1/0, InControlledShutdown 1/0, LogDirs
-        (empty = unchanged); nothing is recorded when the registration does not change."""
+        (empty = unchanged), CordonedLogDirs (null = unchanged, ``[]`` = none cordoned); nothing is recorded
+        when the registration does not change."""
         broker = self._broker_or_raise(data["brokerId"], data["brokerEpoch"], "change")
         fenced = data.get("fenced", 0)
         if fenced not in _FENCED:
@@ -231,11 +240,13 @@ class ClusterDelta:
         new_fenced = _FENCED[fenced]
         new_shutdown = _IN_CONTROLLED_SHUTDOWN[shutdown]
         log_dirs = data.get("logDirs")
+        cordoned = data.get("cordonedLogDirs")
         changed = replace(
             broker,
             fenced=broker.fenced if new_fenced is None else new_fenced,
             in_controlled_shutdown=broker.in_controlled_shutdown if new_shutdown is None else new_shutdown,
             directories=_directories(log_dirs) if log_dirs else broker.directories,
+            cordoned_directories=broker.cordoned_directories if cordoned is None else tuple(cordoned),
         )
         if changed != broker:
             self.changed_brokers[broker.id] = changed
@@ -244,6 +255,10 @@ class ClusterDelta:
         """RegisterControllerRecord: full replacement."""
         controller = ControllerRegistration.from_record(data)
         self.changed_controllers[controller.id] = controller
+
+    def replay_unregister_controller(self, data: Mapping[str, Any]) -> None:
+        """UnregisterControllerRecord (Kafka 4.4, KIP-1312): the controller's registration is removed."""
+        self.changed_controllers[data["controllerId"]] = None
 
     def finish_snapshot(self) -> None:
         """Remove every base broker and controller the snapshot did not register."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -44,15 +44,20 @@ ConfigurationsImage.EMPTY = ConfigurationsImage()
 
 
 class ConfigurationsDelta:
-    """Per resource: key → new value, or None for a deleted key."""
+    """Per resource: key → new value, or None for a deleted key. ``supported(type, name)`` is the release's
+    ``SupportedConfigChecker`` (:meth:`image.release.ReplayRules.supports_config`)."""
 
-    def __init__(self, image: ConfigurationsImage) -> None:
+    def __init__(self, image: ConfigurationsImage, supported: Callable[[str, str], bool]) -> None:
         self.image = image
+        self.supported = supported
         self.changes: dict[ConfigResource, dict[str, str | None]] = {}
 
     def replay_config(self, data: Mapping[str, Any]) -> None:
-        """ConfigRecord: set the key, or delete it when Value is null."""
+        """ConfigRecord: set the key, or delete it when Value is null; Kafka 4.3+ skips a name its config
+        checker does not support (a config removed from Kafka, or a resource type brokers do not keep)."""
         resource = ConfigResource(RESOURCE_TYPES.get(data["resourceType"], "UNKNOWN"), data["resourceName"])
+        if not self.supported(resource.type, data["name"]):
+            return
         self.changes.setdefault(resource, {})[data["name"]] = data["value"]
 
     def replay_remove_topic(self, topic_name: str) -> None:

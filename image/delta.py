@@ -15,6 +15,7 @@ from image.features import FeaturesDelta
 from image.image import MetadataImage
 from image.producer_ids import ProducerIdsDelta
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from image.scram import ScramDelta
 from image.topics import TopicsDelta
 from metadata.log import LogRecord
@@ -46,6 +47,7 @@ class MetadataDelta:
     """Pending changes against ``image``; each part's delta is created on first use.
 
     Every sub-delta compares against the base ``image`` (never against intermediate states).
+    ``rules`` are the Kafka release's (:mod:`image.release`; default: the newest).
     ``snapshot=True`` marks a delta that will be finished with :meth:`finish_snapshot`; it only
     disables the name-collision check against base-image topics (which the snapshot replaces).
     """
@@ -61,13 +63,14 @@ class MetadataDelta:
     scram_delta: ScramDelta | None = None
     delegation_token_delta: DelegationTokenDelta | None = None
 
-    def __init__(self, image: MetadataImage, *, snapshot: bool = False) -> None:
+    def __init__(self, image: MetadataImage, *, rules: ReplayRules = NEWEST, snapshot: bool = False) -> None:
         self.image = image
+        self.rules = rules
         self.snapshot = snapshot
 
     def get_or_create_features_delta(self) -> FeaturesDelta:
         if self.features_delta is None:
-            self.features_delta = FeaturesDelta(self.image.features)
+            self.features_delta = FeaturesDelta(self.image.features, self.rules)
         return self.features_delta
 
     def get_or_create_cluster_delta(self) -> ClusterDelta:
@@ -77,12 +80,16 @@ class MetadataDelta:
 
     def get_or_create_topics_delta(self) -> TopicsDelta:
         if self.topics_delta is None:
-            self.topics_delta = TopicsDelta(self.image.topics, check_base_names=not self.snapshot)
+            self.topics_delta = TopicsDelta(
+                self.image.topics,
+                check_base_names=not self.snapshot,
+                forgets_removed_created_topics=self.rules.forgets_removed_created_topics,
+            )
         return self.topics_delta
 
     def get_or_create_configs_delta(self) -> ConfigurationsDelta:
         if self.configs_delta is None:
-            self.configs_delta = ConfigurationsDelta(self.image.configs)
+            self.configs_delta = ConfigurationsDelta(self.image.configs, self.rules.supports_config)
         return self.configs_delta
 
     def get_or_create_client_quotas_delta(self) -> ClientQuotasDelta:
@@ -127,16 +134,22 @@ class MetadataDelta:
         problem, where Kafka's replay throws (docs/replay-rules.md, "What is rejected"): the record is inconsistent
         with the image. Any other exception is a bug of this engine and propagates unchanged.
         Transaction markers and control records are not accepted here (the batch loader handles
-        them), nor records the reader kept undecoded (``--skip-unknown``). Kafka ≥ 4.0's
-        CLEAR_ELR_RECORD is accepted.
+        them), nor records the reader kept undecoded (``--skip-unknown``), nor a record type or version
+        the rules' Kafka release does not decode.
         """
         handler = _HANDLERS.get(record.type) if record.type is not None else None
         if handler is None:
-            where = location or f"offset {record.offset}"
             what = record.type or record.control_type or "(not decoded: kept raw by --skip-unknown)"
             raise ReplayError(
                 f"Unknown metadata record type {what}",
-                location=where,
+                location=location or f"offset {record.offset}",
+                offset=record.offset,
+                record_type=record.type,
+            )
+        if record.version > self.rules.record_versions.get(record.type, -1):
+            raise ReplayError(
+                _unknown_to_release(self.rules, record.type, record.version),
+                location=location or f"offset {record.offset}",
                 offset=record.offset,
                 record_type=record.type,
             )
@@ -148,6 +161,10 @@ class MetadataDelta:
     def _replay_remove_topic(self, data: Mapping[str, Any]) -> None:
         name = self.get_or_create_topics_delta().replay_remove_topic(data)
         self.get_or_create_configs_delta().replay_remove_topic(name)
+
+    def _replay_zk_migration_state(self, data: Mapping[str, Any]) -> None:
+        if self.rules.keeps_zk_migration_state:
+            self.get_or_create_features_delta().replay_zk_migration_state(data)
 
     def _replay_feature_level(self, data: Mapping[str, Any]) -> None:
         features = self.get_or_create_features_delta()
@@ -178,6 +195,18 @@ class MetadataDelta:
         return self.build(provenance, in_place=False).frozen()
 
 
+def _unknown_to_release(rules: ReplayRules, record_type: str, version: int) -> str:
+    """Why a record the decoder read is not one the rules' Kafka release can read."""
+    introduced = rules.introduced_by(record_type, version)
+    since = f" (written by Kafka {introduced} and later)" if introduced else ""
+    if record_type not in rules.record_versions:
+        return f"{record_type} is not a record type Kafka {rules.release} knows{since}"
+    return (
+        f"{record_type} version {version} is not known to Kafka {rules.release} "
+        f"(valid: 0-{rules.record_versions[record_type]}){since}"
+    )
+
+
 _IMAGE_PART = {"delegation_token": "delegation_tokens"}
 """A part's image attribute where its name differs from the part's (Kafka's ``delegationTokens``)."""
 
@@ -197,6 +226,7 @@ _HANDLERS: dict[str, _Handler] = {
     "UNFENCE_BROKER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_unfence_broker(r),
     "BROKER_REGISTRATION_CHANGE_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_registration_change(r),
     "REGISTER_CONTROLLER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_register_controller(r),
+    "UNREGISTER_CONTROLLER_RECORD": lambda d, r: d.get_or_create_cluster_delta().replay_unregister_controller(r),
     "TOPIC_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_topic(r),
     "PARTITION_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_partition(r),
     "PARTITION_CHANGE_RECORD": lambda d, r: d.get_or_create_topics_delta().replay_partition_change(r),
@@ -204,7 +234,7 @@ _HANDLERS: dict[str, _Handler] = {
     "REMOVE_TOPIC_RECORD": MetadataDelta._replay_remove_topic,
     "CONFIG_RECORD": lambda d, r: d.get_or_create_configs_delta().replay_config(r),
     "FEATURE_LEVEL_RECORD": MetadataDelta._replay_feature_level,
-    "ZK_MIGRATION_STATE_RECORD": lambda d, r: d.get_or_create_features_delta().replay_zk_migration_state(r),
+    "ZK_MIGRATION_STATE_RECORD": MetadataDelta._replay_zk_migration_state,
     "PRODUCER_IDS_RECORD": lambda d, r: d.get_or_create_producer_ids_delta().replay_producer_ids(r),
     "CLIENT_QUOTA_RECORD": lambda d, r: d.get_or_create_client_quotas_delta().replay_client_quota(r),
     "ACCESS_CONTROL_ENTRY_RECORD": lambda d, r: d.get_or_create_acls_delta().replay_acl(r),

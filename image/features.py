@@ -9,39 +9,15 @@ from typing import Any, ClassVar
 
 from image.cow import CowMap, empty_map, writable
 from image.errors import ReplayError
+from image.release import RELEASES, ReplayRules, rules_for
 
 METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
 
 METADATA_VERSIONS: Mapping[int, str] = {
-    1: "3.0-IV1",
-    2: "3.1-IV0",
-    3: "3.2-IV0",
-    4: "3.3-IV0",
-    5: "3.3-IV1",
-    6: "3.3-IV2",
-    7: "3.3-IV3",
-    8: "3.4-IV0",
-    9: "3.5-IV0",
-    10: "3.5-IV1",
-    11: "3.5-IV2",
-    12: "3.6-IV0",
-    13: "3.6-IV1",
-    14: "3.6-IV2",
-    15: "3.7-IV0",
-    16: "3.7-IV1",
-    17: "3.7-IV2",
-    18: "3.7-IV3",
-    19: "3.7-IV4",
-    20: "3.8-IV0",
-    21: "3.9-IV0",
-    22: "4.0-IV0",
-    23: "4.0-IV1",
-    24: "4.0-IV2",
-    25: "4.0-IV3",
+    level: name for rules in map(rules_for, RELEASES) for level, name in rules.metadata_versions.items()
 }
-"""metadata.version feature levels at the reference commit (levels ≥ 23 were unstable there)."""
-
-MINIMUM_KRAFT_VERSION = 1
+"""Every metadata.version level a supported Kafka release knows, with its name (a level's name never changes)."""
 
 ZK_MIGRATION_STATES: Mapping[int, str] = {
     0: "NONE",
@@ -54,19 +30,19 @@ ZK_MIGRATION_STATES: Mapping[int, str] = {
 
 @dataclass(frozen=True, slots=True)
 class FeaturesImage:
-    """Finalized feature levels (without metadata.version), the metadata.version level and the
-    ZK migration state."""
+    """Finalized feature levels (without metadata.version), the metadata.version level (None: none yet, Kafka
+    4.0+'s empty image) and the ZK migration state (Kafka 3.9)."""
 
     finalized_versions: Mapping[str, int] = field(default_factory=empty_map)
-    metadata_version_level: int = MINIMUM_KRAFT_VERSION
+    metadata_version_level: int | None = None
     zk_migration_state: int = 0
 
     EMPTY: ClassVar[FeaturesImage]
 
     @property
     def metadata_version_name(self) -> str | None:
-        """Name of the metadata.version level, None for levels unknown at the reference commit."""
-        return METADATA_VERSIONS.get(self.metadata_version_level)
+        """Name of the metadata.version level, None for none or a level no supported Kafka release knows."""
+        return None if self.metadata_version_level is None else METADATA_VERSIONS.get(self.metadata_version_level)
 
     @property
     def zk_migration_state_name(self) -> str:
@@ -86,27 +62,32 @@ FeaturesImage.EMPTY = FeaturesImage()
 class FeaturesDelta:
     """Feature changes (None = removed), metadata.version and ZK migration state changes."""
 
-    def __init__(self, image: FeaturesImage) -> None:
+    def __init__(self, image: FeaturesImage, rules: ReplayRules) -> None:
         self.image = image
+        self.rules = rules
         self.changes: dict[str, int | None] = {}
         self.metadata_version_change: int | None = None
         self.zk_migration_state_change: int | None = None
 
     def replay_feature_level(self, data: Mapping[str, Any]) -> None:
-        """FeatureLevelRecord: metadata.version is kept apart; level 0 removes other features.
+        """FeatureLevelRecord: metadata.version is kept apart; level 0 removes other features; Kafka 4.0+
+        skips ``kraft.version`` (KAFKA-18979).
 
-        Deviation: Kafka rejects metadata.version levels it does not know; levels above the
-        reference table are accepted and kept raw (logs of newer Kafka), levels < 1 are errors.
+        Deviation: Kafka rejects metadata.version levels it does not know; levels above the release's
+        newest are accepted and kept raw (logs of a newer Kafka), levels below its oldest are errors.
         """
         name, level = data["name"], data["featureLevel"]
         if name == METADATA_VERSION:
-            if level < MINIMUM_KRAFT_VERSION:
-                raise ReplayError(f"No MetadataVersion with feature level {level}")
+            if level < self.rules.minimum_metadata_version:
+                raise ReplayError(_unsupported_metadata_version(self.rules, level))
             self.metadata_version_change = level
+        elif name == KRAFT_VERSION and self.rules.ignores_kraft_version_feature:
+            return
         else:
             self.changes[name] = None if level == 0 else level
 
     def replay_zk_migration_state(self, data: Mapping[str, Any]) -> None:
+        """ZkMigrationStateRecord (Kafka 3.9; a no-op from 4.0, :class:`~image.delta.MetadataDelta`)."""
         state = data["zkMigrationState"]
         if state not in ZK_MIGRATION_STATES:
             raise ReplayError(f"Value {state} is not a valid Zk migration state")
@@ -133,3 +114,16 @@ class FeaturesDelta:
 
     def apply(self) -> FeaturesImage:
         return self.build(in_place=False).frozen()
+
+
+def _unsupported_metadata_version(rules: ReplayRules, level: int) -> str:
+    """Kafka's message for a metadata.version level below the release's oldest."""
+    if rules.empty_metadata_version is not None:  # Kafka 3.x: MetadataVersion.fromFeatureLevel
+        return f"No MetadataVersion with feature level {level}"
+    oldest = rules.metadata_versions[rules.minimum_metadata_version]
+    return (
+        "Unsupported metadata version - if you are currently upgrading your cluster, please ensure the metadata "
+        f"version is set to {oldest} (or higher) before updating the software version. The metadata version can be "
+        f"updated via the `kafka-features` command-line tool. (No MetadataVersion with feature level {level}. "
+        f"Valid feature levels are from {rules.minimum_metadata_version} to {rules.newest_metadata_version}.)"
+    )

@@ -76,6 +76,7 @@ SCHEMAS: dict[str, T.StructType] = {
         ("endPoints", _ENDPOINTS),
         ("features", _FEATURES),
         ("logDirs", _STRS),
+        ("cordonedLogDirs", _STRS),
     ),
     "controllers": _schema(
         ("controllerId", _INT),

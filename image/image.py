@@ -19,6 +19,7 @@ from image.partition import PartitionRegistration
 from image.parts import Row
 from image.producer_ids import ProducerIdsImage
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from image.scram import ScramCredentialData, ScramImage
 from image.topics import TopicImage, TopicsImage
 
@@ -69,7 +70,8 @@ class MetadataImage:
         ``topicNames`` part included, see :mod:`image.parts`)."""
         topics = self.topics.topics_by_id.values()
         features = [parts.feature_row(n, v) for n, v in self.features.finalized_versions.items()]
-        features.append(parts.feature_row(METADATA_VERSION, self.features.metadata_version_level))
+        if self.features.metadata_version_level is not None:
+            features.append(parts.feature_row(METADATA_VERSION, self.features.metadata_version_level))
         return {
             "topics": [parts.topic_row(t) for t in topics],
             "partitions": [p.to_json(t.name, t.id, pid) for t in topics for pid, p in t.partitions.items()],
@@ -106,7 +108,7 @@ class MetadataImage:
             for r in rows.get("topicNames", ())
         }
         features = {r["name"]: r["level"] for r in rows.get("features", ())}
-        metadata_version = features.pop(METADATA_VERSION, FeaturesImage.EMPTY.metadata_version_level)
+        metadata_version = features.pop(METADATA_VERSION, None)
         configs: dict[ConfigResource, dict[str, str]] = {}
         for r in rows.get("configs", ()):
             configs.setdefault(ConfigResource(r["resourceType"], r["resourceName"]), {})[r["name"]] = r["value"]
@@ -145,3 +147,11 @@ class MetadataImage:
 
 
 MetadataImage.EMPTY = MetadataImage()
+"""The empty image of Kafka 4.0+ (no metadata.version); :func:`empty_image` gives any release's."""
+
+
+def empty_image(rules: ReplayRules = NEWEST) -> MetadataImage:
+    """Kafka's ``MetadataImage.EMPTY`` under ``rules``: 3.9's holds metadata.version ``3.0-IV1``, 4.0+'s none."""
+    if rules.empty_metadata_version is None:
+        return MetadataImage.EMPTY
+    return MetadataImage(features=FeaturesImage(metadata_version_level=rules.empty_metadata_version))

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from image.errors import ReplayError
 from image.parts import Row
+from image.release import ReplayRules, lake_rules
 from image.temporal import RecordPosition, SnapshotId, arrow_aggregates, dump_rows, log_bounds, version_filter
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
@@ -43,6 +44,10 @@ class ArrowSource:
 
     def __init__(self, files: LakeFiles) -> None:
         self.files = files
+
+    @cached_property
+    def rules(self) -> ReplayRules:
+        return lake_rules(self.files.state())
 
     def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
         where = visible(offset)

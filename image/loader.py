@@ -27,8 +27,9 @@ from dataclasses import replace
 
 from image.delta import MetadataDelta
 from image.errors import ReplayError
-from image.image import MetadataImage
+from image.image import MetadataImage, empty_image
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from metadata.log import LogRecord
 
 BEGIN_TRANSACTION = "BEGIN_TRANSACTION_RECORD"
@@ -177,19 +178,24 @@ class DeltaEnds(_BatchReader):
 class MetadataLoader(_BatchReader):
     """Sequential metadata loader: snapshot and log records in, point-in-time images out.
 
-    With ``lenient`` a record Kafka's replay rejects (ReplayError) is recorded in ``errors`` and
+    ``rules`` are the Kafka release's (:mod:`image.release`; default the newest); ``image`` defaults to their
+    empty image. With ``lenient`` a record Kafka's replay rejects (ReplayError) is recorded in ``errors`` and
     skipped (Kafka's fault-handler behavior); otherwise its ReplayError propagates. Any other
     exception is a bug and propagates in both modes.
     """
 
-    def __init__(self, image: MetadataImage = MetadataImage.EMPTY, *, lenient: bool = False) -> None:
+    def __init__(
+        self, image: MetadataImage | None = None, *, rules: ReplayRules = NEWEST, lenient: bool = False
+    ) -> None:
+        image = empty_image(rules) if image is None else image
         super().__init__(image.provenance, lenient=lenient)
+        self.rules = rules
         self._image = image
         self._delta: MetadataDelta | None = None
 
     def _replay_record(self, record: LogRecord) -> None:
         if self._delta is None:
-            self._delta = MetadataDelta(self._image)
+            self._delta = MetadataDelta(self._image, rules=self.rules)
         self._delta.replay(record)
 
     def _publish(self, provenance: MetadataProvenance) -> None:
@@ -227,7 +233,7 @@ class MetadataLoader(_BatchReader):
         dropped. ``last_contained_timestamp`` defaults to the SNAPSHOT_HEADER's value.
         Returns the finished delta (based on the previous image), e.g. for local changes.
         """
-        delta = MetadataDelta(self._image, snapshot=True)
+        delta = MetadataDelta(self._image, rules=self.rules, snapshot=True)
         last_contained_timestamp = _replay_snapshot(
             delta, records, end_offset, epoch, last_contained_timestamp, self._fail
         )
@@ -267,11 +273,12 @@ def _replay_snapshot(
 class DeltaCollector(_BatchReader):
     """Collects the records that become visible after ``image`` into ONE MetadataDelta (like a
     Kafka chunk), honoring transactions: a transaction's records join the delta at its End,
-    aborted ones never, and an open transaction's records are left out."""
+    aborted ones never, and an open transaction's records are left out. ``rules`` as for :class:`MetadataLoader`."""
 
-    def __init__(self, image: MetadataImage, *, lenient: bool = False) -> None:
+    def __init__(self, image: MetadataImage, *, rules: ReplayRules = NEWEST, lenient: bool = False) -> None:
         super().__init__(image.provenance, lenient=lenient)
-        self.delta = MetadataDelta(image)
+        self.rules = rules
+        self.delta = MetadataDelta(image, rules=rules)
         self._transaction: list[LogRecord] = []
 
     def load_snapshot(
@@ -283,7 +290,7 @@ class DeltaCollector(_BatchReader):
         before any record is collected."""
         if self._batch_last_offset is not None or self.in_transaction:
             raise ValueError("a snapshot opens a delta only before any record")
-        self.delta = MetadataDelta(self.delta.image, snapshot=True)
+        self.delta = MetadataDelta(self.delta.image, rules=self.rules, snapshot=True)
         ts = _replay_snapshot(self.delta, records, end_offset, epoch, last_contained_timestamp, self._fail)
         self.delta.finish_snapshot()
         self._reset(MetadataProvenance(end_offset - 1, epoch, ts, True))
@@ -317,11 +324,12 @@ def load_snapshot(
     epoch: int,
     last_contained_timestamp: int | None = None,
     *,
+    rules: ReplayRules = NEWEST,
     lenient: bool = False,
 ) -> MetadataImage:
     """The image after loading a snapshot onto ``base_image`` (onto the empty image this equals
     replaying its records; onto a non-empty one, what the snapshot omits is deleted)."""
-    loader = MetadataLoader(base_image, lenient=lenient)
+    loader = MetadataLoader(base_image, rules=rules, lenient=lenient)
     loader.load_snapshot(snapshot_records, end_offset, epoch, last_contained_timestamp)
     return loader.image()
 

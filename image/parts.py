@@ -169,6 +169,7 @@ def broker(row: Row) -> BrokerRegistration:
         in_controlled_shutdown=row["inControlledShutdown"],
         is_migrating_zk_broker=row["isMigratingZkBroker"],
         directories=tuple(row["logDirs"]),
+        cordoned_directories=None if row.get("cordonedLogDirs") is None else tuple(row["cordonedLogDirs"]),
     )
 
 

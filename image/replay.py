@@ -8,6 +8,7 @@ from itertools import chain
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.loader import DeltaCollector, MetadataLoader
+from image.release import NEWEST, ReplayRules
 from metadata.log import LogRecord, Snapshot
 
 SnapshotSource = Snapshot
@@ -23,10 +24,11 @@ def _start(
     offset: int | None,
     snapshot: SnapshotArg | None,
     base: MetadataImage | None,
+    rules: ReplayRules,
     lenient: bool,
 ) -> tuple[MetadataLoader, Iterator[LogRecord]]:
     """A loader positioned at ``base`` (+ snapshot) and the log records that follow it."""
-    loader = MetadataLoader(base or MetadataImage.EMPTY, lenient=lenient)
+    loader = MetadataLoader(base, rules=rules, lenient=lenient)
     if snapshot is not None:
         source = SnapshotSource(*snapshot)
         if offset is not None and source.end_offset > offset + 1:
@@ -44,18 +46,20 @@ def replay_to(
     *,
     snapshot: SnapshotArg | None = None,
     base: MetadataImage | None = None,
+    rules: ReplayRules = NEWEST,
     lenient: bool = False,
 ) -> MetadataImage:
-    """The image at ``offset`` (None, or an offset past the log: after the last record).
+    """The image at ``offset`` (None, or an offset past the log: after the last record), as a broker of the
+    ``rules``' Kafka release builds it (default: the newest).
 
-    Starts from ``base`` (default: empty), then loads ``snapshot`` (``(records, end_offset,
+    Starts from ``base`` (default: the rules' empty image), then loads ``snapshot`` (``(records, end_offset,
     epoch[, last_contained_timestamp])``; its end offset must be ≤ offset + 1), then replays the
     log records after that point up to ``offset`` (records at or before it are skipped; the
     iterable is not read beyond ``offset``). Inside an open transaction the image is the one
     just before its BeginTransactionRecord. With ``lenient`` inconsistent records are skipped
     and listed in ``image.errors``; otherwise ReplayError is raised.
     """
-    loader, log = _start(records, offset, snapshot, base, lenient)
+    loader, log = _start(records, offset, snapshot, base, rules, lenient)
     for record in log:
         if offset is not None and record.offset > offset:
             break
@@ -73,6 +77,7 @@ def delta_between(
     snapshot: SnapshotArg | None = None,
     base: MetadataImage | None = None,
     opening: SnapshotArg | None = None,
+    rules: ReplayRules = NEWEST,
     lenient: bool = False,
 ) -> tuple[MetadataImage, MetadataDelta, MetadataImage]:
     """``(image(from_offset), delta, delta.apply(provenance of image(to_offset)))``.
@@ -83,7 +88,7 @@ def delta_between(
     at ``to_offset`` is left out (the delta stops before its Begin). Like a Kafka chunk, it can
     differ from per-batch replay (``replay_to``) only in delta-boundary quirks (e.g. topic
     configs created and deleted in the same delta, docs/replay-rules.md, "RemoveTopicRecord").
-    ``snapshot``/``base``/``lenient`` as for :func:`replay_to`; ``opening``: a snapshot the delta
+    ``snapshot``/``base``/``rules``/``lenient`` as for :func:`replay_to`; ``opening``: a snapshot the delta
     opens with, loaded onto image(from_offset) (a log cut by retention, the window starting before its
     oldest snapshot's end: :meth:`DeltaCollector.load_snapshot`; ``records`` then skip from
     ``from_offset`` to the snapshot's end); ``image.errors`` of the third element lists the records of
@@ -91,7 +96,7 @@ def delta_between(
     """
     if to_offset < from_offset:
         raise ValueError(f"to_offset {to_offset} is before from_offset {from_offset}")
-    loader, log = _start(records, from_offset, snapshot, base, lenient)
+    loader, log = _start(records, from_offset, snapshot, base, rules, lenient)
     since_visible: list[LogRecord] = []  # records of a transaction open at from_offset
     after: list[LogRecord] = []
     for record in log:
@@ -106,7 +111,7 @@ def delta_between(
         if record.offset == from_offset:
             break
     start = loader.image()
-    collector = DeltaCollector(start, lenient=lenient)
+    collector = DeltaCollector(start, rules=rules, lenient=lenient)
     if opening is not None:  # (loading a snapshot drops a transaction open before it)
         collector.load_snapshot(*SnapshotSource(*opening))
         since_visible = []

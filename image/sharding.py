@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from image.configs import RESOURCE_TYPES
 from image.parts import Row
+from image.release import NEWEST, ReplayRules
 from image.scram import scram_mechanism
 from image.versions import VersionLog, VersionRecorder, replay_with_snapshots
 from metadata.log import LogRecord, Snapshot
@@ -47,6 +48,7 @@ _BY_FIELD = {
     "FENCE_BROKER_RECORD": ("broker:", "id"),
     "UNFENCE_BROKER_RECORD": ("broker:", "id"),
     "REGISTER_CONTROLLER_RECORD": ("controller:", "controllerId"),
+    "UNREGISTER_CONTROLLER_RECORD": ("controller:", "controllerId"),
     "FEATURE_LEVEL_RECORD": ("feature:", "name"),
     "ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"),
     "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acl:", "id"),
@@ -303,7 +305,9 @@ def plan_for(
     return ShardPlan.make(weights, topic_edges([*records, *snapshot_records], rows), shards, seed)
 
 
-def record_sharded(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], plan: ShardPlan) -> VersionLog:
+def record_sharded(
+    log: Sequence[LogRecord], snapshots: Sequence[Snapshot], plan: ShardPlan, rules: ReplayRules = NEWEST
+) -> VersionLog:
     """:func:`image.versions.record_versions` as ``plan.shards`` independent shards, merged: what the
     Spark build does, in process (tests of the routing)."""
     merged = VersionLog()
@@ -332,6 +336,7 @@ def record_sharded(log: Sequence[LogRecord], snapshots: Sequence[Snapshot], plan
         ]
         recorder = VersionRecorder(
             merged,
+            rules=rules,
             owns=lambda part, row, shard=shard: plan.shard(row_route_key(part, row)) == shard,
             report_shared=shard == 0,
         )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from image.image import MetadataImage
+from image.release import NEWEST, ReplayRules, UnsupportedRelease, rules_for
 from image.replay import replay_to
 from image.temporal import MemorySource, TemporalSource, base_snapshot
 from metadata.log import Snapshot
@@ -44,14 +45,15 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
     return "arrow" if reachable(lake) and not spark_named(master) else "spark"
 
 
-def log_source(path: str | os.PathLike[str]) -> MemorySource:
-    """A log directory, segment or snapshot read in process, every key's versions recorded once."""
+def log_source(path: str | os.PathLike[str], rules: ReplayRules = NEWEST) -> MemorySource:
+    """A log directory, segment or snapshot read in process, every key's versions recorded once under
+    ``rules``."""
     from metadata.readers import read_snapshots, scan_log
 
     records, snapshots = scan_log(path), read_snapshots(path)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
-    return MemorySource.replay(records, snapshots, os.path.abspath(path))
+    return MemorySource.replay(records, snapshots, os.path.abspath(path), rules)
 
 
 def open_source(
@@ -61,31 +63,42 @@ def open_source(
     reader: Reader = "auto",
     master: str | None = None,
     spark: Callable[[], Any] | None = None,
+    kafka_version: str | None = None,
 ) -> TemporalSource:
     """The source of a read: a lake (``reader`` as :func:`choose_reader`; ``spark`` makes the session) or a
-    log read in process."""
+    log read in process. ``kafka_version``: the Kafka release whose replay rules a log is read with (default the
+    newest); a lake follows the rules it was ingested with, and naming another is an error."""
     if (lake is None) == (log is None):
         raise ValueError("give --lake or --log")
+    rules = rules_for(kafka_version)
     if log is not None:
         if not os.path.exists(log):
             raise FileNotFoundError(f"{log}: no such file or directory")
-        return log_source(log)
+        return log_source(log, rules)
     assert lake is not None
+    source: TemporalSource
     if choose_reader(lake, reader, master) == "arrow":
         from image.lake_source import ArrowSource
         from metadata.lake_files import LakeFiles
 
         files = LakeFiles(lake)
         files.state()  # a clear error now if there is no lake
-        return ArrowSource(files)
-    from image.spark.source import SparkSource
-    from metadata.lake import Lake
+        source = ArrowSource(files)
+    else:
+        from image.spark.source import SparkSource
+        from metadata.lake import Lake
 
-    if spark is None:
-        from metadata.spark import get_spark
+        if spark is None:
+            from metadata.spark import get_spark
 
-        spark = lambda: get_spark(master)  # noqa: E731
-    return SparkSource(Lake(lake, spark()))
+            spark = lambda: get_spark(master)  # noqa: E731
+        source = SparkSource(Lake(lake, spark()))
+    if kafka_version is not None and source.rules != rules:
+        raise UnsupportedRelease(
+            f"this lake follows Kafka {source.rules.release}'s replay rules (its ingests' --kafka-version); read "
+            f"the log with --log --kafka-version {kafka_version}, or ingest it into a new lake with that version"
+        )
+    return source
 
 
 def reference_image(source: TemporalSource, offset: int, *, lenient: bool = False) -> MetadataImage:
@@ -104,4 +117,4 @@ def reference_image(source: TemporalSource, offset: int, *, lenient: bool = Fals
         first = base.end_offset
     bounds = source.bounds()
     records = source.replay_records(max(first, bounds[0]) if bounds else first, offset)
-    return replay_to(records, offset, snapshot=snapshot, lenient=lenient)
+    return replay_to(records, offset, snapshot=snapshot, rules=source.rules, lenient=lenient)

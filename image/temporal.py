@@ -20,6 +20,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
 from metadata.log import LogRecord, RecordLog, Snapshot
@@ -52,6 +53,10 @@ class SnapshotId(NamedTuple):
 
 class TemporalSource(Protocol):
     """What reading the temporal image needs from where it is stored."""
+
+    @property
+    def rules(self) -> ReplayRules:
+        """The Kafka release's replay rules the versions follow (a replay from the stored records uses them)."""
 
     def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
         """The rows of ``part`` visible at ``offset`` (the version columns may be left in); ``topic_ids``: only
@@ -285,6 +290,7 @@ class MemorySource:
     snapshot_ids: Sequence[SnapshotId]
     stored_snapshots: Sequence[Snapshot] = ()
     location: str = ""
+    rules: ReplayRules = NEWEST
 
     def __post_init__(self) -> None:
         if not isinstance(self.log, RecordLog):
@@ -292,9 +298,13 @@ class MemorySource:
 
     @classmethod
     def replay(
-        cls, log: Sequence[LogRecord] | RecordLog, snapshots: Sequence[Snapshot], location: str = ""
+        cls,
+        log: Sequence[LogRecord] | RecordLog,
+        snapshots: Sequence[Snapshot],
+        location: str = "",
+        rules: ReplayRules = NEWEST,
     ) -> MemorySource:
-        """The source of ``log`` and ``snapshots``, versions recorded on demand
+        """The source of ``log`` and ``snapshots``, versions recorded on demand under ``rules``
         (:func:`image.versions.record_versions`)."""
         return cls(
             None,
@@ -307,6 +317,7 @@ class MemorySource:
             ],
             snapshots,
             location,
+            rules,
         )
 
     @cached_property
@@ -315,7 +326,7 @@ class MemorySource:
         if self.given is not None:
             return self.given
         bounds = self.log.bounds()
-        recorded = record_versions(self.log.stream(*bounds) if bounds else [], self.stored_snapshots)
+        recorded = record_versions(self.log.stream(*bounds) if bounds else [], self.stored_snapshots, rules=self.rules)
         assert isinstance(recorded, VersionLog)
         return recorded
 

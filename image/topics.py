@@ -134,17 +134,24 @@ class TopicsDelta:
 
     ``changed_topics`` holds a TopicDelta per touched, not deleted topic id;
     ``deleted_topic_ids`` the base-image topics deleted by this delta (topics created and deleted
-    within the delta leave no trace); ``created_topic_ids`` every id declared by a TopicRecord;
-    ``created_topics`` the latest id declared per name.
+    within the delta leave no trace); ``created_topics`` the latest id declared per name (Kafka 4.2+
+    forgets the name when that topic is removed in the delta: ``forgets_removed_created_topics``).
     """
 
-    def __init__(self, image: TopicsImage, *, check_base_names: bool = True) -> None:
+    def __init__(
+        self, image: TopicsImage, *, check_base_names: bool = True, forgets_removed_created_topics: bool = True
+    ) -> None:
         self.image = image
         self.changed_topics: dict[str, TopicDelta] = {}
         self.deleted_topic_ids: set[str] = set()
-        self.created_topic_ids: set[str] = set()
         self.created_topics: dict[str, str] = {}
         self._check_base_names = check_base_names
+        self._forgets_removed_created_topics = forgets_removed_created_topics
+
+    @property
+    def created_topic_ids(self) -> set[str]:
+        """Kafka's ``createdTopicIds()``: the ids of :attr:`created_topics`."""
+        return set(self.created_topics.values())
 
     def _name_owner(self, name: str) -> str | None:
         """Id of the live topic currently holding ``name`` (as of this delta), if any."""
@@ -168,7 +175,6 @@ class TopicsDelta:
         name, topic_id = data["name"], data["topicId"]
         owner = self._name_owner(name)
         self.changed_topics[topic_id] = TopicDelta(TopicImage(name, topic_id))
-        self.created_topic_ids.add(topic_id)
         self.created_topics[name] = topic_id
         if owner is not None and owner != topic_id:
             raise ReplayError(f"topic name {name!r} of topic {topic_id} is already used by topic {owner}")
@@ -192,11 +198,14 @@ class TopicsDelta:
         self._existing_topic_delta(data["topicId"], "PartitionChangeRecord").replay_partition_change(data)
 
     def replay_remove_topic(self, data: Mapping[str, Any]) -> str:
-        """RemoveTopicRecord: drop the topic delta and delete the base topic; returns the name."""
+        """RemoveTopicRecord: drop the topic delta and delete the base topic; returns the name. Kafka 4.2+ also
+        drops the topic delta's name from the created topics, whichever id it names (KAFKA-19497)."""
         topic_id = data["topicId"]
         delta = self.changed_topics.pop(topic_id, None)
         base = self.image.topics_by_id.get(topic_id)
         if delta is not None:
+            if self._forgets_removed_created_topics:
+                self.created_topics.pop(delta.name, None)
             if base is not None:
                 self.deleted_topic_ids.add(topic_id)
             return delta.name
@@ -206,9 +215,9 @@ class TopicsDelta:
         return base.name
 
     def replay_clear_elr(self, data: Mapping[str, Any]) -> None:
-        """ClearElrRecord (Kafka ≥ 4.0, ``topicName``; not in the reference commit).
+        """ClearElrRecord (Kafka ≥ 4.0, ``topicName``).
 
-        Follows Kafka 4.1's TopicsDelta: a named topic resolves to the id last declared with that
+        Follows Kafka's TopicsDelta: a named topic resolves to the id last declared with that
         name in this delta, else the base-image topic of that name (else the record is rejected);
         an empty name means every base-image topic plus every topic declared in this delta.
         Deleted base topics are skipped. Each resolved topic then gets :meth:`TopicDelta.clear_elr`

@@ -40,6 +40,7 @@ from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, 
 from image.partition import PartitionRegistration
 from image.parts import PART_KEYS, Row, row_key
 from image.provenance import MetadataProvenance
+from image.release import NEWEST, ReplayRules
 from image.scram import scram_mechanism
 from metadata.log import LogRecord, Snapshot
 from metadata.version_tables import PART_COLUMNS
@@ -129,6 +130,7 @@ _BROKER_RECORDS = {
 }
 _SIMPLE = {
     "REGISTER_CONTROLLER_RECORD": ("controllers", "controllerId"),
+    "UNREGISTER_CONTROLLER_RECORD": ("controllers", "controllerId"),
     "ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
     "REMOVE_ACCESS_CONTROL_ENTRY_RECORD": ("acls", "id"),
     "DELEGATION_TOKEN_RECORD": ("delegationTokens", "tokenId"),
@@ -252,9 +254,8 @@ def visible_state(part: str, key: Key, image: MetadataImage, delta: MetadataDelt
         fd = delta.features_delta if delta is not None else None
         if key[0] == METADATA_VERSION:
             change = fd.metadata_version_change if fd is not None else None
-            return parts.feature_row(
-                METADATA_VERSION, image.features.metadata_version_level if change is None else change
-            )
+            level = image.features.metadata_version_level if change is None else change
+            return parts.feature_row(METADATA_VERSION, level) if level is not None else None
         if fd is not None and key[0] in fd.changes:
             level = fd.changes[key[0]]
         else:
@@ -371,13 +372,15 @@ class VersionRecorder(MetadataLoader):
     def __init__(
         self,
         sink: VersionSink,
-        image: MetadataImage = MetadataImage.EMPTY,
+        image: MetadataImage | None = None,
         stored: Mapping[str, Iterable[Row]] | None = None,
         *,
+        rules: ReplayRules = NEWEST,
         owns: Callable[[str, Row], bool] | None = None,
         report_shared: bool = True,
     ) -> None:
-        super().__init__(image, lenient=True)
+        super().__init__(image, rules=rules, lenient=True)
+        image = self._image
         self.sink = sink
         self.owns = owns
         self.report_shared = report_shared
@@ -576,7 +579,7 @@ class VersionRecorder(MetadataLoader):
         """Load a snapshot as the reference engine does (onto the empty image); every key is compared."""
         if self._batch_last_offset is not None and self._batch_last_offset < end_offset:
             self._end_batch()  # a whole batch before the snapshot (a shard may not have read its last record)
-        fresh = MetadataLoader(MetadataImage.EMPTY, lenient=True)
+        fresh = MetadataLoader(rules=self.rules, lenient=True)
         delta = fresh.load_snapshot(records, end_offset, epoch, last_contained_timestamp)
         for error in fresh.errors:
             self.sink.rejection(Rejection(error, (end_offset, epoch)))
@@ -613,12 +616,16 @@ class VersionRecorder(MetadataLoader):
 
 
 def record_versions(
-    log: Iterable[LogRecord], snapshots: Iterable[Snapshot] = (), *, sink: VersionSink | None = None
+    log: Iterable[LogRecord],
+    snapshots: Iterable[Snapshot] = (),
+    *,
+    sink: VersionSink | None = None,
+    rules: ReplayRules = NEWEST,
 ) -> VersionSink:
-    """Record the versions of a whole log from the empty image (see :func:`replay_with_snapshots`).
+    """Record the versions of a whole log from the rules' empty image (see :func:`replay_with_snapshots`).
     Returns the sink (a :class:`VersionLog` by default)."""
     sink = sink if sink is not None else VersionLog()
-    replay_with_snapshots(VersionRecorder(sink), log, snapshots)
+    replay_with_snapshots(VersionRecorder(sink, rules=rules), log, snapshots)
     return sink
 
 

@@ -122,7 +122,11 @@ def render() -> str:
     out += ["## _ingests", "", "The commit log: one row per successful ingest.", ""]
     out += _table(
         INGESTS_SCHEMA,
-        {"versions": "Delta version of every table readers must use", "high_water_mark": "highest log offset stored"},
+        {
+            "versions": "Delta version of every table readers must use",
+            "high_water_mark": "highest log offset stored",
+            "kafka_version": "Kafka release line whose replay rules the temporal image follows (--kafka-version)",
+        },
     )
     out += ["", "## The temporal image", ""]
     out += [

@@ -42,6 +42,7 @@ from metadata.lake import (
 )
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
+from metadata.schema import release_lines
 from metadata.spark import default_parallelism, get_spark
 from metadata.staging import remove, stage, staging_dir
 from metadata.tables import TYPED_TABLES, typed_rows
@@ -182,6 +183,28 @@ def _check_conflicts(log: DataFrame) -> None:
         )
 
 
+def lake_release(committed: LakeState, kafka_version: str | None) -> str:
+    """The Kafka release line an ingest into a lake at ``committed`` follows (see :func:`ingest`)."""
+    lines = release_lines()
+    if kafka_version is not None and kafka_version not in lines:
+        raise IngestError(
+            f"Kafka {kafka_version} is not supported: kraft-replay follows Kafka {lines[0]} to {lines[-1]}"
+        )
+    if committed.seq == 0:
+        return kafka_version or lines[-1]
+    if committed.kafka_version is None:
+        raise IngestError(
+            "this lake was written before kraft-replay followed each Kafka release's replay rules: ingest into a "
+            "new lake (its temporal image would mix two rule sets)"
+        )
+    if kafka_version is not None and kafka_version != committed.kafka_version:
+        raise IngestError(
+            f"this lake follows Kafka {committed.kafka_version}'s replay rules (its first ingest's --kafka-version); "
+            f"ingest into a new lake to follow Kafka {kafka_version}'s"
+        )
+    return committed.kafka_version
+
+
 def ingest(
     paths: Sequence[str],
     lake_location: str,
@@ -195,8 +218,12 @@ def ingest(
     on_wait: Callable[[Lease], None] | None = None,
     derive: Derive | None = None,
     compactors: Mapping[str, Compactor] | None = None,
+    kafka_version: str | None = None,
 ) -> IngestReport:
     """Ingest log directories / segments / snapshots / dump-log texts into the lake; idempotent.
+
+    ``kafka_version``: the Kafka release line whose replay rules the temporal image follows, recorded in the
+    lake (a new lake: default the newest; a lake that has one keeps it, and another is an error).
 
     The inputs are decoded and staged first; then, as one lake transaction (:meth:`Lake.transact`, which
     waits at most ``wait`` seconds for another writer's lease), what the committed state lacks is
@@ -211,6 +238,7 @@ def ingest(
     spark = spark or get_spark()
     lake = Lake(lake_location, spark)
     committed = lake.committed()  # what the lake holds already (the lease is taken only to write)
+    release = lake_release(committed, kafka_version)
     tasks, skipped = plan(paths, split_bytes, default_parallelism(spark), _stored_span(lake, committed))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
@@ -251,7 +279,7 @@ def ingest(
                 derive(
                     LakeChange(
                         txn=txn,
-                        after=replace(txn.state(), high_water_mark=hwm),
+                        after=replace(txn.state(), high_water_mark=hwm, kafka_version=release),
                         first_added=first_added,
                         snapshots_added=new_ids,
                         staging=os.path.join(staging, f"derived-{txn.attempt}"),
@@ -269,6 +297,7 @@ def ingest(
                 records_added=added,
                 snapshots_added=len(snapshots),
                 high_water_mark=written["hwm"],
+                kafka_version=release,
             )
 
         if commit_empty or _holds_news(lake, committed, log, staged, stats, snapshot_ids):

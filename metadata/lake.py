@@ -64,6 +64,7 @@ INGESTS_SCHEMA = T.StructType(
         T.StructField("snapshots_added", T.LongType()),
         T.StructField("high_water_mark", T.LongType()),
         T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
+        T.StructField("kafka_version", T.StringType()),
     ]
 )
 _LEASE_SCHEMA = T.StructType([T.StructField("epoch", T.LongType())])  # the lease table never holds a row
@@ -117,6 +118,8 @@ class Commit(BaseModel):
     records_added: int
     snapshots_added: int
     high_water_mark: int
+    kafka_version: str | None = None
+    """The replay rules' Kafka release line; None keeps the committed state's (a compaction)."""
 
 
 class LakeBusy(LakeError):
@@ -626,7 +629,8 @@ class LakeTransaction:
             run_id=self.run_id,
             committed_at=_now(),
             versions=self._versions(),
-            **commit.model_dump(),
+            **commit.model_dump(exclude={"kafka_version"}),
+            kafka_version=commit.kafka_version or self.base.kafka_version,
         )
         self._lease.stop_heartbeat()
         self._lease.check()

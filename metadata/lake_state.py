@@ -24,6 +24,9 @@ class LakeState:
     snapshots_added: int
     high_water_mark: int
     versions: dict[str, int]
+    kafka_version: str | None = None
+    """The Kafka release line whose replay rules built the temporal image (``--kafka-version``); None in a lake
+    written before kraft-replay followed each release's rules."""
 
 
 class LakeError(RuntimeError):

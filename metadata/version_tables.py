@@ -56,6 +56,7 @@ PART_COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("endPoints", "endpoints"),
         ("features", "features"),
         ("logDirs", "strings"),
+        ("cordonedLogDirs", "strings"),
     ],
     "controllers": [
         ("controllerId", "int32"),

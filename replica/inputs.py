@@ -119,7 +119,7 @@ def reference_changes_json(
 ) -> dict[str, Any]:
     """:func:`replica.local_changes.local_changes_json` of the delta (A, B] (see :func:`reference_delta`)."""
     records, base, opening = window_replay(source, from_offset, to_offset, scoped=True)
-    return local_changes_json(records, from_offset, to_offset, broker, base=base, opening=opening)
+    return local_changes_json(records, from_offset, to_offset, broker, base=base, opening=opening, rules=source.rules)
 
 
 def reference_delta(
@@ -128,7 +128,7 @@ def reference_delta(
     """The delta (A, B] on the reference engine: ``(image at A, ONE MetadataDelta, image at B)``
     (:func:`image.replay.delta_between`), replayed from the temporal image at the window's start."""
     records, base, opening = window_replay(source, from_offset, to_offset)
-    return delta_between(records, from_offset, to_offset, base=base, opening=opening)
+    return delta_between(records, from_offset, to_offset, base=base, opening=opening, rules=source.rules)
 
 
 def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:

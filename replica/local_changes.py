@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from image.image import MetadataImage
 from image.partition import PartitionRegistration
+from image.release import NEWEST, ReplayRules
 from image.replay import SnapshotArg, delta_between
 from image.topics import TopicDelta, TopicsDelta
 from metadata.log import LogRecord
@@ -230,9 +231,11 @@ def local_changes_json(
     snapshot: SnapshotArg | None = None,
     base: MetadataImage | None = None,
     opening: SnapshotArg | None = None,
+    rules: ReplayRules = NEWEST,
     lenient: bool = False,
 ) -> dict[str, Any]:
-    """Local changes of ``broker`` for the ONE delta (from_offset, to_offset] (``delta_between``).
+    """Local changes of ``broker`` for the ONE delta (from_offset, to_offset] (``delta_between``, under the Kafka
+    release's ``rules``).
 
     With a broker: the oracle's object ``{broker, fromOffset, toOffset, deletes, leaders,
     followers, electedLeaders, topicIds, directoryIds}`` (offsets = the images' provenance
@@ -240,7 +243,7 @@ def local_changes_json(
     change, by broker id]}``.
     """
     start, delta, end = delta_between(
-        records, from_offset, to_offset, snapshot=snapshot, base=base, opening=opening, lenient=lenient
+        records, from_offset, to_offset, snapshot=snapshot, base=base, opening=opening, rules=rules, lenient=lenient
     )
     topics = delta.topics_delta
     if broker is not None:

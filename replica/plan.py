@@ -218,7 +218,8 @@ class _Plan:
         self.in_controlled_shutdown = set(in_controlled_shutdown)
         self.listener = listener
         self.coordinators = coordinators
-        self.directories = end.features.metadata_version_level >= DIRECTORY_ASSIGNMENT_LEVEL
+        level = end.features.metadata_version_level
+        self.directories = level is not None and level >= DIRECTORY_ASSIGNMENT_LEVEL
         self.removals = Removals(topics)
 
     def rows(self, broker: int, notified: bool) -> list[dict[str, Any]]:

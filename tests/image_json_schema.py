@@ -60,6 +60,7 @@ class BrokerJson(_Strict):
     endPoints: list[EndPointJson]
     features: list[SupportedFeatureJson]
     logDirs: list[str]
+    cordonedLogDirs: list[str] | None
 
 
 class ControllerJson(_Strict):

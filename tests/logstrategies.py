@@ -150,7 +150,8 @@ def build_log(batches: list[list[Body]]) -> list[LogRecord]:
 
 def snapshot_bodies(image: MetadataImage) -> list[Body]:
     """The image written as snapshot records (like Kafka's ImageWriter)."""
-    out: list[Body] = [feature_level("metadata.version", image.features.metadata_version_level)]
+    level = image.features.metadata_version_level
+    out: list[Body] = [] if level is None else [feature_level("metadata.version", level)]
     out += [feature_level(name, level) for name, level in image.features.finalized_versions.items()]
     out.append(("ZK_MIGRATION_STATE_RECORD", {"zkMigrationState": image.features.zk_migration_state}))
     for b in image.cluster.brokers.values():

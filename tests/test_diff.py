@@ -72,6 +72,7 @@ def _broker(broker_id: int, **fields: Any) -> dict[str, Any]:
         "endPoints": [_endpoint("EXTERNAL", 9093, None), _endpoint("PLAINTEXT", 9092)],
         "features": [{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 25}],
         "logDirs": ["dir-a"],
+        "cordonedLogDirs": None,
     }
     return {**row, **fields}
 

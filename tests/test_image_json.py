@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from image.image import MetadataImage
+from image.image import MetadataImage, empty_image
+from image.release import rules_for
 from image.replay import replay_to
 from tests.image_json_schema import ImageJson
 from tests.logbuilder import (
@@ -168,6 +169,7 @@ EXPECTED: dict[str, Any] = {
             "endPoints": [{"name": "PLAINTEXT", "host": "b1", "port": 9092, "securityProtocol": 0}],
             "features": [{"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 22}],
             "logDirs": [],
+            "cordonedLogDirs": None,
         },
         {
             "brokerId": 2,
@@ -186,6 +188,7 @@ EXPECTED: dict[str, Any] = {
                 {"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 22},
             ],
             "logDirs": ["AAAAAAAAAAAAAAAAAAAABg", "AAAAAAAAAAAAAAAAAAAABw"],
+            "cordonedLogDirs": None,
         },
     ],
     "controllers": [
@@ -297,8 +300,10 @@ def test_json_matches_the_schema_model() -> None:
         ImageJson.model_validate({**document, "offset": "24"})
 
 
-def test_empty_image_json() -> None:
-    assert MetadataImage.EMPTY.to_json() == {
+@pytest.mark.parametrize(("release", "features"), [("3.9", {"metadata.version": 1}), ("4.0", {}), ("4.4", {})])
+def test_empty_image_json(release: str, features: dict[str, int]) -> None:
+    """Kafka 3.9's empty image holds metadata.version 3.0-IV1; 4.0's FeaturesImage has none (KAFKA-18601)."""
+    assert empty_image(rules_for(release)).to_json() == {
         "offset": -1,
         "epoch": -1,
         "timestamp": -1,
@@ -307,7 +312,7 @@ def test_empty_image_json() -> None:
         "brokers": [],
         "controllers": [],
         "configs": [],
-        "features": {"metadata.version": 1},
+        "features": features,
         "producerIds": {"nextProducerId": -1},
         "clientQuotas": [],
         "acls": [],

@@ -11,6 +11,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage
 from image.loader import MetadataLoader, choose_snapshot, load_snapshot
 from image.provenance import MetadataProvenance
+from image.release import rules_for
 from image.replay import SnapshotSource, delta_between, replay_to
 from metadata.log import LogRecord
 from tests.logbuilder import (
@@ -109,7 +110,8 @@ def test_committed_transaction_is_visible_at_its_end() -> None:
     log.batch(begin("Bootstrap records"), feature_level("metadata.version", 22), timestamp=100)
     log.batch(topic("a", A), partition(A, 0, [1]), timestamp=200)
     log.batch(end(), topic("b", B), timestamp=300)
-    assert replay_to(log.records, 3).features.metadata_version_level == 1
+    assert replay_to(log.records, 3).features.metadata_version_level is None  # Kafka 4.0+'s empty image
+    assert replay_to(log.records, 3, rules=rules_for("3.9")).features.metadata_version_level == 1
     at_end = replay_to(log.records, 4)
     assert (at_end.features.metadata_version_level, names(at_end)) == (22, {"a"})
     assert at_end.provenance == MetadataProvenance(4, 1, 300, False)
@@ -221,6 +223,8 @@ def snapshot_log() -> LogBuilder:
 
 
 def rich_base() -> MetadataImage:
+    """An image of every part under Kafka 3.9's rules (which keep the ZooKeeper migration state and every
+    config resource type)."""
     log = LogBuilder()
     log.batch(
         feature_level("metadata.version", 21),
@@ -242,7 +246,7 @@ def rich_base() -> MetadataImage:
         token("t"),
         producer_ids(7000),
     )
-    return replay_to(log.records)
+    return replay_to(log.records, rules=rules_for("3.9"))
 
 
 def test_snapshot_onto_the_empty_image_equals_plain_replay() -> None:
@@ -255,7 +259,7 @@ def test_snapshot_onto_the_empty_image_equals_plain_replay() -> None:
 
 def test_snapshot_onto_a_non_empty_image_deletes_what_it_omits() -> None:
     base = rich_base()
-    loader = MetadataLoader(base)
+    loader = MetadataLoader(base, rules=rules_for("3.9"))
     delta = loader.load_snapshot(snapshot_log().records, 200, 5)
     image = loader.image()
     assert image.provenance == MetadataProvenance(199, 5, 4242, True)

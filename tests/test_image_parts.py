@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from image.acls import StandardAcl
 from image.configs import ConfigResource
 from image.delta import MetadataDelta
 from image.errors import ReplayError
-from image.image import MetadataImage
+from image.image import MetadataImage, empty_image
+from image.release import rules_for
 from image.replay import replay_to
 from image.scram import ScramCredentialData
 from tests.logbuilder import (
@@ -30,12 +33,13 @@ from tests.logbuilder import (
 Body = tuple[str, dict[str, object]]
 
 
-def batches(*batches: list[Body] | Body) -> MetadataImage:
-    """Replay; each argument is one batch (a body or a list of bodies)."""
+def batches(*batches: list[Body] | Body, release: str | None = None) -> MetadataImage:
+    """Replay under the rules of Kafka ``release`` (default the newest); each argument is one batch (a body or a
+    list of bodies)."""
     log = LogBuilder()
     for batch in batches:
         log.batch(*(batch if isinstance(batch, list) else [batch]))
-    return replay_to(log.records)
+    return replay_to(log.records, rules=rules_for(release))
 
 
 def test_configs_set_overwrite_and_delete_by_null() -> None:
@@ -69,20 +73,29 @@ def test_features_set_and_level_zero_removes() -> None:
 
 
 def test_metadata_version_is_kept_apart() -> None:
-    assert (
-        MetadataImage.EMPTY.features.metadata_version_level,
-        MetadataImage.EMPTY.features.metadata_version_name,
-    ) == (
-        1,
-        "3.0-IV1",
+    assert (MetadataImage.EMPTY.features.metadata_version_level, MetadataImage.EMPTY.features.metadata_version_name) == (
+        None,
+        None,
     )
+    old_empty = empty_image(rules_for("3.9")).features
+    assert (old_empty.metadata_version_level, old_empty.metadata_version_name) == (1, "3.0-IV1")
     image = batches(feature_level("metadata.version", 22))
     assert image.features.finalized_versions == {}
     assert (image.features.metadata_version_level, image.features.metadata_version_name) == (22, "4.0-IV0")
-    newer = batches(feature_level("metadata.version", 27))
-    assert (newer.features.metadata_version_level, newer.features.metadata_version_name) == (27, None)
+    assert batches(feature_level("metadata.version", 33)).features.metadata_version_name == "4.4-IV2"
+    newer = batches(feature_level("metadata.version", 40))  # a newer Kafka's level: kept raw (deviation)
+    assert (newer.features.metadata_version_level, newer.features.metadata_version_name) == (40, None)
     with pytest.raises(ReplayError, match="No MetadataVersion with feature level 0"):
-        batches(feature_level("metadata.version", 0))
+        batches(feature_level("metadata.version", 0), release="3.9")
+    assert batches(feature_level("metadata.version", 6), release="3.9").features.metadata_version_level == 6
+    with pytest.raises(ReplayError, match=r"Unsupported metadata version .* set to 3\.3-IV3 .* feature level 6\."):
+        batches(feature_level("metadata.version", 6), release="4.0")
+
+
+def test_kraft_version_feature_level_records_are_skipped_from_kafka_4_0() -> None:
+    """KAFKA-18979: Kafka 4.0+ skips a FeatureLevelRecord for kraft.version; 3.9 keeps it as a feature."""
+    assert batches(feature_level("kraft.version", 1), release="3.9").features.finalized_versions == {"kraft.version": 1}
+    assert batches(feature_level("kraft.version", 1), release="4.0").features.finalized_versions == {}
 
 
 def test_metadata_version_change_creates_every_sub_delta() -> None:
@@ -93,9 +106,12 @@ def test_metadata_version_change_creates_every_sub_delta() -> None:
 
 
 def test_zk_migration_state() -> None:
-    assert batches(zk_migration_state(3)).features.zk_migration_state_name == "POST_MIGRATION"
+    """Kafka 3.9 validates and keeps the ZooKeeper migration state; 4.0 replays the record as a no-op."""
+    assert batches(zk_migration_state(3), release="3.9").features.zk_migration_state_name == "POST_MIGRATION"
     with pytest.raises(ReplayError, match="not a valid Zk migration state"):
-        batches(zk_migration_state(5))
+        batches(zk_migration_state(5), release="3.9")
+    no_op = batches(zk_migration_state(3), zk_migration_state(5), release="4.0")
+    assert replace(no_op, provenance=MetadataImage.EMPTY.provenance) == MetadataImage.EMPTY
 
 
 def test_producer_ids_last_record_wins() -> None:

@@ -54,6 +54,7 @@ from image.image import MetadataImage
 from image.lake_source import ArrowSource
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
+from image.release import lake_rules, rules_for
 from image.sharding import (
     EVERY_SHARD,
     TOPIC_ID,
@@ -263,9 +264,10 @@ _SCHEMAS = {
 
 
 def _replay_shards(
-    batches: Iterator[pa.RecordBatch], *, staging: str, plan: ShardPlan, restart: int
+    batches: Iterator[pa.RecordBatch], *, staging: str, plan: ShardPlan, restart: int, release: str
 ) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function: replay the shards of this task, one recorder each."""
+    """The ``mapInArrow`` function: replay the shards of this task, one recorder each, under the rules of Kafka
+    ``release``."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -279,15 +281,12 @@ def _replay_shards(
     started, records = time.monotonic(), 0
 
     def open_recorder() -> VersionRecorder:
-        image = (
-            MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True))
-            if stored
-            else MetadataImage.EMPTY
-        )
+        image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored else None
         return VersionRecorder(
             sink,
             image,
             stored if stored else None,
+            rules=rules_for(release),
             owns=lambda part, row, s=shard: plan.shard(row_route_key(part, row)) == s,
             report_shared=shard == 0,
         )
@@ -451,7 +450,8 @@ def build_versions(
         .sortWithinPartitions("shard", "o1", "o2", "o3")
     )
     summaries = shipped.mapInArrow(
-        partial(_replay_shards, staging=staging, plan=plan, restart=restart), from_arrow_schema(SUMMARY)
+        partial(_replay_shards, staging=staging, plan=plan, restart=restart, release=lake_rules(state).release),
+        from_arrow_schema(SUMMARY),
     ).collect()
     return _report(restart, shards, [r.asDict() for r in summaries], started)
 
@@ -490,7 +490,7 @@ def _record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int |
         }
     image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored else None
     sink = _TaskSink(_Files(staging, 0))
-    recorder = VersionRecorder(sink, image or MetadataImage.EMPTY, stored or None)
+    recorder = VersionRecorder(sink, image, stored or None, rules=lake_rules(state))
     log = [r for r in source.log_records(max(restart, 0), state.high_water_mark) if _replayed(r)]
     snapshots = [
         Snapshot([r for r in source.snapshot_records(end, epoch) if _replayed(r)], end, epoch, ts)
@@ -847,6 +847,7 @@ def maintain_versions(change: LakeChange) -> None:
     restart = restart_point(lake_source(lake, after), min(starts))
     # versions may reach past the records' high-water mark (a snapshot ending beyond the log): always look
     if rewind(txn, after, restart):
-        after = replace(txn.state(), high_water_mark=after.high_water_mark)  # the tables as rewound
+        # the tables as rewound
+        after = replace(txn.state(), high_water_mark=after.high_water_mark, kafka_version=after.kafka_version)
     build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
     write_versions(txn, after, staging)

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from image.errors import ReplayError
 from image.frames import SCHEMAS, ImageFrames
 from image.parts import Row
+from image.release import lake_rules
 from image.temporal import RecordPosition, SnapshotId, log_bounds, provenance_at
 from image.versions import Span
 from metadata.lake import Lake, LakeState
@@ -33,6 +34,7 @@ class SparkSource:
     def __init__(self, lake: Lake, state: LakeState | None = None) -> None:
         self.lake = lake
         self.state = state or lake.state()
+        self.rules = lake_rules(self.state)
 
     def table(self, name: str) -> DataFrame:
         return self.lake.table(name, self.state)

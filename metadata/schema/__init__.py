@@ -171,3 +171,37 @@ CONTROL_TYPE_NAMES: dict[int, str] = {
     5: "KRAFT_VERSION",
     6: "KRAFT_VOTERS",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseFacts:
+    """What one Kafka release line's own classes say (``releases.json``; read by :mod:`image.release`)."""
+
+    kafka: str  # the newest patch release of the line, e.g. 4.3.1
+    record_versions: dict[str, int]  # record type name → highest version its jars decode
+    metadata_versions: dict[int, str]  # metadata.version level → name (30 → 4.3-IV0)
+    latest_production: int  # the metadata.version level a new cluster is formatted at
+    supported_configs: dict[str, frozenset[str]] | None  # 4.3+: config names per resource type; None: no filter
+
+
+@cache
+def release_facts() -> dict[str, ReleaseFacts]:
+    """Release line (``"4.3"``) → its facts, from ``releases.json``."""
+    raw = json.loads(resources.files("metadata.schema").joinpath("releases.json").read_text())
+    return {
+        line: ReleaseFacts(
+            kafka=r["kafka"],
+            record_versions=dict(r["records"]),
+            metadata_versions={int(level): name for level, name in r["metadataVersions"].items()},
+            latest_production=r["latestProduction"],
+            supported_configs=None
+            if r["supportedConfigs"] is None
+            else {kind: frozenset(names) for kind, names in r["supportedConfigs"].items()},
+        )
+        for line, r in raw["releases"].items()
+    }
+
+
+def release_lines() -> tuple[str, ...]:
+    """The Kafka release lines of ``releases.json``, oldest first (``("3.9", …, "4.4")``)."""
+    return tuple(sorted(release_facts(), key=lambda line: tuple(int(p) for p in line.split("."))))
