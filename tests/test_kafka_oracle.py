@@ -19,6 +19,7 @@ from tests.harness import compare, oracle, tools
 from tests.harness.kafka_dist import RELEASES, release_line
 from tests.harness.testing import (
     all_fixtures,
+    dist_for,
     fixture_dist,
     fixture_id,
     fixture_release,
@@ -235,3 +236,36 @@ def test_scenario_log_holds_the_records_it_was_recorded_for(fixture):
             if r["type"] == "FEATURE_LEVEL_RECORD" and r["data"]["name"] == "metadata.version"
         ]
         assert len(levels) >= 2 and levels[-1] > levels[0]
+
+
+def test_oracle_replays_config_records_as_a_broker_of_each_release(tmp_path):
+    """A broker (and the metadata shell) of a release with KAFKA-19851 replays ConfigRecords through
+    ``DefaultSupportedConfigChecker``: a TOPIC / GROUP / CLIENT_METRICS config of a name the release does not
+    know, and a config of any other resource type but BROKER, is not in its image. KAFKA-19851 is in 4.3.0
+    (``a35d6492fb``) and was backported to 4.2.1 (``7514c0b268``), so 4.2.2 filters too; on the 4.1 and 4.0
+    branches it came after 4.1.2 and 4.0.2, which keep every ConfigRecord."""
+    from tests.lakes import write_log
+    from tests.logbuilder import LogBuilder, config, feature_level, topic, uuid
+
+    log = LogBuilder()
+    log.batch(
+        feature_level("metadata.version", 27),
+        topic("t", uuid(0x7)),
+        config(2, "t", "retention.ms", "1000"),  # TOPIC, known
+        config(2, "t", "no.such.topic.config", "x"),  # TOPIC, unknown
+        config(4, "1", "no.such.broker.config", "x"),  # BROKER: every name
+        config(32, "g", "no.such.group.config", "x"),  # GROUP, unknown
+        config(8, "1", "kafka.server.ReplicaManager", "DEBUG"),  # BROKER_LOGGER: not a supported type
+    )
+    directory = write_log(log, tmp_path)
+    everything = {
+        ("TOPIC", "t", "retention.ms"),
+        ("TOPIC", "t", "no.such.topic.config"),
+        ("BROKER", "1", "no.such.broker.config"),
+        ("GROUP", "g", "no.such.group.config"),
+        ("BROKER_LOGGER", "1", "kafka.server.ReplicaManager"),
+    }
+    supported = {("TOPIC", "t", "retention.ms"), ("BROKER", "1", "no.such.broker.config")}
+    for line, expected in (("4.1", everything), ("4.2", supported), ("4.3", supported), ("4.4", supported)):
+        image = oracle.image(dist_for(RELEASES[line]), directory, log.next_offset - 1)
+        assert {(c["resourceType"], c["resourceName"], c["name"]) for c in image["configs"]} == expected, line

@@ -117,8 +117,9 @@ public class KraftOracle {
     }
 
     /**
-     * The SupportedConfigChecker a broker of this release replays ConfigRecords with, or null before 4.3:
-     * from 4.3 brokers (SharedServer) and the metadata shell build their MetadataDelta with
+     * The SupportedConfigChecker a broker of this release replays ConfigRecords with, or null for a release
+     * without one: with KAFKA-19851 (4.3.0, backported to 4.2.1; on the 4.1 and 4.0 branches after 4.1.2 and
+     * 4.0.2) brokers (SharedServer) and the metadata shell build their MetadataDelta with
      * org.apache.kafka.server.config.DefaultSupportedConfigChecker, which drops ConfigRecords of unknown
      * TOPIC / GROUP / CLIENT_METRICS config names and of every resource type but BROKER.
      */
