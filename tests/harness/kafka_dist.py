@@ -6,6 +6,8 @@ Layout (``$KRAFT_REPLAY_CACHE`` or ``~/.cache/kraft-replay``)::
     <cache>/kafka/<version>/pom.xml    the generated pom
     <cache>/kafka/<version>/lib/*.jar  runtime class path (server, tools, shell, metadata, raft, ...)
     <cache>/kafka/<version>/.complete  marker holding the pom's sha256 (idempotency)
+    <cache>/kafka/<version>/oracle/<sha>/, shell/<sha>/   classes compiled against the version (compile_java)
+    <cache>/kafka/<version>/kafka-shell-*-sources.jar      the shell's sources where it is compiled (SHELL_SOURCE_MOVES)
 
 Nothing here is committed to the repository.
 """
