@@ -13,11 +13,12 @@ import pytest
 
 from generator import LOG_DIR_NAME, generate
 from tests.harness import oracle, tools
+from tests.harness.kafka_dist import NEWEST, RELEASES
 from tests.harness.testing import dist_for
 
 pytestmark = pytest.mark.kafka
 
-VERSIONS = ("3.9.1", "4.1.1")
+VERSIONS = (RELEASES["3.9"], NEWEST)  # the oldest and the newest supported release
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,12 @@ import time
 import pytest
 
 from tests.harness import compare, oracle
+from tests.harness.kafka_dist import NEWEST
 from tests.harness.testing import dist_for
 
 pytestmark = pytest.mark.kafka
 
-LIVE_VERSION = os.environ.get("KRAFT_REPLAY_LIVE_KAFKA", "4.1.1")
+LIVE_VERSION = os.environ.get("KRAFT_REPLAY_LIVE_KAFKA", NEWEST)
 
 
 def _pid_alive(pid: int) -> bool:

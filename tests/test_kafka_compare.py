@@ -3,11 +3,14 @@
 * decoder:  ``metadata.readers.decode_path(path)`` must yield, for every record of every segment and
   snapshot file, the same offset / control type / record type / version / JSON payload as Kafka's
   ``kafka-dump-log --cluster-metadata-decoder`` (committed as dump-log*.txt);
-* replay:   ``image.replay.replay_to(records, offset).to_json()`` on the segment records
+* replay:   ``image.replay.replay_to(records, offset, rules=...).to_json()`` on the segment records
   (``metadata.readers.read_log``) must equal Kafka's own image (KraftOracle) at every recorded step
   and at the end of the log;
-* changes:  ``replica.local_changes.local_changes_json(records, from, to, broker)`` must equal
+* changes:  ``replica.local_changes.local_changes_json(records, from, to, broker, rules=...)`` must equal
   ``TopicsDelta.localChanges(broker)`` for every broker between consecutive steps.
+
+Each fixture is replayed with the rules of the release line that wrote it (``image.release.rules_for``) and
+compared with Kafka's own classes of that line (``tests.harness.testing.fixture_dist``).
 
 The project functions are imported directly: a missing or renamed one is an error, never a skip.
 The tests that run Kafka's classes skip only when java/javac/mvn are missing (with that reason).
@@ -19,6 +22,7 @@ import json
 
 import pytest
 
+from image.release import rules_for
 from image.replay import replay_to
 from metadata.readers import decode_path, read_log
 from replica.local_changes import local_changes_json
@@ -26,6 +30,7 @@ from tests.harness import compare, tools
 from tests.harness.testing import (
     all_fixtures,
     fixture_id,
+    fixture_release,
     load_views,
     meta_dir,
     oracle_steps,
@@ -103,9 +108,10 @@ def test_replay_matches_kafka_images(fixture):
     res = oracle_steps(fixture)
     names = [s["name"] for s in load_views(fixture)["steps"]] + ["end-of-log"]
     records = read_log(meta_dir(fixture))
+    rules = rules_for(fixture_release(fixture))
     failures = []
     for name, expected in zip(names, res["images"]):
-        actual = _as_dict(replay_to(records, expected["offset"]).to_json())
+        actual = _as_dict(replay_to(records, expected["offset"], rules=rules).to_json())
         if actual != expected:
             failures.append(
                 compare.loud_diff(
@@ -118,10 +124,13 @@ def test_replay_matches_kafka_images(fixture):
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_local_changes_match_kafka(fixture):
     records = read_log(meta_dir(fixture))
+    rules = rules_for(fixture_release(fixture))
     res = oracle_steps(fixture)
     failures = []
     for expected in res["changes"]:
-        actual = _as_dict(local_changes_json(records, expected["fromOffset"], expected["toOffset"], expected["broker"]))
+        actual = _as_dict(
+            local_changes_json(records, expected["fromOffset"], expected["toOffset"], expected["broker"], rules=rules)
+        )
         if actual != expected:
             failures.append(
                 compare.loud_diff(

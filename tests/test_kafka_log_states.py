@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness import compare, oracle, tools
 from tests.harness.scenarios import kafka_image_offsets, snapshot_id
-from tests.harness.testing import FIXTURES_ROOT, dist_for, meta_dir
+from tests.harness.testing import FIXTURES_ROOT, fixture_dist, meta_dir
 
 RETENTION = FIXTURES_ROOT / "4.1.1" / "retention"
 SNAPSHOT_FETCH = FIXTURES_ROOT / "4.1.1" / "snapshot-fetch"
@@ -82,7 +82,7 @@ def test_kafka_images_are_at_every_snapshot_and_at_the_last_record(fixture: Path
 @pytest.mark.kafka
 @pytest.mark.parametrize("fixture", LOG_STATES, ids=lambda p: p.name)
 def test_committed_texts_and_images_are_kafkas_output(fixture: Path) -> None:
-    dist = dist_for("4.1.1")
+    dist = fixture_dist(fixture)
     md = meta_dir(fixture)
     assert tools.dump_log(dist, tools.segment_files(md), cwd=fixture) == (fixture / "dump-log.txt").read_text()
     assert (

@@ -15,15 +15,23 @@ def _cmdline() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .kafka_dist import DEFAULT_VERSIONS, NEWEST, ensure_kafka
+
     ap = argparse.ArgumentParser(prog="python -m tests.harness", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     f = sub.add_parser("fetch", help="resolve Kafka jars from Maven Central into the cache (idempotent)")
-    f.add_argument("--version", action="append", help="Kafka version (repeatable); default: 4.1.1 and 3.9.1")
+    f.add_argument(
+        "--version",
+        action="append",
+        help="Kafka version (repeatable); default: every release line's (kafka_dist.RELEASES)",
+    )
 
     s = sub.add_parser("scenario", help="run a scenario on a real cluster and save its metadata log + views")
-    s.add_argument("name", help="smoke | basic | reassign | rolling-restart | retention | snapshot-fetch")
-    s.add_argument("--version", default="4.1.1")
+    s.add_argument(
+        "name", help="smoke | basic | reassign | rolling-restart | cordon | upgrade | retention | snapshot-fetch"
+    )
+    s.add_argument("--version", default=NEWEST)
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("--brokers", type=int, default=None)
     s.add_argument("--combined", action="store_true", default=None, help="one broker+controller node")
@@ -41,28 +49,28 @@ def main(argv: list[str] | None = None) -> int:
         "oracle",
         help="Kafka's own replay (KraftOracle.java); args after -- go to the oracle",
         epilog="oracle commands: image, changes, steps, bench, verify-snapshots; "
-        "e.g. oracle --version 4.1.1 -- image --dir D --offset 42",
+        "e.g. oracle --version 4.4.0 -- image --dir D --offset 42",
     )
-    o.add_argument("--version", default="4.1.1")
+    o.add_argument("--version", default=NEWEST)
     o.add_argument("args", nargs=argparse.REMAINDER)
 
     d = sub.add_parser("dump-log", help="kafka-dump-log --cluster-metadata-decoder on files")
-    d.add_argument("--version", default="4.1.1")
+    d.add_argument("--version", default=NEWEST)
     d.add_argument("--skip-record-metadata", action="store_true")
     d.add_argument("files", nargs="+", type=Path)
 
     sh = sub.add_parser("shell", help="metadata shell on a snapshot or segment, non-interactive")
-    sh.add_argument("--version", default="4.1.1")
+    sh.add_argument("--version", default=NEWEST)
     sh.add_argument("--snapshot", required=True, type=Path, help=".checkpoint or .log file")
     sh.add_argument("command", nargs=argparse.REMAINDER, help="e.g. tree /  or  cat /features/metadata.version")
 
     st = sub.add_parser(
-        "shell-texts", help="write kafka-shell.json: Kafka's shell's tree /image of every file of fixtures"
+        "shell-texts",
+        help="write kafka-shell.json: tree /image of every file of fixtures by the shell of their release line",
     )
     st.add_argument("fixtures", nargs="+", type=Path, help="fixture directories (tests/fixtures/kafka/<v>/<scenario>)")
 
     a = ap.parse_args(argv)
-    from .kafka_dist import DEFAULT_VERSIONS, ensure_kafka
 
     if a.cmd == "fetch":
         for v in a.version or list(DEFAULT_VERSIONS):
@@ -111,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "shell-texts":
         from tests.shell_texts import kafka_tree_texts, write_tree_texts
 
+        from .kafka_dist import line_version
+
         for fixture in a.fixtures:
-            version = json.loads((fixture / "meta.json").read_text())["kafkaVersion"]
+            version = line_version(json.loads((fixture / "meta.json").read_text())["kafkaVersion"])
             print(write_tree_texts(fixture, version, kafka_tree_texts(ensure_kafka(version), fixture)))
         return 0
     if a.cmd == "shell":

@@ -3,7 +3,10 @@
 * Every node is a separate JVM (``java -cp <cache>/lib/* kafka.Kafka server.properties``) started in its own
   process group; everything binds to 127.0.0.1 on random free ports; data lives in a temp dir.
 * Layouts: ``combined`` (one node with ``process.roles=broker,controller``) or one controller (node id 0)
-  plus N brokers (node ids 1..N).
+  plus N brokers (node ids 1..N), each with one or more log directories; more controllers can join a dynamic
+  quorum (``add_controller``).
+* Each node runs the cluster's Kafka version until it is upgraded in place (``upgrade_node``: another
+  version's jars on the same data).
 * The quorum is either ``dynamic`` (KIP-853: ``--standalone`` / ``controller.quorum.bootstrap.servers``,
   the default) or ``static`` (``controller.quorum.voters``).
 * Teardown is guaranteed three ways: the context manager, an ``atexit`` hook, and a watchdog thread that
@@ -189,7 +192,10 @@ class Node:
     dir: Path
     broker_port: int | None
     controller_port: int | None
+    dist: KafkaDist
     rack: str | None = None
+    log_dirs: int = 1  # a broker's log directories: data, data-2, ... (the metadata log is in the first)
+    props: dict[str, str] = field(default_factory=dict)  # this node's own properties (over the cluster's)
     proc: subprocess.Popen | None = None
     log_file: Path | None = None
     starts: int = 0
@@ -212,6 +218,18 @@ class Node:
     def metadata_log_dir(self) -> Path:
         return self.data_dir / "__cluster_metadata-0"
 
+    @property
+    def log_dir_paths(self) -> list[Path]:
+        """The node's ``log.dirs``, the metadata directory first."""
+        return [self.data_dir] + [self.dir / f"data-{i}" for i in range(2, self.log_dirs + 1)]
+
+    def directory_id(self, log_dir: Path) -> str:
+        """The directory id the formatter wrote into ``log_dir``'s ``meta.properties``."""
+        for line in (log_dir / "meta.properties").read_text().splitlines():
+            if line.startswith("directory.id="):
+                return line.split("=", 1)[1].strip()
+        raise ClusterError(f"{log_dir}/meta.properties has no directory.id")
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -224,6 +242,7 @@ class ClusterSpec:
     release_version: str | None = None  # --release-version for format (e.g. "4.0-IV3")
     heap: str = "384m"
     racks: bool = True
+    log_dirs: int = 1  # log directories of each broker
     controller_props: dict[str, str] = field(default_factory=dict)
     broker_props: dict[str, str] = field(default_factory=dict)
     hard_timeout: float = 900.0
@@ -260,15 +279,19 @@ class KafkaCluster:
                 self.workdir / "node1",
                 free_port(),
                 free_port(),
+                self.dist,
                 rack="rack-a" if s.racks else None,
+                log_dirs=s.log_dirs,
             )
         else:
             self.nodes[CONTROLLER_ID] = Node(
-                CONTROLLER_ID, "controller", self.workdir / f"node{CONTROLLER_ID}", None, free_port()
+                CONTROLLER_ID, "controller", self.workdir / f"node{CONTROLLER_ID}", None, free_port(), self.dist
             )
             for i in range(1, s.brokers + 1):
                 rack = f"rack-{'abc'[(i - 1) % 3]}" if s.racks else None
-                self.nodes[i] = Node(i, "broker", self.workdir / f"node{i}", free_port(), None, rack=rack)
+                self.nodes[i] = Node(
+                    i, "broker", self.workdir / f"node{i}", free_port(), None, self.dist, rack=rack, log_dirs=s.log_dirs
+                )
 
     @property
     def controller(self) -> Node:
@@ -305,7 +328,7 @@ class KafkaCluster:
             "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": str(n.data_dir),
+            "log.dirs": ",".join(str(d) for d in n.log_dir_paths),
             "num.network.threads": "2",
             "num.io.threads": "2",
             "background.threads": "2",
@@ -338,9 +361,10 @@ class KafkaCluster:
                 p["broker.rack"] = n.rack
             p.update(s.broker_props)
         if n.is_controller:
-            if n.is_broker is False and "advertised.listeners" not in p and self.dist.major >= 4:
+            if n.is_broker is False and "advertised.listeners" not in p and n.dist.major >= 4:
                 p["advertised.listeners"] = f"CONTROLLER://{LOOPBACK}:{n.controller_port}"
             p.update(s.controller_props)
+        p.update(n.props)
         return p
 
     # ------------------------------------------------------------------ lifecycle
@@ -354,16 +378,21 @@ class KafkaCluster:
 
     def format(self) -> None:
         for n in self.nodes.values():
-            cfg = self._write_node_files(n)
-            args = ["format", "-t", self.cluster_id, "-c", str(cfg)]
-            if self.spec.release_version:
-                args += ["--release-version", self.spec.release_version]
-            if self.spec.quorum == "dynamic":
-                if n.is_controller:
-                    args.append("--standalone")
-                elif self.dist.major >= 4:
-                    args.append("--no-initial-controllers")
-            run_java(self.dist, "kafka.tools.StorageTool", args, timeout=120)
+            self.format_node(n, standalone=n.is_controller)
+
+    def format_node(self, n: Node, *, standalone: bool) -> None:
+        """``kafka-storage format`` of one node: ``--standalone`` for the first controller of a dynamic quorum,
+        ``--no-initial-controllers`` for the others (4.x)."""
+        cfg = self._write_node_files(n)
+        args = ["format", "-t", self.cluster_id, "-c", str(cfg)]
+        if self.spec.release_version:
+            args += ["--release-version", self.spec.release_version]
+        if self.spec.quorum == "dynamic":
+            if standalone:
+                args.append("--standalone")
+            elif n.dist.major >= 4:
+                args.append("--no-initial-controllers")
+        run_java(n.dist, "kafka.tools.StorageTool", args, timeout=120)
 
     def start(self, timeout: float = 90) -> None:
         self._arm_watchdog()
@@ -390,7 +419,7 @@ class KafkaCluster:
             *logopts,
             f"-Dkafka.logs.dir={n.dir}",
             "-cp",
-            self.dist.classpath,
+            n.dist.classpath,
             "kafka.Kafka",
             str(cfg),
         ]
@@ -435,6 +464,36 @@ class KafkaCluster:
         with contextlib.suppress(Exception):
             n.proc.wait(timeout=30)
         self._reset_admin()
+
+    def restart_node(
+        self, node_id: int, *, dist: KafkaDist | None = None, props: dict[str, str] | None = None, timeout: float = 90
+    ) -> None:
+        """Graceful stop, then start again on the same data: with another Kafka version's jars (an upgrade in
+        place) and/or with ``props`` added to the node's own properties (a value None removes one)."""
+        n = self.nodes[node_id]
+        self.stop_node(node_id)
+        if dist is not None:
+            n.dist = dist
+        for k, v in (props or {}).items():
+            if v is None:
+                n.props.pop(k, None)
+            else:
+                n.props[k] = v
+        self.start_node(node_id, wait=True, timeout=timeout)
+
+    def add_controller(self, node_id: int, dist: KafkaDist | None = None) -> Node:
+        """A new controller node of the dynamic quorum, formatted without initial controllers and started: it
+        fetches the log as an observer and registers itself (KIP-919), until ``kafka-metadata-quorum
+        add-controller`` makes it a voter (KIP-853)."""
+        if self.spec.quorum != "dynamic" or node_id in self.nodes:
+            raise ClusterError(
+                f"cannot add controller {node_id} (quorum {self.spec.quorum}, nodes {sorted(self.nodes)})"
+            )
+        n = Node(node_id, "controller", self.workdir / f"node{node_id}", None, free_port(), dist or self.dist)
+        self.nodes[node_id] = n
+        self.format_node(n, standalone=False)
+        self.start_node(node_id, wait=False)
+        return n
 
     def freeze_node(self, node_id: int) -> None:
         """Suspend the node's JVMs (SIGSTOP): its files stay exactly as they are, like a node that hangs.

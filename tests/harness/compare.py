@@ -75,7 +75,8 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
     (when the view knows it), host/port/rack; dynamic topic and broker configs (including the cluster
     default ``""``); finalized features except ``kraft.version`` (a raft control-record feature that is
     not part of the metadata image); in-flight reassignments (adding/removing replicas); ACLs and SCRAM
-    credentials (user, mechanism, iterations) if recorded.
+    credentials (user, mechanism, iterations), every broker's log directories and which are cordoned, and the
+    registered controllers, if recorded.
     """
     d: list[str] = []
     vt = {n: t["topicId"] for n, t in view["topics"].items()}
@@ -157,6 +158,21 @@ def compare_view_with_image(view: dict, img: dict) -> list[str]:
         isc = {k: sorted(v) for k, v in sorted(isc.items())}
         if isc != view["scram"]:
             d.append(f"scram: view {view['scram']} != image {isc}")
+    if "logDirs" in view:  # {broker: {directory id: cordoned}}: the registration's dirs and cordoned dirs
+        for bid, dirs in view["logDirs"].items():
+            b = ib.get(int(bid))
+            if b is None:
+                d.append(f"broker {bid} log dirs: not registered in the image")
+                continue
+            if sorted(dirs) != sorted(b["logDirs"]):
+                d.append(f"broker {bid} log dirs: view {sorted(dirs)} != image {sorted(b['logDirs'])}")
+            cordoned = sorted(k for k, v in dirs.items() if v)
+            if cordoned != sorted(b["cordonedLogDirs"] or []):
+                d.append(f"broker {bid} cordoned log dirs: view {cordoned} != image {b['cordonedLogDirs']}")
+    if "controllers" in view:
+        ic = [c["controllerId"] for c in img["controllers"]]
+        if view["controllers"] != ic:
+            d.append(f"registered controllers: view {view['controllers']} != image {ic}")
     if "acls" in view:
         ia = sorted(
             ({k: v for k, v in a.items() if k != "id"} for a in img["acls"]),
@@ -212,6 +228,9 @@ _REC = re.compile(
     r"^\| offset: (\d+) CreateTime: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: (-?\d+) "
     r"headerKeys: \[[^\]]*\] ?(.*)$"
 )
+# a record line of --skip-record-metadata: " payload: {...}" (Scala kafka.tools.DumpLogSegments, up to 4.2)
+# or "| payload: {...}" (Java org.apache.kafka.tools.DumpLogSegments, 4.3+); a control record is a blank line
+_SKIPPED_REC = re.compile(r"^\|? payload: (.*)$")
 # control record labels printed by DumpLogSegments -> ControlRecordType names
 CONTROL_LABELS = {
     "LeaderChange": "LEADER_CHANGE",
@@ -224,16 +243,21 @@ CONTROL_LABELS = {
 
 
 def parse_dump_log(text: str) -> Iterator[dict]:
-    """Records of a ``kafka-dump-log --cluster-metadata-decoder`` text (not --skip-record-metadata).
+    """Records of a ``kafka-dump-log --cluster-metadata-decoder`` text, with or without
+    ``--skip-record-metadata``, as the Scala tool (up to 4.2) and the Java tool (4.3+) print it.
 
     Yields dicts {file, offset, timestamp, batch_base_offset, is_control, control_type, control_data,
     type, version, data, raw} where type/version/data come from the ``payload:`` JSON of data records and
-    control_type/control_data from the control record line (e.g. ``LeaderChange: {...}``)."""
+    control_type/control_data from the control record line (e.g. ``LeaderChange: {...}``). Without record
+    metadata, a record's offset is its batch's base offset plus its index, its timestamp the batch's
+    CreateTime, and a control record (a blank line) has no control type."""
     file = None
     batch = None
+    index = 0
     for line in text.splitlines():
         if line.startswith("Dumping "):
             file = line[len("Dumping ") :].strip()
+            batch = None
             continue
         m = _BATCH.match(line)
         if m:
@@ -244,30 +268,39 @@ def parse_dump_log(text: str) -> Iterator[dict]:
                 "control": m.group(6) == "true",
                 "time": int(m.group(7)),
             }
+            index = 0
             continue
-        m = _REC.match(line)
-        if not m:
+        if batch is None:
             continue
-        rest = m.group(6)
         rec = {
             "file": file,
-            "offset": int(m.group(1)),
-            "timestamp": int(m.group(2)),
-            "batch_base_offset": batch["base"] if batch else None,
-            "is_control": bool(batch and batch["control"]),
+            "offset": batch["base"] + index,
+            "timestamp": batch["time"],
+            "batch_base_offset": batch["base"],
+            "is_control": batch["control"],
             "control_type": None,
             "control_data": None,
             "type": None,
             "version": None,
             "data": None,
-            "raw": rest,
+            "raw": line,
         }
+        if m := _REC.match(line):
+            rec["offset"], rec["timestamp"], rest = int(m.group(1)), int(m.group(2)), m.group(6)
+        elif m := _SKIPPED_REC.match(line):
+            rest = "payload: " + m.group(1)
+        elif line == "" and batch["control"] and index <= batch["last"] - batch["base"]:
+            rest = ""
+        else:
+            continue
+        index += 1
+        rec["raw"] = rest
         if rest.startswith("payload: "):
             payload = json.loads(rest[len("payload: ") :])
             rec["type"], rec["version"], rec["data"] = payload.get("type"), payload.get("version"), payload.get("data")
         elif rest.startswith("controlType: "):  # 3.x: "controlType: LEADER_CHANGE(2)", no body
             rec["control_type"] = rest[len("controlType: ") :].split("(")[0].strip()
-        else:  # 4.x: "LeaderChange: {...}", "KRaftVersion {...}", "SnapshotHeader {...}", ...
+        elif rest:  # 4.x: "LeaderChange: {...}", "KRaftVersion {...}", "SnapshotHeader {...}", ...
             label, _, js = rest.partition(" ")
             label = label.rstrip(":")
             rec["control_type"] = CONTROL_LABELS.get(label, label.upper())

@@ -7,61 +7,49 @@ every broker between consecutive offsets, in the JSON shapes documented in ``REA
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
-from .kafka_dist import KafkaDist, java_bin
+from .kafka_dist import FetchError, KafkaDist, compile_java, java_bin
 
 SOURCE = Path(__file__).parent / "java" / "KraftOracle.java"
+RECORD_PACKAGE = "org.apache.kafka.common.record"
+RECORD_CLASSES = ("ControlRecordType", "ControlRecordUtils", "FileLogInputStream", "FileRecords", "Record")
+"""Classes of ``kafka-clients`` the oracle imports from RECORD_PACKAGE; from 4.3 they are in its ``internal``
+subpackage (the only change of the source between releases that reflection cannot make)."""
 
 
 class OracleError(RuntimeError):
     pass
 
 
-def compile_oracle(dist: KafkaDist, source: Path = SOURCE) -> Path:
-    """``source`` (a class of ``java/``, by default KraftOracle) compiled against ``dist``'s jars, once per
-    version and source: the directory holding its classes."""
-    src = source.read_bytes()
-    sha = hashlib.sha256(src).hexdigest()[:16]
-    out = dist.home / "oracle" / sha
-    if (out / f"{source.stem}.class").exists():
-        return out
-    tmp = Path(tempfile.mkdtemp(prefix="oracle-", dir=dist.home))
-    proc = subprocess.run(
-        [
-            java_bin("javac"),
-            "-nowarn",
-            "-encoding",
-            "UTF-8",
-            "--release",
-            "17",
-            "-cp",
-            dist.classpath,
-            "-d",
-            str(tmp),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise OracleError(f"javac {source.name} against Kafka {dist.version} failed:\n{proc.stderr[-5000:]}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():  # concurrent compile
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(out)
-    return out
+def oracle_source(dist: KafkaDist) -> str:
+    """``KraftOracle.java`` with the record classes imported from the package ``dist`` has them in."""
+    src = SOURCE.read_text(encoding="utf-8")
+    if not dist.has_class(f"{RECORD_PACKAGE}.internal.FileRecords"):
+        return src
+    for name in RECORD_CLASSES:
+        src = re.sub(
+            rf"^import {re.escape(RECORD_PACKAGE)}\.{name}\b",
+            f"import {RECORD_PACKAGE}.internal.{name}",
+            src,
+            flags=re.M,
+        )
+    return src
+
+
+def compile_oracle(dist: KafkaDist) -> Path:
+    """The directory of ``KraftOracle.class`` compiled for ``dist`` (cached per version and source)."""
+    try:
+        return compile_java(dist, "oracle", {"KraftOracle.java": oracle_source(dist)})
+    except FetchError as e:
+        raise OracleError(str(e)) from None
 
 
 def run_oracle(

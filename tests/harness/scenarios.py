@@ -26,7 +26,7 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 
 from . import compare, oracle, tools
 from .cluster import ClusterError, ClusterSpec, KafkaCluster
-from .kafka_dist import KafkaDist, ensure_kafka
+from .kafka_dist import RELEASES, KafkaDist, ensure_kafka, release_line
 from .views import quorum_state, settle_and_record
 
 IGNORED_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", ".lock", ".deleted", ".part", ".tmp")
@@ -46,7 +46,7 @@ class ScenarioRun:
     out: Path
     command: str
     steps: list[dict] = field(default_factory=list)
-    with_acls: bool = False
+    extras: tuple[str, ...] = ()  # optional view parts (views.VIEW_EXTRAS)
     t0: float = field(default_factory=time.monotonic)
     captured: dict | None = None  # set by capture(): the node whose metadata directory was saved, and why
 
@@ -56,9 +56,18 @@ class ScenarioRun:
 
     # -- recording
     def step(
-        self, name: str, description: str, check: Callable[[dict], bool] | None = None, timeout: float = 90
+        self,
+        name: str,
+        description: str,
+        check: Callable[[dict], bool] | None = None,
+        timeout: float = 90,
+        extras: tuple[str, ...] | None = None,
     ) -> dict:
-        view = settle_and_record(self.cluster, check=check, timeout=timeout, with_acls=self.with_acls)
+        """Record the cluster's view once it has settled (and ``check`` holds), with the run's optional view parts
+        or ``extras``."""
+        view = settle_and_record(
+            self.cluster, check=check, timeout=timeout, extras=self.extras if extras is None else extras
+        )
         rec = {"step": len(self.steps), "name": name, "description": description, **view}
         self.steps.append(rec)
         log(f"step {rec['step']:2d} {name:28s} offset={rec['offset']} (+{time.monotonic() - self.t0:.0f}s)")
@@ -71,7 +80,10 @@ class ScenarioRun:
 
     def alter_configs(self, rtype: ConfigResourceType, name: str, changes: dict[str, str | None]) -> None:
         cfg = {k: ((AlterConfigOp.DELETE, None) if v is None else (AlterConfigOp.SET, v)) for k, v in changes.items()}
-        res = self.admin.alter_configs([ConfigResource(rtype, name, configs=cfg)], incremental=True)
+        # (kafka-python knows no config newer than its own list, such as 4.3's cordoned.log.dirs: Kafka checks them)
+        res = self.admin.alter_configs(
+            [ConfigResource(rtype, name, configs=cfg)], incremental=True, raise_on_unknown=False
+        )
         bad = [(t, n, r) for t, m in res.items() for n, r in m.items() if r not in ("OK", None)]
         if bad:
             raise RuntimeError(f"alter_configs failed: {bad}")
@@ -231,7 +243,7 @@ def scenario_basic(run: ScenarioRun) -> None:
         "re-create alpha (2 partitions, RF3, new topic id)",
         check=lambda v: len(parts(v, "alpha")) == 2 and full_isr(v, ["alpha"]),
     )
-    if run.with_acls:
+    if "acls" in run.extras:
         from kafka.admin import (
             ACL,
             ACLFilter,
@@ -529,6 +541,149 @@ def scenario_rolling_restart(run: ScenarioRun) -> None:
     run.step("idle", "6 s without changes (snapshots are taken every few seconds in this scenario)")
 
 
+def scenario_cordon(run: ScenarioRun) -> None:
+    """KIP-1066 (4.3+): brokers with two log directories each; a directory, then all of a broker's directories,
+    cordoned with the dynamic broker config ``cordoned.log.dirs`` (the broker reports them in its heartbeats, the
+    controller writes BrokerRegistrationChangeRecord v3), new replicas placed on uncordoned brokers only, both
+    uncordoned, and a broker restarted with a directory cordoned in its server.properties."""
+    nodes = {b.node_id: b for b in run.cluster.brokers}
+    n = len(nodes)
+    if n < 3 or any(b.log_dirs < 2 for b in nodes.values()):
+        raise SystemExit("the cordon scenario needs 3 brokers with two log directories each")
+
+    def cordoned(v: dict, broker: int) -> list[str]:
+        return sorted(d for d, c in v["logDirs"].get(str(broker), {}).items() if c)
+
+    def dir_id(broker: int, index: int) -> str:
+        return nodes[broker].directory_id(nodes[broker].log_dir_paths[index])
+
+    run.step(
+        "cluster-up",
+        f"controller + {n} brokers, two log directories each, none cordoned",
+        check=lambda v: len(alive_ids(v)) == n and all(not cordoned(v, b) for b in nodes),
+    )
+    run.create_topics(
+        {"c1": {"num_partitions": 3, "replication_factor": 2}, "c2": {"num_partitions": 4, "replication_factor": 1}}
+    )
+    run.step("create-topics", "c1 3xRF2, c2 4xRF1", check=lambda v: full_isr(v) and len(parts(v, "c2")) == 4)
+    run.alter_configs(ConfigResourceType.BROKER, "1", {"cordoned.log.dirs": str(nodes[1].log_dir_paths[1])})
+    run.step(
+        "cordon-dir",
+        "broker 1 cordons its second log directory (dynamic broker config cordoned.log.dirs)",
+        check=lambda v: cordoned(v, 1) == [dir_id(1, 1)],
+    )
+    run.alter_configs(ConfigResourceType.BROKER, "2", {"cordoned.log.dirs": "*"})
+    run.step(
+        "cordon-broker",
+        "broker 2 cordons all its log directories (cordoned.log.dirs=*)",
+        check=lambda v: cordoned(v, 2) == sorted(dir_id(2, i) for i in range(2)),
+    )
+    run.create_topics({"c3": {"num_partitions": 6, "replication_factor": 1}})
+    run.step(
+        "create-on-uncordoned",
+        "c3 6xRF1: its replicas are placed on brokers 1 and 3 only (broker 2 has no uncordoned directory)",
+        check=lambda v: len(parts(v, "c3")) == 6 and all(2 not in p["replicas"] for p in parts(v, "c3")),
+    )
+    run.alter_configs(ConfigResourceType.BROKER, "1", {"cordoned.log.dirs": None})
+    run.alter_configs(ConfigResourceType.BROKER, "2", {"cordoned.log.dirs": None})
+    run.step(
+        "uncordon",
+        "delete cordoned.log.dirs on brokers 1 and 2: no directory cordoned",
+        check=lambda v: not cordoned(v, 1) and not cordoned(v, 2),
+    )
+    run.cluster.restart_node(3, props={"cordoned.log.dirs": str(nodes[3].log_dir_paths[0])})
+    run.step(
+        "restart-cordoned",
+        "broker 3 restarted with its first log directory in cordoned.log.dirs (server.properties)",
+        check=lambda v: 3 in alive_ids(v) and full_isr(v) and cordoned(v, 3) == [dir_id(3, 0)],
+    )
+    time.sleep(4)
+    run.step("idle", "4 s without changes")
+
+
+def scenario_upgrade(run: ScenarioRun) -> None:
+    """A cluster formatted and run by the release UPGRADE_FROM names, upgraded in place to this version one node at
+    a time (controller first), its metadata.version raised to this version's newest production level; then, with
+    4.4's controller unregistration (KIP-1312), a controller added to the dynamic quorum (KIP-853), removed from it,
+    stopped and unregistered (UnregisterControllerRecord)."""
+    old = run.cluster.controller.dist.version
+    ids = [b.node_id for b in run.cluster.brokers]
+    n = len(ids)
+    run.step("cluster-up", f"controller + {n} brokers of Kafka {old}", check=lambda v: len(alive_ids(v)) == n)
+    run.create_topics(
+        {
+            "u1": {"num_partitions": 3, "replication_factor": min(3, n)},
+            "u2": {"num_partitions": 4, "replication_factor": min(2, n), "configs": {"retention.ms": "86400000"}},
+        }
+    )
+    run.step(
+        "create-topics", "u1 3xRF3, u2 4xRF2 with retention.ms", check=lambda v: full_isr(v) and "u2" in v["topics"]
+    )
+    for node in [run.cluster.controller.node_id, *ids]:
+        run.cluster.restart_node(node, dist=run.dist)
+        run.step(
+            f"upgrade-node-{node}",
+            f"node {node} stopped (controlled shutdown) and started with Kafka {run.dist.version} on the same data",
+            check=lambda v: len(alive_ids(v)) == n and full_isr(v),
+        )
+    target = _latest_production_mv_level(run)
+    res = run.admin.update_features({"metadata.version": ("UPGRADE", target)})
+    if any(v != "OK" for v in res.values()):
+        raise RuntimeError(f"metadata.version upgrade failed: {res}")
+    run.step(
+        "upgrade-metadata-version",
+        f"metadata.version raised to {target}, the newest production level of Kafka {run.dist.version}",
+        check=lambda v: v["features"].get("metadata.version") == target,
+        extras=("controllers",),
+    )
+    run.create_topics({"u3": {"num_partitions": 2, "replication_factor": min(2, n)}})
+    run.cluster.restart_node(ids[0])
+    run.step(
+        f"create-and-restart-{ids[0]}",
+        f"u3 2xRF2 created; broker {ids[0]} restarted (registers again at the new metadata.version)",
+        check=lambda v: len(alive_ids(v)) == n and full_isr(v) and "u3" in v["topics"],
+    )
+    added = max(run.cluster.nodes) + 1
+    node = run.cluster.add_controller(added, run.dist)
+    bootstrap = ["--bootstrap-controller", run.cluster.controller_endpoint]
+    run.cluster.wait_for(
+        lambda: quorum_state(run.admin)["observers"].get(added, -1) >= quorum_state(run.admin)["highWatermark"] - 1,
+        90,
+        f"controller {added} to catch up as an observer",
+    )
+    config = node.dir / "server.properties"
+    tools.run_java(run.dist, tools.QUORUM_CLASS, [*bootstrap, "--command-config", str(config), "add-controller"])
+    run.step(
+        f"add-controller-{added}",
+        f"controller {added} started (it registers itself) and added to the voters "
+        "(kafka-metadata-quorum add-controller)",
+        check=lambda v: sorted(quorum_state(run.admin)["voters"]) == [0, added] and v["controllers"] == [0, added],
+        extras=("controllers",),
+    )
+    directory = node.directory_id(node.data_dir)
+    tools.run_java(
+        run.dist,
+        tools.QUORUM_CLASS,
+        [*bootstrap, "remove-controller", "--controller-id", str(added), "--controller-directory-id", directory],
+    )
+    run.cluster.wait_for(
+        lambda: sorted(quorum_state(run.admin)["voters"]) == [0], 60, f"controller {added} to leave the voters"
+    )
+    run.cluster.stop_node(added)
+    tools.run_java(
+        run.dist, "org.apache.kafka.tools.ClusterTool", ["unregister-controller", *bootstrap, "--id", str(added)]
+    )
+    run.step(
+        f"remove-controller-{added}",
+        f"controller {added} removed from the voters (kafka-metadata-quorum remove-controller), stopped and "
+        "unregistered (kafka-cluster unregister-controller: UnregisterControllerRecord)",
+        check=lambda v: v["controllers"] == [0],
+        extras=("controllers",),
+    )
+    time.sleep(3)
+    run.step("idle", "3 s without changes")
+
+
 # ----------------------------------------------------------------------------- a node's directory after retention
 def snapshot_id(checkpoint: Path) -> tuple[int, int]:
     """(end offset, epoch) of a ``<end offset>-<epoch>.checkpoint`` file."""
@@ -633,9 +788,11 @@ def scenario_snapshot_fetch(run: ScenarioRun) -> None:
 
 SCENARIOS: dict[str, tuple[Callable[[ScenarioRun], None], dict]] = {
     "smoke": (scenario_smoke, {"combined": True, "brokers": 1}),
-    "basic": (scenario_basic, {"older_mv": True, "acls": True}),
+    "basic": (scenario_basic, {"older_mv": True, "extras": ("acls",)}),
     "reassign": (scenario_reassign, {}),
     "rolling-restart": (scenario_rolling_restart, {"snapshots": True}),
+    "cordon": (scenario_cordon, {"snapshots": True, "log_dirs": 2, "extras": ("logDirs",)}),
+    "upgrade": (scenario_upgrade, {"upgrade_from": "4.1", "props": "upgrade"}),
     "retention": (scenario_retention, {"brokers": 2, "props": "retention", "captures": True}),
     "snapshot-fetch": (scenario_snapshot_fetch, {"brokers": 2, "props": "snapshot-fetch", "captures": True}),
 }
@@ -649,14 +806,17 @@ ACL_PROPS = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:ANONYMOUS",
 }
-OLDER_MV = {3: "3.8-IV0", 4: "4.0-IV3"}
-# Kafka's own snapshot retention, made fast (the log cleaner itself runs every 60 s, not configurable).
+OLDER_MV = {"3.9": "3.8-IV0", "4.0": "3.9-IV0", "4.1": "4.0-IV3", "4.2": "4.1-IV1", "4.3": "4.2-IV1", "4.4": "4.3-IV0"}
+"""The metadata.version ``basic`` formats a cluster of each release line at: the previous line's newest (default)."""
+# Controller properties of some scenarios; ``retention`` and ``snapshot-fetch``: Kafka's own snapshot retention,
+# made fast (the log cleaner itself runs every 60 s, not configurable).
 CONTROLLER_PROPS = {
     "retention": {  # a snapshot every 5 s, a segment every 5 s, snapshots older than 1 s deleted
         "metadata.log.max.snapshot.interval.ms": "5000",
         "metadata.log.segment.ms": "5000",
         "metadata.max.retention.ms": "1000",
     },
+    "upgrade": {"metadata.max.idle.interval.ms": "2000"},  # a long scenario: fewer NoOps keep its log small
     "snapshot-fetch": {  # no NoOps: the log only grows by changes; a snapshot after every batch
         "metadata.max.idle.interval.ms": "0",
         "metadata.log.max.record.bytes.between.snapshots": "1",
@@ -671,16 +831,16 @@ def build_spec(
     _, opts = SCENARIOS[name]
     comb = opts.get("combined", False) if combined is None else combined
     nb = brokers if brokers is not None else opts.get("brokers", 3)
-    spec = ClusterSpec(brokers=1 if comb else nb, combined=comb, quorum=quorum)
+    spec = ClusterSpec(brokers=1 if comb else nb, combined=comb, quorum=quorum, log_dirs=opts.get("log_dirs", 1))
     if opts.get("older_mv"):
-        spec.release_version = OLDER_MV.get(dist.major)
+        spec.release_version = OLDER_MV[release_line(dist.version)]
         if dist.major == 3 and quorum == "dynamic":
             # 3.9's dynamic quorum (kraft.version 1) needs metadata.version 3.9-IV0: use static voters
             spec.quorum = "static"
     props: dict[str, str] = {}
     if opts.get("snapshots") if snapshots is None else snapshots:
         props.update(SNAPSHOT_PROPS)
-    if opts.get("acls"):
+    if "acls" in opts.get("extras", ()):  # ACLs need an authorizer
         props.update(ACL_PROPS)
     props.update(CONTROLLER_PROPS.get(opts.get("props", ""), {}))
     spec.controller_props.update(props)
@@ -711,9 +871,12 @@ def run_scenario(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     t0 = time.monotonic()
-    cluster = KafkaCluster(dist, spec, keep_workdir=keep_workdir)
-    log(f"scenario {name} on Kafka {version}: workdir {cluster.workdir}")
-    run = ScenarioRun(name, dist, cluster, out, command or "", with_acls=bool(opts.get("acls")))
+    # an upgrade scenario starts its cluster on the newest patch of an older release line
+    start = ensure_kafka(RELEASES[opts["upgrade_from"]]) if "upgrade_from" in opts else dist
+    cluster = KafkaCluster(start, spec, keep_workdir=keep_workdir)
+    upgrade = f" -> {version}" if start is not dist else ""
+    log(f"scenario {name} on Kafka {start.version}{upgrade}: workdir {cluster.workdir}")
+    run = ScenarioRun(name, dist, cluster, out, command or "", extras=opts.get("extras", ()))
     try:
         with cluster:
             log(f"cluster up in {time.monotonic() - t0:.1f}s")
@@ -723,6 +886,10 @@ def run_scenario(
                 save_capture(run, spec=spec, wall=time.monotonic() - t0)
             else:
                 save_outputs(run, keep_indexes=keep_indexes, spec=spec, wall=time.monotonic() - t0)
+            if start is not dist:
+                meta = json.loads((out / "meta.json").read_text())
+                meta["upgradedFrom"] = start.version
+                (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     except BaseException:
         # keep what we have for debugging
         if run.steps:
@@ -768,7 +935,7 @@ def write_meta(run: ScenarioRun, meta_dir: Path, spec: ClusterSpec, wall: float,
         "metadataDirFrom": source,
         "files": sorted(p.name for p in meta_dir.iterdir()),
         "steps": len(run.steps),
-        "dumpLog": "kafka.tools.DumpLogSegments --cluster-metadata-decoder --files <segments> "
+        "dumpLog": f"{run.dist.main_class(*tools.DUMP_LOG_CLASSES)} --cluster-metadata-decoder --files <segments> "
         "[--skip-record-metadata], run with the output directory as working directory",
     }
     (run.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
-from .kafka_dist import KafkaDist, java_bin
-from .oracle import OracleError, compile_oracle
+from .kafka_dist import FetchError, KafkaDist, compile_java, java_bin, shell_classes
+from .oracle import OracleError
 
 SOURCE = Path(__file__).parent / "java" / "ShellDriver.java"
 HELP_COLUMNS = "80"
@@ -74,8 +74,13 @@ def run_shell(
 
 
 def _driver(dist: KafkaDist, requests: str, timeout: float) -> bytes:
-    """ShellDriver's output for ``requests`` (compiled against ``dist`` once)."""
-    classes = compile_oracle(dist, SOURCE)
+    """ShellDriver's output for ``requests`` (compiled against ``dist`` once; with the shell compiled for a
+    version Maven Central has none of, ``kafka_dist.shell_classes``)."""
+    shell = [path] if (path := shell_classes(dist)) is not None else []
+    try:
+        classes = compile_java(dist, "shell-driver", {SOURCE.name: SOURCE.read_text(encoding="utf-8")}, shell)
+    except FetchError as e:
+        raise OracleError(str(e)) from None
     tmp = Path(tempfile.mkdtemp(prefix="shell-driver-"))
     try:
         cmd = [
@@ -84,7 +89,7 @@ def _driver(dist: KafkaDist, requests: str, timeout: float) -> bytes:
             *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
             *write_log_configs(tmp, log_file=None, level="OFF"),
             "-cp",
-            os.pathsep.join([str(classes), dist.classpath]),
+            os.pathsep.join([str(classes), *map(str, shell), dist.classpath]),
             "ShellDriver",
         ]
         proc = subprocess.run(

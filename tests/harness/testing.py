@@ -46,7 +46,23 @@ def meta_dir(fixture: Path) -> Path:
 
 
 def fixture_version(fixture: Path) -> str:
+    """The Kafka version that wrote the fixture (its ``meta.json``)."""
     return json.loads((fixture / "meta.json").read_text())["kafkaVersion"]
+
+
+def fixture_release(fixture: Path) -> str:
+    """The release line of the Kafka that wrote the fixture: ``"4.3"`` for a log of 4.3.1."""
+    from .kafka_dist import release_line
+
+    return release_line(fixture_version(fixture))
+
+
+def fixture_dist(fixture: Path):
+    """The Kafka the fixture is checked with: the newest patch of the release line that wrote it
+    (``kafka_dist.RELEASES``), so a test run fetches one version per line."""
+    from .kafka_dist import line_version
+
+    return dist_for(line_version(fixture_version(fixture)))
 
 
 @functools.cache
@@ -67,7 +83,7 @@ def oracle_steps(fixture: Path) -> dict:
     views = load_views(fixture)
     offsets = [s["offset"] for s in views["steps"]]
     offsets.append(max(offsets[-1], last_offset(fixture)))
-    return steps(dist_for(fixture_version(fixture)), meta_dir(fixture), offsets)
+    return steps(fixture_dist(fixture), meta_dir(fixture), offsets)
 
 
 _PR = re.compile(r"PartitionRegistration\((.*)\)")

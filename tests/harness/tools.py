@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 from .cluster import run_java
-from .kafka_dist import KafkaDist
+from .kafka_dist import KafkaDist, shell_classes
 
-DUMP_LOG_CLASS = "kafka.tools.DumpLogSegments"  # same class in 3.9 and 4.x (core)
+DUMP_LOG_CLASSES = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")  # Java from 4.3
 SHELL_CLASS = "org.apache.kafka.shell.MetadataShell"
-CONFIG_CLASS = "kafka.admin.ConfigCommand"
+CONFIG_CLASSES = ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand")  # Java from 4.4
 QUORUM_CLASS = "org.apache.kafka.tools.MetadataQuorumCommand"
 
 
@@ -37,23 +37,30 @@ def dump_log(
     args = ["--cluster-metadata-decoder", "--files", ",".join(names)]
     if skip_record_metadata:
         args.append("--skip-record-metadata")
-    return run_java(dist, DUMP_LOG_CLASS, args, cwd=cwd, timeout=timeout).stdout
+    return run_java(dist, dist.main_class(*DUMP_LOG_CLASSES), args, cwd=cwd, timeout=timeout).stdout
 
 
 def metadata_shell(
     dist: KafkaDist, snapshot_or_segment: Path, command: list[str], timeout: float = 60, attempts: int = 4
 ) -> str:
-    """Run the metadata shell non-interactively (``--snapshot <file> <command...>``), e.g. ``["tree", "/"]``.
+    """Run the metadata shell non-interactively (``--snapshot <file> <command...>``), e.g. ``["tree", "/"]``;
+    for a version without a published shell, the one ``kafka_dist.SHELL_VERSIONS`` / ``SHELL_SOURCE_MOVES`` give.
 
     The shell reads a snapshot (``.checkpoint``) or a log segment (``.log``) file.  Its non-interactive mode
     can run the command before its loader has published the image (observed with 4.1.1: empty output), or
     never finish (observed with 3.9.1: ``waitUntilCaughtUp`` sleeping forever, once in a default run), so an
     empty answer is retried, and so is a run killed after ``timeout`` seconds (the fixtures load in one or two)."""
+    compiled = shell_classes(dist)
+    extra_cp = [str(compiled)] if compiled else None
     out = ""
     for attempt in range(attempts):
         try:
             out = run_java(
-                dist, SHELL_CLASS, ["--snapshot", str(snapshot_or_segment), *command], timeout=timeout
+                dist,
+                SHELL_CLASS,
+                ["--snapshot", str(snapshot_or_segment), *command],
+                timeout=timeout,
+                extra_cp=extra_cp,
             ).stdout
         except subprocess.TimeoutExpired:
             if attempt == attempts - 1:
@@ -65,7 +72,8 @@ def metadata_shell(
 
 
 def config_command(dist: KafkaDist, bootstrap: str, args: list[str], timeout: float = 120) -> str:
-    return run_java(dist, CONFIG_CLASS, ["--bootstrap-server", bootstrap, *args], timeout=timeout).stdout
+    config_class = dist.main_class(*CONFIG_CLASSES)
+    return run_java(dist, config_class, ["--bootstrap-server", bootstrap, *args], timeout=timeout).stdout
 
 
 def quorum_describe(dist: KafkaDist, bootstrap: str, what: str = "--status", timeout: float = 120) -> str:

@@ -160,7 +160,42 @@ def _acls(admin) -> list[dict]:
     return sorted(out, key=lambda d: tuple(str(v) for v in d.values()))
 
 
-def collect_view(cluster, *, with_acls: bool = False) -> dict:
+VIEW_EXTRAS = ("acls", "logDirs", "controllers")
+"""Optional parts of a view a scenario asks for: ``acls`` (ACLs and SCRAM users), ``logDirs`` (every broker's log
+directories, cordoned or not: DescribeLogDirs v5, KIP-1066), ``controllers`` (the registered controllers: Kafka's
+``kafka-cluster list-endpoints --bootstrap-controller``, a DescribeCluster sent to a controller, KIP-919)."""
+
+
+def _log_dirs(cluster, admin, broker_ids: list[int]) -> dict:
+    """{"<broker id>": {directory id: cordoned}} of the given brokers (a directory's id is the one the formatter
+    wrote into its ``meta.properties``; DescribeLogDirs names it by path)."""
+    out = {}
+    for entry in admin.describe_log_dirs(brokers=broker_ids):
+        node = cluster.nodes[entry["broker"]]
+        ids = {str(path): node.directory_id(path) for path in node.log_dir_paths}
+        dirs = {}
+        for d in entry["log_dirs"]:
+            if d.get("error_code"):
+                raise RuntimeError(f"DescribeLogDirs of broker {entry['broker']}: {d}")
+            dirs[ids[d["log_dir"]]] = bool(d["is_cordoned"])
+        out[str(entry["broker"])] = dict(sorted(dirs.items()))
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def _controllers(cluster) -> list[int]:
+    """Ids of the registered controllers, as a controller answers DescribeCluster (``ClusterTool list-endpoints``)."""
+    from .cluster import run_java
+
+    dist = cluster.controller.dist
+    args = ["list-endpoints", "--bootstrap-controller", cluster.controller_endpoint]
+    out = run_java(dist, "org.apache.kafka.tools.ClusterTool", args, timeout=60).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    if not lines or lines[0][:2] != ["ID", "HOST"]:
+        raise RuntimeError(f"unexpected kafka-cluster list-endpoints output: {out!r}")
+    return sorted(int(cols[0]) for cols in lines[1:])
+
+
+def collect_view(cluster, *, extras: tuple[str, ...] = ()) -> dict:
     admin = cluster.admin()
     dc = admin.describe_cluster()
     brokers = sorted(
@@ -186,9 +221,13 @@ def collect_view(cluster, *, with_acls: bool = False) -> dict:
         "features": _features(admin),
         "reassignments": _reassignments(admin),
     }
-    if with_acls:
+    if "acls" in extras:
         view["acls"] = _acls(admin)
         view["scram"] = _scram(admin)
+    if "logDirs" in extras:
+        view["logDirs"] = _log_dirs(cluster, admin, broker_ids)
+    if "controllers" in extras:
+        view["controllers"] = _controllers(cluster)
     return view
 
 
@@ -209,7 +248,7 @@ def settle_and_record(
     *,
     check: Callable[[dict], bool] | None = None,
     timeout: float = 90,
-    with_acls: bool = False,
+    extras: tuple[str, ...] = (),
     min_gap: float = 0.8,
 ) -> dict:
     """Wait until the cluster's view is stable (and ``check(view)`` holds); return the view with offsets."""
@@ -229,7 +268,7 @@ def settle_and_record(
                 time.sleep(0.2)
                 continue
             time.sleep(0.3)  # let brokers apply what they fetched
-            view = collect_view(cluster, with_acls=with_acls)
+            view = collect_view(cluster, extras=extras)
             hist.append((q, view))
             # three identical views in a row; the offset is the HW read just before the middle one, so
             # any change committed before it is in every view and none after it is in the middle view.

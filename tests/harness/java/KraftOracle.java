@@ -3,8 +3,11 @@
  * (FileRecords, MetadataRecordSerde, MetadataDelta, MetadataImage, TopicsDelta.localChanges) and prints
  * images / local replica changes as JSON in the shapes documented in tests/harness/README.md.
  *
- * Compiled at test time by tests/harness/oracle.py against the jars of one Kafka version (3.9.x or 4.x);
- * the few APIs that differ between versions are called reflectively.  Never committed as a binary.
+ * Compiled at test time by tests/harness/oracle.py against the jars of one Kafka version (3.9 to 4.4);
+ * the few APIs that differ between versions are called reflectively, and oracle.py points the imports of
+ * the record classes (RECORD_CLASSES there) at the package the jars have them in
+ * (org.apache.kafka.common.record up to 4.2, org.apache.kafka.common.record.internal from 4.3).
+ * Never committed as a binary.
  *
  * Commands (all take --dir <__cluster_metadata-0 dir> and --source auto|log|snapshot):
  *   image   --offset N [--offset M ...]            one JSON image per line
@@ -52,6 +55,7 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -90,6 +94,63 @@ public class KraftOracle {
         } catch (ReflectiveOperationException e) {
             throw new RuntimeException(e);
         }
+    }
+
+    /** The value of the first of the zero-argument methods {@code names} the object's class has. */
+    static Object call(Object target, String... names) {
+        for (String name : names) {
+            Method m;
+            try {
+                m = target.getClass().getMethod(name);
+            } catch (NoSuchMethodException e) {
+                continue;
+            }
+            try {
+                return m.invoke(target);
+            } catch (InvocationTargetException e) {
+                throw new RuntimeException(e.getCause());
+            } catch (ReflectiveOperationException e) {
+                throw new RuntimeException(e);
+            }
+        }
+        throw new IllegalStateException(target.getClass().getName() + " has none of " + Arrays.toString(names));
+    }
+
+    /**
+     * The SupportedConfigChecker a broker of this release replays ConfigRecords with, or null for a release
+     * without one: with KAFKA-19851 (4.3.0, backported to 4.2.1; on the 4.1 and 4.0 branches after 4.1.2 and
+     * 4.0.2) brokers (SharedServer) and the metadata shell build their MetadataDelta with
+     * org.apache.kafka.server.config.DefaultSupportedConfigChecker, which drops ConfigRecords of unknown
+     * TOPIC / GROUP / CLIENT_METRICS config names and of every resource type but BROKER.
+     */
+    static final Object CONFIG_CHECKER = newConfigChecker();
+
+    static Object newConfigChecker() {
+        Class<?> cls;
+        try {
+            cls = Class.forName("org.apache.kafka.server.config.DefaultSupportedConfigChecker");
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+        try {
+            return cls.getConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** A MetadataDelta on {@code image}, built as a broker of this release builds it (MetadataLoader). */
+    static MetadataDelta newDelta(MetadataImage image) {
+        MetadataDelta.Builder builder = new MetadataDelta.Builder().setImage(image);
+        if (CONFIG_CHECKER != null) {
+            try {
+                Class<?> iface = Class.forName("org.apache.kafka.metadata.SupportedConfigChecker");
+                MetadataDelta.Builder.class.getMethod("setSupportedConfigChecker", iface).invoke(builder, CONFIG_CHECKER);
+            } catch (ReflectiveOperationException e) {
+                throw new RuntimeException(e);
+            }
+        }
+        return builder.build();
     }
 
     /** metadata.version feature level of an image, or null if the image has none (4.x empty image). */
@@ -132,7 +193,12 @@ public class KraftOracle {
             Matcher m = CHECKPOINT.matcher(f.getName());
             if (m.matches()) {
                 long end = Long.parseLong(m.group(1));
-                if (end > 0) out.add(new Snap(f, end, Integer.parseInt(m.group(2))));  // 0-0 = bootstrap, no data
+                // 0-0 is the bootstrap snapshot, never an image of a broker's MetadataLoader: from 4.3
+                // KafkaRaftClient hands snapshot id (0, 0) to Listener.handleLoadBootstrap, which the loader
+                // ignores (from 4.4 the file holds the bootstrap records, KIP-1170, which the controller
+                // writes into the log when it activates); up to 4.2 it went to handleLoadSnapshot, but held
+                // KRaft control records only (no metadata record: the image before offset 0).
+                if (end > 0) out.add(new Snap(f, end, Integer.parseInt(m.group(2))));
             }
         }
         out.sort(Comparator.comparingLong(s -> s.endOffset));
@@ -160,7 +226,7 @@ public class KraftOracle {
 
         void reset(MetadataImage base) {
             image = base;
-            delta = new MetadataDelta(base);
+            delta = newDelta(base);
             txn = null;
             visOffset = base.provenance().lastContainedOffset();
             visEpoch = base.provenance().lastContainedEpoch();
@@ -206,7 +272,7 @@ public class KraftOracle {
             } catch (Throwable t) {
                 warnings.add("delta.apply failed at offset " + visOffset + ": " + t);
             }
-            delta = new MetadataDelta(image);
+            delta = newDelta(image);
             return image;
         }
     }
@@ -217,7 +283,7 @@ public class KraftOracle {
 
         ChangesTracker(MetadataImage base, List<ApiMessage> openTxn, List<String> warnings) {
             this.base = base;
-            this.delta = new MetadataDelta(base);
+            this.delta = newDelta(base);
             this.txn = openTxn == null ? null : new ArrayList<>(openTxn);
             this.warnings = warnings;
         }
@@ -244,7 +310,7 @@ public class KraftOracle {
     static final class Stats { long records, batches, controlBatches, bytes, lastOffset = -1; }
 
     static MetadataImage loadSnapshot(Snap snap, List<String> warnings, Stats stats) throws IOException {
-        MetadataDelta d = new MetadataDelta(MetadataImage.EMPTY);
+        MetadataDelta d = newDelta(MetadataImage.EMPTY);
         long ts = -1;
         try (FileRecords fr = FileRecords.open(snap.file, false)) {
             for (FileChannelRecordBatch batch : fr.batches()) {
@@ -393,12 +459,27 @@ public class KraftOracle {
     /** BrokerRegistration.isMigratingZkBroker() exists in 3.x only (ZK migration was removed in 4.0). */
     static boolean isMigratingZkBroker(BrokerRegistration b) {
         try {
-            return (Boolean) BrokerRegistration.class.getMethod("isMigratingZkBroker").invoke(b);
+            BrokerRegistration.class.getMethod("isMigratingZkBroker");
         } catch (NoSuchMethodException e) {
             return false;
-        } catch (ReflectiveOperationException e) {
-            throw new RuntimeException(e);
         }
+        return (Boolean) call(b, "isMigratingZkBroker");
+    }
+
+    /** BrokerRegistration.cordonedDirectories() (4.3+, KIP-1066): null when the registration has none
+     *  (every release before 4.3, and a broker that has not sent them yet), else Kafka's list order. */
+    @SuppressWarnings("unchecked")
+    static List<Object> cordonedLogDirs(BrokerRegistration b) {
+        try {
+            BrokerRegistration.class.getMethod("cordonedDirectories");
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+        List<Uuid> dirs = (List<Uuid>) call(b, "cordonedDirectories");
+        if (dirs == null) return null;
+        List<Object> out = new ArrayList<>();
+        for (Uuid d : dirs) out.add(uuid(d));
+        return out;
     }
 
     static Map<String, Object> partitionJson(String topic, Uuid topicId, int pid, PartitionRegistration p) {
@@ -458,6 +539,7 @@ public class KraftOracle {
             List<Object> dirs = new ArrayList<>();
             for (Uuid d : b.directories()) dirs.add(uuid(d));
             bo.put("logDirs", dirs);
+            bo.put("cordonedLogDirs", cordonedLogDirs(b));
             brokers.add(bo);
         }
         o.put("brokers", brokers);
@@ -503,7 +585,9 @@ public class KraftOracle {
 
         List<Map<String, Object>> quotas = new ArrayList<>();
         for (Map.Entry<ClientQuotaEntity, ClientQuotaImage> e : img.clientQuotas().entities().entrySet()) {
-            for (Map.Entry<String, Double> q : new TreeMap<>(e.getValue().quotaMap()).entrySet()) {
+            @SuppressWarnings("unchecked")   // ClientQuotaImage.quotaMap(); a record with quotas() from 4.4
+            Map<String, Double> quotaMap = (Map<String, Double>) call(e.getValue(), "quotaMap", "quotas");
+            for (Map.Entry<String, Double> q : new TreeMap<>(quotaMap).entrySet()) {
                 Map<String, Object> qo = obj();
                 Map<String, Object> ent = new TreeMap<>();
                 ent.putAll(e.getKey().entries());
