@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from image.node.java import parse_int
 from image.times import iso_time
 from shell.paths import absolute_components
-from shell.session import TreeDiff
 
 if TYPE_CHECKING:
     from image.history import History
@@ -75,8 +74,7 @@ def _node_history(ctx: Context, path: str) -> History | None:
     points = list(session.change_points(path))
     versions = []
     for i, point in enumerate(points):
-        before, after = session.subtree_at(path, point - 1, scope), session.subtree_at(path, point, scope)
-        changes = TreeDiff.of(before, after, path)
+        changes = session.changes_at(scope, path, point)
         time = scope.time_at(point)
         if time is None:  # only versions ended here
             time = session.time_at(point)
@@ -91,7 +89,6 @@ def _node_history(ctx: Context, path: str) -> History | None:
                     *(Change(field=p, before=b, after=a) for p, ((_, b), (_, a)) in changes.changed.items()),
                 ],
                 events=changes.lines(),
-                exists=after is not None,
             )
         )
     return History(versions=versions)

@@ -16,9 +16,10 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from image.features import METADATA_VERSIONS
+from image.features import METADATA_VERSION, METADATA_VERSIONS
 from image.image import MetadataImage, empty_image
 from image.node.java import java_order, java_sorted, parse_int, uuid_from_string
 from image.node.nodes import (
@@ -174,6 +175,21 @@ class Scope:
 
     rows: dict[str, list[Row]] = field(default_factory=dict)
     by_name: str | None = None
+    per_row: bool = True
+    """Every file under the path is made of one version row alone (everywhere but under ``topics/byName``, whose
+    files also depend on Kafka's name index): the changes at an offset are then those of the rows that end or
+    begin there (:meth:`Session.changes_at`)."""
+
+    @cached_property
+    def events(self) -> dict[int, tuple[list[tuple[str, Row]], list[tuple[str, Row]]]]:
+        """By offset: the rows whose version ends there and those whose version begins there."""
+        out: dict[int, tuple[list[tuple[str, Row]], list[tuple[str, Row]]]] = {}
+        for part, rows in self.rows.items():
+            for r in rows:
+                out.setdefault(r["from_offset"], ([], []))[1].append((part, r))
+                if r["to_offset"] is not None:
+                    out.setdefault(r["to_offset"], ([], []))[0].append((part, r))
+        return out
 
     def visible(self, offset: int) -> dict[str, list[Row]]:
         """The selected rows visible at ``offset``; for a name, only those of the topic the name stands for: the
@@ -407,7 +423,7 @@ class Session:
         if not rest or rest[0] not in ("byName", "byId"):
             if rest:
                 return Scope()
-            return Scope({p: self._versions(p) for p in ("topics", "partitions", "topicNames")})
+            return Scope({p: self._versions(p) for p in ("topics", "partitions", "topicNames")}, per_row=False)
         partition = None
         if len(rest) > 2 and rest[2] not in ("name", "id"):
             partition = parse_int(rest[2])
@@ -421,10 +437,10 @@ class Session:
                 return Scope()
             return Scope(self._topic_rows([topic_id], partition, rest[2:]))
         if len(rest) == 1:
-            return Scope({"topicNames": self._versions("topicNames")})
+            return Scope({p: self._versions(p) for p in ("topics", "partitions", "topicNames")}, per_row=False)
         names = self._versions("topicNames", {"name": rest[1]})
         rows = self._topic_rows(sorted({r["topicId"] for r in names}), partition, rest[2:])
-        return Scope({"topicNames": names, **rows}, by_name=rest[1])
+        return Scope({"topicNames": names, **rows}, by_name=rest[1], per_row=False)
 
     def _topic_rows(self, topic_ids: list[str], partition: int | None, below: list[str]) -> dict[str, list[Row]]:
         """The versions of these topics and of their partitions: all of them for the topic's directory, one
@@ -457,15 +473,55 @@ class Session:
         if scope is None:
             yield from self._record_points(path, after, before)
             return
-        points = scope.boundaries()
+        points = [p for p in scope.boundaries() if p >= 0]  # versions from -1 hold before the first record
         candidates = [p for p in points if after is None or p > after]
         if before is not None:
             candidates = [p for p in reversed(points) if p < before]
         for point in candidates:
-            if scope.state(point) != scope.state(point - 1) and self._files(scope, path, point) != self._files(
+            if scope.per_row:
+                if self.changes_at(scope, path, point):
+                    yield point
+            elif scope.state(point) != scope.state(point - 1) and self._files(scope, path, point) != self._files(
                 scope, path, point - 1
             ):
                 yield point
+
+    def changes_at(self, scope: Scope, path: str, offset: int) -> TreeDiff:
+        """What changed under ``path`` at ``offset`` (against an offset earlier): for a per-row scope, the files of
+        the versions ending there against those of the versions beginning there; else the subtree before and
+        after."""
+        if not scope.per_row:
+            return TreeDiff.of(self.subtree_at(path, offset - 1, scope), self.subtree_at(path, offset, scope), path)
+        ended, began = scope.events.get(offset, ([], []))
+        before = {p: f for part, row in ended for p, f in self.row_files(part, row, path).items()}
+        after = {p: f for part, row in began for p, f in self.row_files(part, row, path).items()}
+        return TreeDiff.between(before, after)
+
+    def row_files(self, part: str, row: Row, path: str) -> dict[str, tuple[str, Any]]:
+        """The files under ``path`` that one version row makes: those of the tree of an image holding the row alone,
+        without the files every image has (its provenance, features and next producer id) but the row's own (a
+        partition row's image holds its topic too: only the partition's file is kept)."""
+        rows: dict[str, list[Row]] = {part: [row]}
+        own: str | None = None
+        if part == "partitions":
+            rows["topics"] = [{"name": row["topic"], "topicId": row["topicId"]}]
+            own = f"/image/topics/byId/{row['topicId']}/{row['partitionId']}"
+        elif part == "features":
+            name = row["name"]
+            own = "/image/features/" + ("metadataVersion" if name == METADATA_VERSION else f"finalized_{name}")
+        everywhere = (
+            "/image/provenance",
+            "/image/features/",
+            *(() if part == "producerIds" else ("/image/producerIds/",)),
+        )
+        image = MetadataImage.from_rows(rows, MetadataProvenance.EMPTY)
+        root = RootShellNode(lambda: MetadataImageNode(image, self.release, lambda: "NONE"), self.release)
+        under = path.rstrip("/") + "/"
+        return {
+            p: f
+            for p, f in leaves(root.child("image"), "/image").items()
+            if (p == own if own is not None else not p.startswith(everywhere)) and (p == path or p.startswith(under))
+        }
 
     def _files(self, scope: Scope, path: str, offset: int) -> dict[str, str]:
         """The text of every file under ``path`` at ``offset`` (a change of the rows below a path need not change
@@ -559,7 +615,12 @@ class TreeDiff:
 
     @classmethod
     def of(cls, before: MetadataNode | None, after: MetadataNode | None, path: str) -> TreeDiff:
-        old, new = leaves(before, path), leaves(after, path)
+        """The diff of the files under two subtrees at ``path``."""
+        return cls.between(leaves(before, path), leaves(after, path))
+
+    @classmethod
+    def between(cls, old: dict[str, tuple[str, Any]], new: dict[str, tuple[str, Any]]) -> TreeDiff:
+        """The diff of two sets of files by path."""
         return cls(
             {p: new[p] for p in java_sorted(new.keys() - old.keys())},
             {p: old[p] for p in java_sorted(old.keys() - new.keys())},
