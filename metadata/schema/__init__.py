@@ -1,7 +1,9 @@
 """The one schema source: record and control-record specs loaded from ``records.json``.
 
-Everything that knows a record's fields (codec, pydantic models, Spark schemas of the typed
-tables, the dump-log text reader) derives it from here.
+Everything that knows a record's fields (codec, Spark schemas of the typed tables, the dump-log text
+reader) derives it from here. ``records.json`` is generated from a Kafka release's own specs by
+``python -m metadata.schema.update`` (docs/records.md); :mod:`metadata.schema.releases` loads what each
+supported Kafka release line knows.
 """
 
 from __future__ import annotations
@@ -118,8 +120,13 @@ def record_type_name(spec_name: str) -> str:
 
 
 @cache
+def _raw() -> dict[str, Any]:
+    return json.loads(resources.files("metadata.schema").joinpath("records.json").read_text())
+
+
+@cache
 def _load() -> tuple[dict[int, MessageSpec], dict[int, MessageSpec]]:
-    raw = json.loads(resources.files("metadata.schema").joinpath("records.json").read_text())
+    raw = _raw()
     metadata = {
         m["apiKey"]: MessageSpec(
             m["name"],
@@ -141,6 +148,11 @@ def _load() -> tuple[dict[int, MessageSpec], dict[int, MessageSpec]]:
         for c in raw["control"]
     }
     return metadata, control
+
+
+def schema_kafka_version() -> str:
+    """The Kafka release whose specs ``records.json`` was generated from (e.g. ``4.4.0``)."""
+    return _raw()["kafka"]
 
 
 def metadata_specs() -> dict[int, MessageSpec]:
