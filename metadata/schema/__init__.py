@@ -119,9 +119,13 @@ def record_type_name(spec_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", spec_name).upper()
 
 
+SCHEMA_FILES = resources.files("metadata.schema")
+"""Where ``records.json`` and ``releases.json`` are (the package's data)."""
+
+
 @cache
 def _raw() -> dict[str, Any]:
-    return json.loads(resources.files("metadata.schema").joinpath("records.json").read_text())
+    return json.loads(SCHEMA_FILES.joinpath("records.json").read_text())
 
 
 @cache

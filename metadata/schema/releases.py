@@ -11,9 +11,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-from metadata.schema import Versions, metadata_specs, schema_kafka_version
+from metadata.schema import SCHEMA_FILES, Versions, metadata_specs, schema_kafka_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +67,7 @@ def _release(raw: dict) -> KafkaRelease:
 @cache
 def kafka_releases() -> tuple[KafkaRelease, ...]:
     """Every supported release line, oldest first."""
-    raw = json.loads(resources.files("metadata.schema").joinpath("releases.json").read_text())
+    raw = json.loads(SCHEMA_FILES.joinpath("releases.json").read_text())
     return tuple(_release(r) for r in raw["releases"])
 
 
