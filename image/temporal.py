@@ -259,10 +259,12 @@ def errors_at(source: TemporalSource, offset: int) -> list[ReplayError]:
 
 def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> tuple[dict[str, Any], list[ReplayError]]:
     """The image JSON at ``offset`` and the records a lenient replay to it skips; strict raises the
-    first of them, as the reference engine does."""
+    first of them, as the reference engine does (records kept raw by ``--skip-unknown`` are listed in both
+    modes)."""
     errors = errors_at(source, offset)
-    if errors and not lenient:
-        raise errors[0]
+    fatal = [e for e in errors if not e.undecoded]
+    if fatal and not lenient:
+        raise fatal[0]
     p = provenance_at(source, offset)
     doc = assemble(
         {part: source.rows_at(part, offset) for part in JSON_PARTS},

@@ -228,8 +228,10 @@ def test_xxhash32_known_values():
 
 
 def test_unknown_api_key_and_frame_version():
-    with pytest.raises(UnknownRecordError, match="Unknown metadata id 13"):
-        decode_metadata_value(bytes.fromhex("010d0000"))
+    with pytest.raises(UnknownRecordError, match=r"^apiKey 13 v0 \(newer than Kafka .*\) is not known"):
+        decode_metadata_value(bytes.fromhex("010d0000"))  # 13: never assigned
+    with pytest.raises(UnknownRecordError, match=r"^RegisterBrokerRecord v9 \(newer than Kafka .*, which has v0-4\)"):
+        decode_metadata_value(bytes.fromhex("01000900"))
     with pytest.raises(DecodeError, match="frame version 0"):
         decode_metadata_value(bytes.fromhex("000200"))
 

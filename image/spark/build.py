@@ -94,6 +94,7 @@ INPUT_SCHEMA = T.StructType(
         T.StructField("epoch", T.IntegerType()),
         T.StructField("timestamp", T.LongType()),
         T.StructField("type", T.StringType()),
+        T.StructField("api_key", T.IntegerType()),
         T.StructField("version", T.IntegerType()),
         T.StructField("payload", T.StringType()),
         T.StructField("snapshot_end", T.LongType()),
@@ -111,6 +112,7 @@ _RECORD_COLUMNS = [
     "epoch",
     "timestamp",
     "type",
+    "api_key",
     "version",
     "payload",
 ]
@@ -118,6 +120,17 @@ _RECORD_COLUMNS = [
 
 _WORKER_COLUMNS = ("shard", "kind", "part", *_RECORD_COLUMNS, "snapshot_end", "snapshot_epoch", "snapshot_ts")
 """The input columns a worker reads, in the order :func:`_replay_shards` unpacks them."""
+
+_NOT_NOOP = F.col("type").isNull() | (F.col("type") != "NO_OP_RECORD")
+"""What a shard replays of the data records: not the NoOps (they change no key); records kept raw by
+``--skip-unknown`` (null type) are, and reported."""
+
+
+def _log_record(
+    offset: int, base: int, last: int, epoch: int, ts: int, kind: str | None, api_key: int, version: int, payload: str
+) -> LogRecord:
+    return LogRecord(offset, base, last, epoch, ts, kind, version, payload_data(payload), api_key=api_key)
+
 
 SUMMARY = pa.schema(
     [
@@ -311,7 +324,7 @@ def _replay_shards(
         started, records = time.monotonic(), 0
 
     for batch in batches:
-        for row_shard, kind, part, offset, base, last, epoch, ts, kind_type, version, payload, *snap in zip(
+        for row_shard, kind, part, offset, base, last, epoch, ts, kind_type, api_key, version, payload, *snap in zip(
             *(batch.column(name).to_pylist() for name in _WORKER_COLUMNS)
         ):
             if row_shard != shard:
@@ -320,7 +333,7 @@ def _replay_shards(
             if kind == _LOG:
                 records += 1
                 load(recorder := recorder or open_recorder())
-                recorder.replay(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
+                recorder.replay(_log_record(offset, base, last, epoch, ts, kind_type, api_key, version, payload))
             elif kind == _ROW:
                 stored.setdefault(part, []).append(payload_data(payload))
             elif kind == _SNAPSHOT_BEGIN:
@@ -329,7 +342,7 @@ def _replay_shards(
             else:  # a snapshot's record
                 assert snapshot is not None
                 records += 1
-                snapshot[3].append(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
+                snapshot[3].append(_log_record(offset, base, last, epoch, ts, kind_type, api_key, version, payload))
     close_shard()
     sink.flush()
     yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY)
@@ -377,7 +390,7 @@ def build_versions(
     shards = shards or max(2, 2 * _parallelism(spark))
     records = (
         lake.scan("records", state)
-        .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
+        .where((F.col("offset") >= restart) & ~F.col("is_control") & _NOT_NOOP)
         .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
         .withColumn("route", F.expr(route_key_sql()))
     )
@@ -549,8 +562,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
     return (
         lake.scan("snapshots", state)
         .where(chosen)
-        .where(~F.col("is_control"))
-        .where(F.col("type") != "NO_OP_RECORD")
+        .where(~F.col("is_control") & _NOT_NOOP)
         .select(
             F.col("position").alias("offset"),
             F.col("position").alias("batch_base_offset"),
@@ -558,6 +570,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
             F.col("batch_leader_epoch").alias("epoch"),
             "timestamp",
             "type",
+            "api_key",
             "version",
             "payload",
             F.col("snapshot_end_offset").alias("snapshot_end"),
