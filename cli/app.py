@@ -58,6 +58,14 @@ LogOpt = Annotated[
         "snapshot (or kafka-dump-log text), read in process.",
     ),
 ]
+SkipUnknownOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-unknown",
+        help="With --log: keep records of types or versions newer than kraft-replay's schema (a newer Kafka) "
+        "as raw bytes, listed and not replayed, instead of stopping (a lake holds what its ingest kept).",
+    ),
+]
 WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
 ]
@@ -165,9 +173,13 @@ class _PandasForSparkOnly:
 _NO_PANDAS = _PandasForSparkOnly()
 
 
-def source(lake_location: str | None, log: Path | None):
-    """Where a read command's answers come from (:func:`image.sources.open_source`)."""
+def source(lake_location: str | None, log: Path | None, skip_unknown: bool = False):
+    """Where a read command's answers come from (:func:`image.sources.open_source`); ``skip_unknown``: the
+    ``--skip-unknown`` of a ``--log`` read."""
     from image.sources import choose_reader, open_source
+
+    if skip_unknown and log is None:
+        raise ValueError("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
     if reader == "arrow" and "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:  # read in process
@@ -178,6 +190,7 @@ def source(lake_location: str | None, log: Path | None):
         reader=reader,
         master=_state["master"],
         spark=spark,
+        skip_unknown=skip_unknown,
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.app import JsonOpt, LogOpt, ReadLakeOpt, app, err, handles_errors, out, print_json, source
+from cli.app import JsonOpt, LogOpt, ReadLakeOpt, SkipUnknownOpt, app, err, handles_errors, out, print_json, source
 
 if TYPE_CHECKING:
     from image.health import Timeline
@@ -78,6 +78,7 @@ def history_partition(
     partition: Annotated[int, typer.Option("--partition", help="Partition id.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -89,7 +90,7 @@ def history_partition(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log),
+        source(lake_location, log, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("partitions",), topic=topic, partition=partition),
     )
@@ -102,6 +103,7 @@ def history_topic(
     topic: Annotated[str, typer.Option("--topic", help="Topic name.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -113,7 +115,7 @@ def history_topic(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log),
+        source(lake_location, log, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("topics", "partitions", "configs"), topic=topic),
     )
@@ -126,6 +128,7 @@ def history_broker(
     broker: Annotated[int, typer.Option("--broker", help="Broker id.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -137,7 +140,7 @@ def history_broker(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log),
+        source(lake_location, log, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("brokers",), broker=broker),
     )
@@ -181,6 +184,7 @@ def _csv(timeline: Timeline) -> None:
 def timeline_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -200,7 +204,9 @@ def timeline_command(
     if as_json and as_csv:
         raise ValueError("give --json or --csv, not both")
     asked = _window(from_offset, to_offset, from_time, to_time)
-    window = load(source(lake_location, log), asked, Selection(parts=("partitions", "brokers", "configs")))
+    window = load(
+        source(lake_location, log, skip_unknown), asked, Selection(parts=("partitions", "brokers", "configs"))
+    )
     if points is not None:
         at = points_by_count(window, points)
     elif every is not None:
@@ -259,6 +265,7 @@ def report_command(
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -270,7 +277,7 @@ def report_command(
     from image.report import incident_report, render_html, report_points
     from image.version_rows import Selection, image_diff, load
 
-    store = source(lake_location, log)
+    store = source(lake_location, log, skip_unknown)
     window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())
     report = incident_report(
         window, report_points(window), image_diff(store, window.first_offset, window.last_offset), title

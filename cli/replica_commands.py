@@ -18,6 +18,7 @@ from cli.app import (
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
+    SkipUnknownOpt,
     app,
     handles_errors,
     lake,
@@ -87,6 +88,7 @@ def _delta(store: TemporalSource, lake_location: str | None, a: int, b: int) -> 
 def changes(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -108,7 +110,7 @@ def changes(
     as_json: JsonOpt = False,
 ) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
-    store = source(lake_location, log)
+    store = source(lake_location, log, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     if engine is ChangesEngine.auto:
         engine = ChangesEngine.spark if _spark_engine(store, save) else ChangesEngine.reference
@@ -137,6 +139,7 @@ def apply_command(
     broker: Annotated[int, typer.Option(help="The broker applying the delta.")],
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -153,7 +156,7 @@ def apply_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
-    store = source(lake_location, log)
+    store = source(lake_location, log, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     options = {
         "num_replica_fetchers": num_replica_fetchers,
@@ -187,6 +190,7 @@ def apply_command(
 def leader_and_isr(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -201,7 +205,7 @@ def leader_and_isr(
 ) -> None:
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
-    store = source(lake_location, log)
+    store = source(lake_location, log, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     options = {
         "controller_epoch": controller_epoch,

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -121,9 +121,11 @@ _RECORD_COLUMNS = [
 _WORKER_COLUMNS = ("shard", "kind", "part", *_RECORD_COLUMNS, "snapshot_end", "snapshot_epoch", "snapshot_ts")
 """The input columns a worker reads, in the order :func:`_replay_shards` unpacks them."""
 
-_NOT_NOOP = F.col("type").isNull() | (F.col("type") != "NO_OP_RECORD")
-"""What a shard replays of the data records: not the NoOps (they change no key); records kept raw by
-``--skip-unknown`` (null type) are, and reported."""
+
+def _not_noop() -> Column:
+    """What a shard replays of the data records: not the NoOps (they change no key); records kept raw by
+    ``--skip-unknown`` (null type) are, and reported."""
+    return F.col("type").isNull() | (F.col("type") != "NO_OP_RECORD")
 
 
 def _log_record(
@@ -390,7 +392,7 @@ def build_versions(
     shards = shards or max(2, 2 * _parallelism(spark))
     records = (
         lake.scan("records", state)
-        .where((F.col("offset") >= restart) & ~F.col("is_control") & _NOT_NOOP)
+        .where((F.col("offset") >= restart) & ~F.col("is_control") & _not_noop())
         .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
         .withColumn("route", F.expr(route_key_sql()))
     )
@@ -562,7 +564,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
     return (
         lake.scan("snapshots", state)
         .where(chosen)
-        .where(~F.col("is_control") & _NOT_NOOP)
+        .where(~F.col("is_control") & _not_noop())
         .select(
             F.col("position").alias("offset"),
             F.col("position").alias("batch_base_offset"),

@@ -164,6 +164,12 @@ def metadata_specs() -> dict[int, MessageSpec]:
     return _load()[0]
 
 
+def decodes(api_key: int, version: int) -> bool:
+    """Whether the schema knows the metadata record type ``api_key`` at ``version``."""
+    spec = metadata_specs().get(api_key)
+    return spec is not None and version in spec.valid_versions
+
+
 def control_specs() -> dict[int, MessageSpec]:
     """Control type id → spec of the KRaft control record bodies (types 2–6)."""
     return _load()[1]
