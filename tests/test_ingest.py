@@ -18,7 +18,7 @@ from metadata.check import check_lake
 from metadata.ingest import IngestError, ingest
 from metadata.lake import Lake, LakeTransaction
 from metadata.query import dump, log_info
-from metadata.schema import MessageSpec, spec_by_type_name
+from metadata.schema import MessageSpec, Versions, spec_by_type_name
 from metadata.schema.releases import kafka_release
 from tests.logbuilder import append_batch, broker_change, encoded, register_broker, unregister_controller, uuid
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
@@ -285,12 +285,13 @@ def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path
 
 
 def _typed_tables_of(line: str) -> Callable[[str], MessageSpec]:
-    """The record specs as a kraft-replay whose schema was Kafka ``line``'s saw them: its versions, its fields."""
+    """The record specs as a kraft-replay whose schema was Kafka ``line``'s saw them: its versions, its fields (none
+    for a type it did not know)."""
     release = kafka_release(line)
 
     def spec(type_name: str) -> MessageSpec:
         current = spec_by_type_name(type_name)
-        versions = release.records[current.key]
+        versions = release.records.get(current.key, Versions(1, 0))
         fields = tuple(f for f in current.fields if f.versions.low <= versions.high)
         return replace(current, valid_versions=versions, fields=fields)
 

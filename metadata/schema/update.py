@@ -463,7 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m metadata.schema.update",
         description="Regenerate metadata/schema/records.json and releases.json from Kafka's jars on Maven Central.",
     )
-    parser.add_argument("--kafka", help="the Kafka release whose schema to take (default: the newest on Maven Central)")
+    parser.add_argument(
+        "--kafka", help="the Kafka release whose schema to take (default: the newest --release, or on Maven Central)"
+    )
     parser.add_argument(
         "--release",
         action="append",
@@ -473,14 +475,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=SCHEMA_DIR, help="where to write the two files")
     args = parser.parse_args(argv)
     try:
-        kafka = args.kafka
-        releases = args.release
-        if kafka is None or releases is None:
+        kafka, releases = args.kafka, args.release
+        if releases is None:
             published = published_versions()
             kafka = kafka or published[-1]
             if kafka not in published:
                 raise UpdateError(f"Kafka {kafka} is not on Maven Central (newest: {published[-1]})")
-            releases = releases or newest_patches(published, kafka)
+            releases = newest_patches(published, kafka)
+        kafka = kafka or releases[-1]
         for path in update(kafka, releases, args.out):
             print(f"wrote {path}", file=sys.stderr)
     except (UpdateError, OSError, subprocess.CalledProcessError) as exc:
