@@ -67,6 +67,14 @@ KafkaVersionOpt = Annotated[
         "release of its first ingest and follows it.",
     ),
 ]
+SkipUnknownOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-unknown",
+        help="With --log: keep records of types or versions newer than kraft-replay's schema (a newer Kafka) "
+        "as raw bytes, listed and not replayed, instead of stopping (a lake holds what its ingest kept).",
+    ),
+]
 WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
 ]
@@ -174,10 +182,13 @@ class _PandasForSparkOnly:
 _NO_PANDAS = _PandasForSparkOnly()
 
 
-def source(lake_location: str | None, log: Path | None, kafka_version: str | None = None):
+def source(lake_location: str | None, log: Path | None, kafka_version: str | None = None, skip_unknown: bool = False):
     """Where a read command's answers come from (:func:`image.sources.open_source`), replayed under the rules of
-    Kafka ``kafka_version``."""
+    Kafka ``kafka_version``; ``skip_unknown``: the ``--skip-unknown`` of a ``--log`` read."""
     from image.sources import choose_reader, open_source
+
+    if skip_unknown and log is None:
+        raise ValueError("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
     if reader == "arrow" and "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:  # read in process
@@ -189,6 +200,7 @@ def source(lake_location: str | None, log: Path | None, kafka_version: str | Non
         master=_state["master"],
         spark=spark,
         kafka_version=kafka_version,
+        skip_unknown=skip_unknown,
     )
 
 

@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.app import JsonOpt, KafkaVersionOpt, LogOpt, ReadLakeOpt, app, err, handles_errors, out, print_json, source
+from cli.app import (
+    JsonOpt,
+    KafkaVersionOpt,
+    LogOpt,
+    ReadLakeOpt,
+    SkipUnknownOpt,
+    app,
+    err,
+    handles_errors,
+    out,
+    print_json,
+    source,
+)
 
 if TYPE_CHECKING:
     from image.health import Timeline
@@ -79,6 +91,7 @@ def history_partition(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -90,7 +103,7 @@ def history_partition(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log, kafka_version),
+        source(lake_location, log, kafka_version, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("partitions",), topic=topic, partition=partition),
     )
@@ -104,6 +117,7 @@ def history_topic(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -115,7 +129,7 @@ def history_topic(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log, kafka_version),
+        source(lake_location, log, kafka_version, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("topics", "partitions", "configs"), topic=topic),
     )
@@ -129,6 +143,7 @@ def history_broker(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -140,7 +155,7 @@ def history_broker(
     from image.version_rows import Selection, load
 
     window = load(
-        source(lake_location, log, kafka_version),
+        source(lake_location, log, kafka_version, skip_unknown),
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("brokers",), broker=broker),
     )
@@ -186,6 +201,7 @@ def timeline_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -206,7 +222,9 @@ def timeline_command(
         raise ValueError("give --json or --csv, not both")
     asked = _window(from_offset, to_offset, from_time, to_time)
     window = load(
-        source(lake_location, log, kafka_version), asked, Selection(parts=("partitions", "brokers", "configs"))
+        source(lake_location, log, kafka_version, skip_unknown),
+        asked,
+        Selection(parts=("partitions", "brokers", "configs")),
     )
     if points is not None:
         at = points_by_count(window, points)
@@ -269,6 +287,7 @@ def report_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -280,7 +299,7 @@ def report_command(
     from image.report import incident_report, render_html, report_points
     from image.version_rows import Selection, image_diff, load
 
-    store = source(lake_location, log, kafka_version)
+    store = source(lake_location, log, kafka_version, skip_unknown)
     window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())
     report = incident_report(
         window, report_points(window), image_diff(store, window.first_offset, window.last_offset), title

@@ -17,6 +17,7 @@ from cli.app import (
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
+    SkipUnknownOpt,
     app,
     err,
     handles_errors,
@@ -81,7 +82,7 @@ def _image(
     else:
         doc, errors = image_at(store, target, lenient=lenient)
     for e in errors:
-        err.print(f"[yellow]skipped:[/] {e}", highlight=False)
+        err.print(f"[yellow]skipped:[/] {e}", highlight=False, soft_wrap=True)  # one line each
     return doc
 
 
@@ -91,6 +92,7 @@ def replay(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
     engine: EngineOpt = None,
@@ -103,7 +105,7 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """The image at an offset or time: summary, or the whole image as JSON."""
-    doc = _image(source(lake_location, log, kafka_version), at_offset, at_time, engine, lenient)
+    doc = _image(source(lake_location, log, kafka_version, skip_unknown), at_offset, at_time, engine, lenient)
     if save is not None:
         from image.frames import ImageFrames
 
@@ -125,6 +127,7 @@ def show(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     at_offset: AtOffset = None,
     at_time: AtTime = None,
     topic: Annotated[
@@ -144,7 +147,7 @@ def show(
     """List partitions, brokers, topics, configs or features of the image at an offset or time."""
     from image.parts import part_rows
 
-    doc = _image(source(lake_location, log, kafka_version), at_offset, at_time, engine)
+    doc = _image(source(lake_location, log, kafka_version, skip_unknown), at_offset, at_time, engine)
     rows = part_rows(doc, part.value, topic=topic, broker=broker)
     if as_json:
         print_json(rows)
@@ -171,6 +174,7 @@ def diff_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: Annotated[int | None, typer.Option(help="Image before: at this offset.")] = None,
     to_offset: Annotated[int | None, typer.Option(help="Image after: at this offset (default: the latest).")] = None,
     from_time: Annotated[str | None, typer.Option(help="Image before: at this time (ISO-8601 or epoch ms).")] = None,
@@ -196,7 +200,7 @@ def diff_command(
         ends = [{k: d[k] for k in ("offset", "epoch", "timestamp")} for d in (before, after)]
         doc = diff_rows(json_rows(before), json_rows(after), *ends)
     else:
-        store = source(lake_location, log, kafka_version)
+        store = source(lake_location, log, kafka_version, skip_unknown)
         a = _side(store, from_offset, from_time, "from", required=True)
         b = _side(store, to_offset, to_time, "to", required=False)
         doc = diff_json(store, a, b)

@@ -24,13 +24,16 @@ def check(
     lake_location: LakeOpt,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only these checks (tables, ingests, offsets, typed, snapshots, versions)."),
+        typer.Option(
+            "--only", help="Run only these checks (tables, ingests, offsets, typed, snapshots, unknown, versions)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Verify a lake: every committed table readable (every file), the ingest chain linear, offsets
-    contiguous, typed tables consistent with records, snapshots whole, the temporal image's version chains
-    sound and equal to a replay at the log's start, middle and end. Exit code 1 if anything is wrong."""
+    contiguous, typed tables consistent with records, snapshots whole, records kept raw by --skip-unknown listed,
+    the temporal image's version chains sound and equal to a replay at the log's start, middle and end. Exit
+    code 1 if anything is wrong."""
     import image.lake_check  # noqa: F401 — registers the temporal image's check
     from metadata.check import check_lake
 

@@ -25,6 +25,7 @@ from cli.app import (
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
+    SkipUnknownOpt,
     WaitOpt,
     app,
     err,
@@ -97,12 +98,13 @@ def log_info(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     limit: LimitOpt = DEFAULT_LIMIT,
     show_all: AllOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Summary of the stored log: offsets, times, counts by type, snapshots."""
-    info = source(lake_location, log, kafka_version).log_info()
+    info = source(lake_location, log, kafka_version, skip_unknown).log_info()
     if as_json:
         print_json(info)
         return
@@ -117,6 +119,7 @@ def dump(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
     to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
     types: Annotated[
@@ -128,7 +131,7 @@ def dump(
     as_json: JsonOpt = False,
 ) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
-    rows = source(lake_location, log, kafka_version).dump(from_offset, to_offset, types or (), control)
+    rows = source(lake_location, log, kafka_version, skip_unknown).dump(from_offset, to_offset, types or (), control)
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")

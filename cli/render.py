@@ -247,6 +247,16 @@ def log_info(info: LogInfo, limit: int | None) -> RenderableType:
             right=("end offset", "epoch", "records"),
             hidden=hidden,
         )
+    if info.undecoded:
+        parts += table(
+            f"records kept raw by --skip-unknown, not replayed ({sum(u.count for u in info.undecoded):,})",
+            ("record", "records", "offsets", "in snapshots"),
+            (
+                (u.record, f"{u.count:,}", id_list(u.offsets, limit), id_list(u.snapshots, limit))
+                for u in info.undecoded
+            ),
+            right=("records",),
+        )
     return Group(*parts)
 
 

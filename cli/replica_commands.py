@@ -19,6 +19,7 @@ from cli.app import (
     LimitOpt,
     LogOpt,
     ReadLakeOpt,
+    SkipUnknownOpt,
     app,
     handles_errors,
     lake,
@@ -89,6 +90,7 @@ def changes(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -110,7 +112,7 @@ def changes(
     as_json: JsonOpt = False,
 ) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
-    store = source(lake_location, log, kafka_version)
+    store = source(lake_location, log, kafka_version, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     if engine is ChangesEngine.auto:
         engine = ChangesEngine.spark if _spark_engine(store, save) else ChangesEngine.reference
@@ -140,6 +142,7 @@ def apply_command(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -156,7 +159,7 @@ def apply_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
-    store = source(lake_location, log, kafka_version)
+    store = source(lake_location, log, kafka_version, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     options = {
         "num_replica_fetchers": num_replica_fetchers,
@@ -191,6 +194,7 @@ def leader_and_isr(
     lake_location: ReadLakeOpt = None,
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
+    skip_unknown: SkipUnknownOpt = False,
     from_offset: FromOffset = None,
     to_offset: ToOffset = None,
     from_time: FromTime = None,
@@ -205,7 +209,7 @@ def leader_and_isr(
 ) -> None:
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
-    store = source(lake_location, log, kafka_version)
+    store = source(lake_location, log, kafka_version, skip_unknown)
     a, b = _window(store, from_offset, to_offset, from_time, to_time)
     options = {
         "controller_epoch": controller_epoch,

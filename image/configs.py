@@ -45,9 +45,9 @@ ConfigurationsImage.EMPTY = ConfigurationsImage()
 
 class ConfigurationsDelta:
     """Per resource: key → new value, or None for a deleted key. ``supported(type, name)`` is the release's
-    ``SupportedConfigChecker`` (:meth:`image.release.ReplayRules.supports_config`)."""
+    ``SupportedConfigChecker`` of a resource type id and name (:meth:`image.release.ReplayRules.supports_config`)."""
 
-    def __init__(self, image: ConfigurationsImage, supported: Callable[[str, str], bool]) -> None:
+    def __init__(self, image: ConfigurationsImage, supported: Callable[[int, str], bool]) -> None:
         self.image = image
         self.supported = supported
         self.changes: dict[ConfigResource, dict[str, str | None]] = {}
@@ -56,7 +56,7 @@ class ConfigurationsDelta:
         """ConfigRecord: set the key, or delete it when Value is null; Kafka 4.3+ skips a name its config
         checker does not support (a config removed from Kafka, or a resource type brokers do not keep)."""
         resource = ConfigResource(RESOURCE_TYPES.get(data["resourceType"], "UNKNOWN"), data["resourceName"])
-        if not self.supported(resource.type, data["name"]):
+        if not self.supported(data["resourceType"], data["name"]):
             return
         self.changes.setdefault(resource, {})[data["name"]] = data["value"]
 

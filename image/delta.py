@@ -19,6 +19,13 @@ from image.release import NEWEST, ReplayRules
 from image.scram import ScramDelta
 from image.topics import TopicsDelta
 from metadata.log import LogRecord
+from metadata.schema.releases import record_description
+
+
+def undecoded_detail(record: LogRecord) -> str:
+    """What a replay reports of a record the reader kept raw (``--skip-unknown``)."""
+    what = "" if record.api_key is None else f"{record_description(record.api_key, record.version)} "
+    return f"{what}kept raw by --skip-unknown, not replayed"
 
 
 class _PartDelta(Protocol):
@@ -134,17 +141,18 @@ class MetadataDelta:
         problem, where Kafka's replay throws (docs/replay-rules.md, "What is rejected"): the record is inconsistent
         with the image. Any other exception is a bug of this engine and propagates unchanged.
         Transaction markers and control records are not accepted here (the batch loader handles
-        them), nor records the reader kept undecoded (``--skip-unknown``), nor a record type or version
-        the rules' Kafka release does not decode.
+        them), nor records the reader kept undecoded (``--skip-unknown``: their ReplayError has no record
+        type, and the loader reports it without stopping), nor a record type or version the rules' Kafka
+        release does not decode.
         """
         handler = _HANDLERS.get(record.type) if record.type is not None else None
         if handler is None:
-            what = record.type or record.control_type or "(not decoded: kept raw by --skip-unknown)"
+            where = location or f"offset {record.offset}"
+            if record.is_undecoded:
+                raise ReplayError(undecoded_detail(record), location=where, offset=record.offset)
+            kind = record.type or record.control_type
             raise ReplayError(
-                f"Unknown metadata record type {what}",
-                location=location or f"offset {record.offset}",
-                offset=record.offset,
-                record_type=record.type,
+                f"Unknown metadata record type {kind}", location=where, offset=record.offset, record_type=kind
             )
         if record.version > self.rules.record_versions.get(record.type, -1):
             raise ReplayError(

@@ -10,6 +10,9 @@ class ReplayError(Exception):
     ``"snapshot 00000000000000000100-0000000001 offset 7"``) and ``record_type`` are attached by
     the delta/loader that replayed the record. ``str(error)`` reads
     ``"offset 1234: PARTITION_CHANGE_RECORD: unknown partition <topicId>:3"``.
+
+    One without a ``record_type`` is a record the reader kept raw (``--skip-unknown``: a type or version the schema
+    does not know): not replayed, reported, never fatal (:attr:`undecoded`).
     """
 
     def __init__(
@@ -25,6 +28,11 @@ class ReplayError(Exception):
         self.offset = offset
         self.record_type = record_type
         super().__init__(str(self))
+
+    @property
+    def undecoded(self) -> bool:
+        """A record kept raw by ``--skip-unknown``: a strict replay reports it and goes on."""
+        return self.record_type is None
 
     def at(self, location: str, offset: int, record_type: str | None) -> ReplayError:
         """This error with the record's position attached (unchanged if already attached)."""

@@ -14,7 +14,15 @@ import pyarrow.compute as pc
 from image.errors import ReplayError
 from image.parts import Row
 from image.release import ReplayRules, lake_rules
-from image.temporal import RecordPosition, SnapshotId, arrow_aggregates, dump_rows, log_bounds, version_filter
+from image.temporal import (
+    RecordPosition,
+    SnapshotId,
+    arrow_aggregates,
+    dump_rows,
+    log_bounds,
+    undecoded_rows,
+    version_filter,
+)
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
 from metadata.log import LogRecord
@@ -215,7 +223,18 @@ class ArrowSource:
         from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end  # pydantic: only here
 
         snaps = self.files.read(
-            "snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind", "last_contained_timestamp"]
+            "snapshots",
+            columns=[
+                "snapshot_end_offset",
+                "snapshot_epoch",
+                "kind",
+                "last_contained_timestamp",
+                "position",
+                "is_control",
+                "type",
+                "api_key",
+                "version",
+            ],
         )
         grouped = (
             snaps.group_by(["snapshot_end_offset", "snapshot_epoch", "kind"])
@@ -235,10 +254,12 @@ class ArrowSource:
             ),
             key=lambda s: (s.end_offset, s.epoch),
         )
-        records = self.files.read("records", columns=["offset", "timestamp", "is_control", "type", "control_type"])
-        return compose(
-            self.files.uri, arrow_aggregates(records, newest_snapshot_end(snapshots)), snapshots, self.files.state().seq
+        records = self.files.read(
+            "records", columns=["offset", "timestamp", "is_control", "type", "control_type", "api_key", "version"]
         )
+        undecoded = undecoded_rows(records) + undecoded_rows(snaps)
+        aggregates = arrow_aggregates(records, newest_snapshot_end(snapshots), undecoded)
+        return compose(self.files.uri, aggregates, snapshots, self.files.state().seq)
 
     def dump(
         self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False

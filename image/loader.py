@@ -84,7 +84,9 @@ class _BatchReader(abc.ABC):
         return MetadataProvenance(self._last_offset, self._last_epoch, self._last_time, False)
 
     def _fail(self, error: ReplayError) -> None:
-        if not self.lenient:
+        """A record Kafka's replay rejects: raised (strict) or listed (lenient). One the reader kept raw
+        (``--skip-unknown``) is listed in both modes."""
+        if not self.lenient and not error.undecoded:
             raise error
         self.errors.append(error)
 

@@ -6,8 +6,9 @@ part delta of the reference engine takes the rules of its :class:`~image.delta.M
 follows the newest release line by default (:data:`NEWEST`); ``--kafka-version X.Y`` selects another
 (:func:`rules_for`). The facts that come from Kafka's own classes of each release — the record versions it
 decodes, its metadata.version levels, the config names its ``DefaultSupportedConfigChecker`` accepts — are
-generated into ``metadata/schema/releases.json`` by ``python -m metadata.schema.update``; the rules that are
-code (a changed ``replay``) are the flags below, each naming the Kafka change that made it.
+generated into ``metadata/schema/releases.json`` by ``python -m metadata.schema.update``
+(:mod:`metadata.schema.releases`); the rules that are code (a changed ``replay``) are the flags below, each
+naming the Kafka change that made it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from metadata.lake_state import LakeError, LakeState
-from metadata.schema import ReleaseFacts, release_facts, release_lines
+from metadata.schema import metadata_specs
+from metadata.schema.releases import KafkaRelease, SupportedConfigs, kafka_releases
 
-RELEASES: tuple[str, ...] = release_lines()
+RELEASES: tuple[str, ...] = tuple(r.line for r in kafka_releases())
 """The Kafka release lines whose replay kraft-replay follows, oldest first (those of ``releases.json``)."""
 
 
@@ -43,9 +45,9 @@ class ReplayRules:
     """Record type → the highest version this release decodes; a type it does not know is absent."""
     metadata_versions: Mapping[int, str]
     """metadata.version levels this release knows, with their names (``30 → "4.3-IV0"``)."""
-    supported_configs: Mapping[str, frozenset[str]] | None
-    """Kafka 4.3+ (``DefaultSupportedConfigChecker``): the config names per resource type a
-    ConfigRecord may set (TOPIC, GROUP, CLIENT_METRICS; every BROKER name; no other type; KAFKA-19851). None: all."""
+    supported_configs: SupportedConfigs | None
+    """Kafka 4.2.1+ (``DefaultSupportedConfigChecker``, KAFKA-19851): the config names per resource type a
+    ConfigRecord may set (TOPIC, GROUP, CLIENT_METRICS; every BROKER name; no other type). None: all."""
     empty_metadata_version: int | None
     """metadata.version of the empty image: 3.9 reports ``3.0-IV1`` (1); 4.0+ none (``FeaturesImage`` holds an
     ``Optional``, KAFKA-18601)."""
@@ -73,12 +75,10 @@ class ReplayRules:
         """The oldest supported release line that decodes ``record_type`` at ``version``, if any."""
         return next((r for r in RELEASES if rules_for(r).knows(record_type, version)), None)
 
-    def supports_config(self, resource_type: str, name: str) -> bool:
-        """``SupportedConfigChecker.isSupported``: whether a ConfigRecord of this type and name is replayed."""
-        if self.supported_configs is None or resource_type == "BROKER":
-            return True
-        names = self.supported_configs.get(resource_type)
-        return names is not None and name in names
+    def supports_config(self, resource_type: int, name: str) -> bool:
+        """``SupportedConfigChecker.isSupported`` of a ConfigRecord's resource type id and name: whether it is
+        replayed."""
+        return self.supported_configs is None or self.supported_configs.is_supported(resource_type, name)
 
     def __str__(self) -> str:
         return f"Kafka {self.release}"
@@ -103,12 +103,13 @@ def rules_for(version: str | None = None) -> ReplayRules:
 
 @cache
 def _rules(release: str) -> ReplayRules:
-    facts: ReleaseFacts = release_facts()[release]
+    facts: KafkaRelease = next(r for r in kafka_releases() if r.line == release)
+    specs = metadata_specs()
     line = _line(release)
     return ReplayRules(
         release=release,
-        kafka=facts.kafka,
-        record_versions=facts.record_versions,
+        kafka=facts.version,
+        record_versions={specs[key].type_name: v.high for key, v in facts.records.items() if key in specs},
         metadata_versions=facts.metadata_versions,
         supported_configs=facts.supported_configs,
         empty_metadata_version=min(facts.metadata_versions) if line < (4, 0) else None,

@@ -60,6 +60,10 @@ _BY_FIELD = {
 _MARKERS = ("BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")
 
 
+UNDECODED = "undecoded"
+"""Route key suffix (``other:undecoded``) of the records kept raw by ``--skip-unknown`` (no type): one shard reports
+them."""
+
 QUOTAS = "quota:"
 """Client quotas are few: they share one route key (any grouping of independent keys is exact)."""
 
@@ -87,7 +91,7 @@ def route_key(record: LogRecord) -> str:
         return f"scram:{scram_mechanism(data['mechanism'])}:{data['name']}"
     if kind == "PRODUCER_IDS_RECORD":
         return "producerIds"
-    return f"other:{kind}"  # the ZK migration state, unknown types (rejected wherever they go)
+    return f"other:{kind or UNDECODED}"  # the ZK migration state, unknown types (rejected wherever they go)
 
 
 _MECHANISMS = {"UNKNOWN": 0, "SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -157,7 +161,9 @@ def route_key_sql(type_column: str = "type", payload: str = "payload") -> str:
             f"ELSE '0' END, ':', {_json('name', payload)})"
         )
     cases.append("WHEN 'PRODUCER_IDS_RECORD' THEN 'producerIds'")
-    return f"CASE {type_column} " + " ".join(cases) + f" ELSE concat('other:', {type_column}) END"
+    return (
+        f"CASE {type_column} " + " ".join(cases) + f" ELSE concat('other:', coalesce({type_column}, '{UNDECODED}')) END"
+    )
 
 
 def row_route_key_sql(part: str) -> str:
@@ -296,7 +302,7 @@ def plan_for(
     weights: dict[str, int] = {}
     snapshot_records = [r for s in snapshots for r in s]
     for r in [*records, *snapshot_records]:
-        if r.type is not None and r.type != "NO_OP_RECORD":
+        if not r.is_control and r.type != "NO_OP_RECORD":
             key = route_key(r)
             weights[key] = weights.get(key, 0) + 1
     for part, part_rows in (rows or {}).items():
@@ -318,10 +324,8 @@ def record_sharded(
     for shard in range(plan.shards):
 
         def mine(record: LogRecord) -> bool:
-            return (
-                record.type is not None
-                and plan.shard(route_key(record)) == shard
-                or (record.type is not None and route_key(record) == EVERY_SHARD)
+            return not record.is_control and (
+                plan.shard(route_key(record)) == shard or route_key(record) == EVERY_SHARD
             )
 
         shard_log = [r for r in log if r.type != "NO_OP_RECORD" and mine(r)]

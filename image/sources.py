@@ -45,12 +45,15 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
     return "arrow" if reachable(lake) and not spark_named(master) else "spark"
 
 
-def log_source(path: str | os.PathLike[str], rules: ReplayRules = NEWEST) -> MemorySource:
+def log_source(
+    path: str | os.PathLike[str], rules: ReplayRules = NEWEST, *, skip_unknown: bool = False
+) -> MemorySource:
     """A log directory, segment or snapshot read in process, every key's versions recorded once under
-    ``rules``."""
-    from metadata.readers import read_snapshots, scan_log
+    ``rules``; with ``skip_unknown`` records the schema does not know are kept raw (``--skip-unknown``)."""
+    from metadata.readers import ReadOptions, read_snapshots, scan_log
 
-    records, snapshots = scan_log(path), read_snapshots(path)
+    options = ReadOptions(skip_unknown=skip_unknown)
+    records, snapshots = scan_log(path, options), read_snapshots(path, options)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
     return MemorySource.replay(records, snapshots, os.path.abspath(path), rules)
@@ -64,17 +67,19 @@ def open_source(
     master: str | None = None,
     spark: Callable[[], Any] | None = None,
     kafka_version: str | None = None,
+    skip_unknown: bool = False,
 ) -> TemporalSource:
     """The source of a read: a lake (``reader`` as :func:`choose_reader`; ``spark`` makes the session) or a
-    log read in process. ``kafka_version``: the Kafka release whose replay rules a log is read with (default the
-    newest); a lake follows the rules it was ingested with, and naming another is an error."""
+    log read in process (``skip_unknown``: as :func:`log_source`). ``kafka_version``: the Kafka release whose
+    replay rules a log is read with (default the newest); a lake follows the rules it was ingested with, and
+    naming another is an error."""
     if (lake is None) == (log is None):
         raise ValueError("give --lake or --log")
     rules = rules_for(kafka_version)
     if log is not None:
         if not os.path.exists(log):
             raise FileNotFoundError(f"{log}: no such file or directory")
-        return log_source(log, rules)
+        return log_source(log, rules, skip_unknown=skip_unknown)
     assert lake is not None
     source: TemporalSource
     if choose_reader(lake, reader, master) == "arrow":

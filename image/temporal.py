@@ -163,9 +163,28 @@ def log_bounds(first: int | None, last: int | None, snapshots: Sequence[Snapshot
     return first, max([last, *ends])
 
 
-def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAggregates:
+def undecoded_rows(records: pa.Table) -> list[tuple[int, int, int, str | None]]:
+    """:attr:`~metadata.log_summary.RecordAggregates.undecoded` of a records table (``offset``, ``is_control``,
+    ``type``, ``api_key``, ``version``) or of a snapshots table (with ``position``, ``snapshot_end_offset``,
+    ``snapshot_epoch``)."""
+    import pyarrow.compute as pc
+
+    from metadata.log_summary import snapshot_name
+
+    raw = records.filter(pc.and_(pc.invert(records["is_control"]), pc.is_null(records["type"]))).to_pylist()
+    if "position" in records.column_names:
+        return [
+            (r["api_key"], r["version"], r["position"], snapshot_name(r["snapshot_end_offset"], r["snapshot_epoch"]))
+            for r in raw
+        ]
+    return [(r["api_key"], r["version"], r["offset"], None) for r in raw]
+
+
+def arrow_aggregates(
+    records: pa.Table, newest_snapshot: int | None, undecoded: Sequence[tuple[int, int, int, str | None]] = ()
+) -> RecordAggregates:
     """The :class:`~metadata.log_summary.RecordAggregates` of a records table (``offset``, ``timestamp``,
-    ``is_control``, ``type``, ``control_type``)."""
+    ``is_control``, ``type``, ``control_type``), with the ``undecoded`` records of :func:`undecoded_rows`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -190,6 +209,7 @@ def arrow_aggregates(records: pa.Table, newest_snapshot: int | None) -> RecordAg
         t1=pc.max(records["timestamp"]).as_py() if n else None,
         kinds=[(r["is_control"], r["t"], r["count_all"]) for r in kinds],
         after_snapshot=after or 0,
+        undecoded=list(undecoded),
     )
 
 
@@ -264,10 +284,12 @@ def errors_at(source: TemporalSource, offset: int) -> list[ReplayError]:
 
 def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> tuple[dict[str, Any], list[ReplayError]]:
     """The image JSON at ``offset`` and the records a lenient replay to it skips; strict raises the
-    first of them, as the reference engine does."""
+    first of them, as the reference engine does (records kept raw by ``--skip-unknown`` are listed in both
+    modes)."""
     errors = errors_at(source, offset)
-    if errors and not lenient:
-        raise errors[0]
+    fatal = [e for e in errors if not e.undecoded]
+    if fatal and not lenient:
+        raise fatal[0]
     p = provenance_at(source, offset)
     doc = assemble(
         {part: source.rows_at(part, offset) for part in JSON_PARTS},
@@ -412,6 +434,7 @@ class MemorySource:
                 "is_control": pa.array([r.is_control for r in self.log], pa.bool_()),
                 "type": pa.array([r.type for r in self.log], pa.string()),
                 "control_type": pa.array([r.control_type for r in self.log], pa.string()),
+                "api_key": pa.array([r.api_key for r in self.log], pa.int32()),
                 "version": pa.array([r.version for r in self.log], pa.int32()),
                 "payload": pa.array(
                     [json.dumps(r.data, separators=(",", ":")) if r.data else None for r in self.log], pa.string()
@@ -420,7 +443,7 @@ class MemorySource:
         )
 
     def log_info(self) -> LogInfo:
-        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end
+        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end, snapshot_name
 
         snapshots = [
             SnapshotInfo(
@@ -432,7 +455,14 @@ class MemorySource:
             )
             for s in self.stored_snapshots
         ]
-        return compose(self.location, arrow_aggregates(self._records, newest_snapshot_end(snapshots)), snapshots, 0)
+        undecoded = undecoded_rows(self._records) + [
+            (r.api_key, r.version, r.offset, snapshot_name(s.end_offset, s.epoch))
+            for s in self.stored_snapshots
+            for r in s.records
+            if r.is_undecoded
+        ]
+        aggregates = arrow_aggregates(self._records, newest_snapshot_end(snapshots), undecoded)
+        return compose(self.location, aggregates, snapshots, 0)
 
     def dump(
         self, first: int | None, last: int | None, types: Sequence[str] = (), include_control: bool = False

@@ -19,6 +19,9 @@ from pyspark.sql import functions as F
 
 from metadata.lake import INGESTS, LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
 from metadata.lake_files import LakeFiles
+from metadata.log_summary import undecoded_records
+from metadata.query import undecoded_rows
+from metadata.schema import decodes
 from metadata.tables import TYPED_TABLES
 
 _SHOWN = 5  # problems of one kind listed one by one; the rest are counted
@@ -253,6 +256,32 @@ def check_snapshots(ctx: CheckContext) -> Findings:
         if r["footer"] != r["hi"]:
             bad.append(f"{name}: no SNAPSHOT_FOOTER at its last position")
     found.problems += listed(bad, "snapshot problems")
+    return found
+
+
+@lake_check("unknown")
+def check_unknown(ctx: CheckContext) -> Findings:
+    """Records ``ingest --skip-unknown`` kept raw (newer than the schema it read them with): listed, not
+    replayed; a note, not a problem. Those this kraft-replay's schema decodes are named as such."""
+    found = Findings()
+    if not readable(ctx, "records", found):
+        return found
+    snapshots = ctx.table("snapshots") if readable(ctx, "snapshots", found) else None
+    groups = undecoded_records(undecoded_rows(ctx.table("records"), snapshots))
+    if not groups:
+        return found
+    found.notes.append(f"{sum(g.count for g in groups):,} records kept raw by --skip-unknown, not replayed:")
+    for g in groups:
+        where = [
+            f"{what} {', '.join(map(str, items[:_SHOWN]))}{' …' if len(items) > _SHOWN else ''}"
+            for what, items in (("offsets", g.offsets), ("in snapshots", g.snapshots))
+            if items
+        ]
+        known = decodes(g.api_key, g.version)
+        found.notes.append(
+            f"{g.record}: {g.count:,} ({'; '.join(where)})"
+            + ("; this kraft-replay decodes them: ingest the sources into a new lake to replay them" if known else "")
+        )
     return found
 
 

@@ -42,7 +42,7 @@ from metadata.lake import (
 )
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
-from metadata.schema import release_lines
+from metadata.schema.releases import kafka_releases
 from metadata.spark import default_parallelism, get_spark
 from metadata.staging import remove, stage, staging_dir
 from metadata.tables import TYPED_TABLES, typed_rows
@@ -185,7 +185,7 @@ def _check_conflicts(log: DataFrame) -> None:
 
 def lake_release(committed: LakeState, kafka_version: str | None) -> str:
     """The Kafka release line an ingest into a lake at ``committed`` follows (see :func:`ingest`)."""
-    lines = release_lines()
+    lines = [r.line for r in kafka_releases()]
     if kafka_version is not None and kafka_version not in lines:
         raise IngestError(
             f"Kafka {kafka_version} is not supported: kraft-replay follows Kafka {lines[0]} to {lines[-1]}"

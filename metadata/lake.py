@@ -843,7 +843,9 @@ class Lake:
     def write(self, name: str, rows: DataFrame, *, create: bool) -> None:
         """Write ``rows`` (cast to the table's schema, for the lake's own tables) to table ``name`` in one
         Delta commit: appended, or (``create``) as a new table, with its statistics columns, replacing
-        whatever an interrupted write left there. Use it inside a :class:`LakeTransaction`."""
+        whatever an interrupted write left there. A typed table gains the columns of record fields newer than
+        the table (a lake ingested with an older schema): its older rows read null there. Use it inside a
+        :class:`LakeTransaction`."""
         schema = table_schemas().get(name)
         frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]) if schema else rows
         if create:
@@ -856,7 +858,10 @@ class Lake:
                 writer = writer.tableProperty("delta.enableDeletionVectors", "true")
             writer.createOrReplace()
         else:
-            frame.write.format("delta").mode("append").save(self.path(name))
+            writer = frame.write.format("delta").mode("append")
+            if name in TYPED_TABLES:
+                writer = writer.option("mergeSchema", "true")
+            writer.save(self.path(name))
 
     def transact(
         self,

@@ -37,7 +37,10 @@ class LogRecord:
     names, every regular field of the version, tagged fields only when not at their default,
     Uuids in Kafka's base64 form, ``bytes`` as standard base64.
     For control records ``type`` is None and ``control_type`` names the control record
-    (``LEADER_CHANGE``, ``SNAPSHOT_HEADER``, ...); ``data`` is then the control body.
+    (``LEADER_CHANGE``, ``SNAPSHOT_HEADER``, ...); ``data`` is then the control body. A record the reader
+    kept raw (``--skip-unknown``: a type or version the schema does not know) has neither: ``api_key`` and
+    ``version`` say what it is, ``data`` is empty (:attr:`is_undecoded`). ``api_key`` is the record's apiKey
+    as the reader found it (None for control records, and for records built in memory without one).
 
     Treat it as immutable. It is not a frozen dataclass: that constructor sets each field through
     ``object.__setattr__``, about 8× the cost, and a log read in process builds one per record.
@@ -56,10 +59,16 @@ class LogRecord:
     producer_id: int = -1
     producer_epoch: int = -1
     source_file: str = ""
+    api_key: int | None = None
 
     @property
     def is_control(self) -> bool:
         return self.control_type is not None
+
+    @property
+    def is_undecoded(self) -> bool:
+        """A record the reader kept raw (``--skip-unknown``): neither a decoded type nor a control record."""
+        return self.type is None and self.control_type is None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], offset_column: str = "offset") -> LogRecord:
@@ -79,6 +88,7 @@ class LogRecord:
             producer_id=row["producer_id"],
             producer_epoch=row["producer_epoch"],
             source_file=row["source_file"],
+            api_key=row["api_key"],
         )
 
 
@@ -134,6 +144,7 @@ def _fields(record: LogRecord) -> tuple[Any, ...]:
         record.producer_id,
         record.producer_epoch,
         record.source_file,
+        record.api_key,
     )
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from metadata.schema.releases import record_description
+
 
 class SnapshotInfo(BaseModel):
     end_offset: int
@@ -21,6 +23,18 @@ class SnapshotInfo(BaseModel):
     kind: str
     records: int
     last_contained_timestamp: int | None
+
+
+class UndecodedRecords(BaseModel):
+    """The records of one apiKey and version the reader kept raw (``--skip-unknown``: newer than the schema):
+    not decoded, not replayed."""
+
+    api_key: int
+    version: int
+    record: str  # e.g. "RegisterBrokerRecord v5 (newer than Kafka 4.4.0, which has v0-4)"
+    count: int  # in the log and in the stored snapshots
+    offsets: list[int]  # in the log
+    snapshots: list[str]  # the stored snapshots holding some (``<end offset>-<epoch>`` as in the file name)
 
 
 class LogInfo(BaseModel):
@@ -38,6 +52,7 @@ class LogInfo(BaseModel):
     snapshots: list[SnapshotInfo]
     ingests: int
     missing_offsets: int  # offsets between first and last that neither a record nor a snapshot holds
+    undecoded: list[UndecodedRecords] = []  # records kept raw by --skip-unknown, by apiKey and version
 
 
 class DumpRecord(BaseModel):
@@ -61,6 +76,32 @@ class RecordAggregates(BaseModel):
     t1: int | None
     kinds: list[tuple[bool, str | None, int]]
     after_snapshot: int
+    undecoded: list[tuple[int, int, int, str | None]] = []
+    """Records kept raw: (apiKey, version, offset — or position in a snapshot —, the snapshot's
+    ``<end offset>-<epoch>`` or None for the log)."""
+
+
+def snapshot_name(end_offset: int, epoch: int) -> str:
+    """A snapshot's id as its file name spells it: ``00000000000000000240-0000000001``."""
+    return f"{end_offset:020d}-{epoch:010d}"
+
+
+def undecoded_records(rows: Iterable[tuple[int, int, int, str | None]]) -> list[UndecodedRecords]:
+    """Records kept raw, grouped by apiKey and version."""
+    groups: dict[tuple[int, int], list[tuple[int, str | None]]] = {}
+    for api_key, version, offset, snapshot in rows:
+        groups.setdefault((api_key, version), []).append((offset, snapshot))
+    return [
+        UndecodedRecords(
+            api_key=api_key,
+            version=version,
+            record=record_description(api_key, version),
+            count=len(found),
+            offsets=sorted(offset for offset, snapshot in found if snapshot is None),
+            snapshots=sorted({snapshot for _, snapshot in found if snapshot is not None}),
+        )
+        for (api_key, version), found in sorted(groups.items())
+    ]
 
 
 def newest_snapshot_end(snapshots: Iterable[SnapshotInfo]) -> int | None:
@@ -95,4 +136,5 @@ def compose(location: str, records: RecordAggregates, snapshots: list[SnapshotIn
         snapshots=snapshots,
         ingests=ingests,
         missing_offsets=missing,
+        undecoded=undecoded_records(records.undecoded),
     )

@@ -6,11 +6,20 @@ import json
 from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from metadata.lake import Lake, LakeState
 from metadata.log import LogRecord
-from metadata.log_summary import DumpRecord, LogInfo, RecordAggregates, SnapshotInfo, compose, newest_snapshot_end
+from metadata.log_summary import (
+    DumpRecord,
+    LogInfo,
+    RecordAggregates,
+    SnapshotInfo,
+    compose,
+    newest_snapshot_end,
+    snapshot_name,
+)
 
 
 def log_info(lake: Lake) -> LogInfo:
@@ -59,8 +68,24 @@ def _log_info(lake: Lake) -> LogInfo:
         t1=s["t1"],
         kinds=[(r["is_control"], r["t"], r["count"]) for r in by_kind],
         after_snapshot=s["after"] or 0,
+        undecoded=undecoded_rows(records, lake.table("snapshots", state)),
     )
     return compose(lake.uri, aggregates, snapshots, state.seq)
+
+
+def undecoded_rows(records: DataFrame, snapshots: DataFrame | None) -> list[tuple[int, int, int, str | None]]:
+    """:attr:`~metadata.log_summary.RecordAggregates.undecoded` of a lake's ``records`` and ``snapshots``: the
+    records kept raw by ``ingest --skip-unknown``."""
+    raw = ~F.col("is_control") & F.col("type").isNull()
+    rows = [(r[0], r[1], r[2], None) for r in records.where(raw).select("api_key", "version", "offset").collect()]
+    if snapshots is not None:
+        rows += [
+            (r[0], r[1], r[2], snapshot_name(r[3], r[4]))
+            for r in snapshots.where(raw)
+            .select("api_key", "version", "position", "snapshot_end_offset", "snapshot_epoch")
+            .collect()
+        ]
+    return rows
 
 
 def dump(

@@ -45,10 +45,18 @@ from metadata.codec.records import (
     encode_control_record,
     metadata_spec,
     read_frame,
+    unknown_record,
 )
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.log import Chunks, LogRecord, RecordLog, Snapshot
-from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, metadata_specs, record_type_name, spec_by_type_name
+from metadata.schema import (
+    CONTROL_TYPE_NAMES,
+    MessageSpec,
+    metadata_specs,
+    record_type_name,
+    schema_kafka_version,
+    spec_by_type_name,
+)
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -646,6 +654,10 @@ _CONTROL_NAMES = {
     "KRaftVoters": "KRAFT_VOTERS",
 }
 _TYPE_KEYS = {record_type_name(s.name): s.key for s in metadata_specs().values()}
+_DUMP_ADVICE = (
+    "upgrade kraft-replay (kafka-dump-log text holds no record bytes to keep raw: read the log's files to use "
+    "--skip-unknown)"
+)
 _INT = re.compile(r"-?\d{1,19}")
 _INT16, _INT32, _INT64 = (1 << 15) - 1, (1 << 31) - 1, MAX_OFFSET
 _BATCH_FIELDS = (
@@ -755,11 +767,16 @@ def _dump_record(text: str, lineno: int) -> tuple[str, int, dict]:
         raise DecodeError(f'line {lineno}: payload is not {{"type": <name>, "version": <int>, "data": {{...}}}}')
     type_name, version = payload["type"], payload["version"]
     if type_name not in _TYPE_KEYS:
-        raise UnknownRecordError(f"line {lineno}: unknown record type {type_name[:100]!r}")
+        raise UnknownRecordError(
+            f"line {lineno}: record type {type_name[:100]!r} is not known to this kraft-replay (its schema is Kafka "
+            f"{schema_kafka_version()}): {_DUMP_ADVICE}"
+        )
     try:
         spec = metadata_spec(_TYPE_KEYS[type_name], version)
-    except UnknownRecordError as exc:
-        raise UnknownRecordError(f"line {lineno}: {exc.message}") from None
+    except UnknownRecordError:
+        raise UnknownRecordError(
+            f"line {lineno}: {unknown_record(_TYPE_KEYS[type_name], version, _DUMP_ADVICE).message}"
+        ) from None
     data = _canonical_body(
         payload["data"],
         spec,
@@ -994,9 +1011,22 @@ def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
 
 def to_log_record(row: Row, source_file: str = "") -> LogRecord:
     """A decoded row as the engines' :class:`LogRecord`."""
-    (offset, base, last, epoch, ts, pid, pepoch, txn, _, control_type, type_name, _, version, data, _, _) = row
+    (offset, base, last, epoch, ts, pid, pepoch, txn, _, control_type, type_name, api_key, version, data, _, _) = row
     return LogRecord(
-        offset, base, last, epoch, ts, type_name, version, data or {}, control_type, txn, pid, pepoch, source_file
+        offset,
+        base,
+        last,
+        epoch,
+        ts,
+        type_name,
+        version,
+        data or {},
+        control_type,
+        txn,
+        pid,
+        pepoch,
+        source_file,
+        api_key,
     )
 
 

@@ -193,7 +193,11 @@ TYPED_TABLES: dict[str, TypedTable] = {
             "fence / unfence / registration change / unregister events; fenced: 1 fence, -1 unfence, 0 no change",
             (("id", "broker_id"), ("epoch", "broker_epoch")),
         ),
-        TypedTable("controllers", ("REGISTER_CONTROLLER_RECORD",), "controller registrations"),
+        TypedTable(
+            "controllers",
+            ("REGISTER_CONTROLLER_RECORD", "UNREGISTER_CONTROLLER_RECORD"),
+            "controller registrations (full replacement) and unregistrations (Kafka 4.4+)",
+        ),
         TypedTable("configs", ("CONFIG_RECORD",), "config set (value) or delete (value null)"),
         TypedTable(
             "features",

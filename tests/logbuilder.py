@@ -2,14 +2,19 @@
 
 Record bodies are ``(type, data)`` pairs in the JSON-converter shape (camelCase, tagged fields
 only when given). :class:`LogBuilder` assigns consecutive offsets and groups bodies into batches.
+:func:`append_batch` and :func:`insert_into_snapshot` write records, encoded, into real log files.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from metadata.codec.batch import Record, decode_batch, encode_batch, encode_record_batch
+from metadata.codec.primitives import uvarint
+from metadata.codec.records import encode_metadata_value
 from metadata.log import LogRecord
 
 Body = tuple[str, dict[str, Any]]
@@ -160,7 +165,7 @@ def register_broker(
     log_dirs: Sequence[str] = (),
     is_migrating_zk_broker: bool = False,
 ) -> Body:
-    """RegisterBrokerRecord v3 (LogDirs tag only when non-empty)."""
+    """RegisterBrokerRecord v3 (LogDirs tag only when non-empty; v4 with :func:`cordoned`)."""
     data: dict[str, Any] = {
         "brokerId": broker_id,
         "isMigratingZkBroker": is_migrating_zk_broker,
@@ -203,7 +208,7 @@ def broker_change(
     in_controlled_shutdown: int = 0,
     log_dirs: Sequence[str] = (),
 ) -> Body:
-    """BrokerRegistrationChangeRecord v2 (tags only when not at their defaults)."""
+    """BrokerRegistrationChangeRecord v2 (tags only when not at their defaults; v3 with :func:`cordoned`)."""
     return "BROKER_REGISTRATION_CHANGE_RECORD", _tagged(
         {"brokerId": broker_id, "brokerEpoch": epoch},
         fenced=fenced or None,
@@ -363,3 +368,52 @@ def end() -> Body:
 
 def abort(reason: str | None = None) -> Body:
     return "ABORT_TRANSACTION_RECORD", _tagged({}, reason=reason)
+
+
+def encoded(body: Body, version: int) -> bytes:
+    """A record value: ``body`` at ``version``."""
+    return encode_metadata_value(body[0], version, body[1])
+
+
+def future_value(api_key: int, version: int, body: bytes = b"\x00") -> bytes:
+    """The value of a record of a type or version the schema does not know (a newer Kafka's): Kafka's frame,
+    then ``body`` (by default a struct with no field and no tagged field)."""
+    return uvarint(1) + uvarint(api_key) + uvarint(version) + body
+
+
+def _batches(path: Path) -> list:
+    buf, pos, out = path.read_bytes(), 0, []
+    while pos < len(buf):
+        batch, pos = decode_batch(buf, pos)
+        out.append(batch)
+    return out
+
+
+def append_batch(log_dir: Path, values: Sequence[bytes]) -> int:
+    """One batch of the record ``values`` appended to the last segment under ``log_dir`` (a
+    ``__cluster_metadata-0`` directory), as its leader would: the offsets after its last batch, that batch's
+    epoch, 1 ms later. The first offset appended."""
+    segment = sorted(log_dir.glob("*.log"))[-1]
+    last = _batches(segment)[-1]
+    first = last.last_offset + 1
+    raw = encode_batch(
+        first, [(None, v) for v in values], leader_epoch=last.partition_leader_epoch, timestamp=last.max_timestamp + 1
+    )
+    with segment.open("ab") as out:
+        out.write(raw)
+    return first
+
+
+def insert_into_snapshot(snapshot: Path, value: bytes) -> int:
+    """The record ``value`` appended to the last data batch of a snapshot file (the batches after it, the
+    footer's, move one position on); its position."""
+    batches = _batches(snapshot)
+    data = [b for b in batches if not b.is_control][-1]
+    position = data.last_offset + 1
+    data.records.append(Record(offset_delta=data.last_offset_delta + 1, value=value))
+    data.last_offset_delta += 1
+    for b in batches:
+        if b.base_offset > data.base_offset:
+            b.base_offset += 1
+    snapshot.write_bytes(b"".join(encode_record_batch(b) for b in batches))
+    return position

@@ -17,7 +17,7 @@ from metadata.codec.records import (
     encode_metadata_value,
 )
 from metadata.errors import CorruptBatchError, DecodeError, UnknownRecordError
-from metadata.schema import control_specs, metadata_specs
+from metadata.schema import control_specs, metadata_specs, spec_by_type_name
 from tests.recordgen import body
 
 SPEC_VERSIONS = [
@@ -105,6 +105,37 @@ def test_empty_list_is_not_null_in_tagged_fields():
     for isr in ([], None):
         data = {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"} | ({} if isr is None else {"isr": isr})
         assert decode_metadata_value(encode_metadata_value(spec.type_name, 0, data))[2] == data
+
+
+D1 = "AAAAAAAAAAAAAAAAAAAAAw"  # Uuid (0, 3): a log directory
+
+
+@pytest.mark.parametrize(
+    "type_name,version,head,tag",
+    [
+        ("REGISTER_BROKER_RECORD", 4, {"brokerId": 1, "incarnationId": D1, "brokerEpoch": 7, "endPoints": []}, 1),
+        ("BROKER_REGISTRATION_CHANGE_RECORD", 3, {"brokerId": 1, "brokerEpoch": 7}, 3),
+    ],
+)
+def test_cordoned_log_dirs_null_empty_and_a_list_are_three_encodings(type_name, version, head, tag):
+    """Kafka 4.3+ (KIP-1066): ``CordonedLogDirs`` is a nullable tagged ``[]uuid`` defaulting to null. Null (unknown,
+    or no change) is not written; an empty list (nothing cordoned) is the tag with a one-byte body; a list its
+    Uuids. Each decodes to what was written and re-encodes to the same bytes."""
+    regular = (
+        len(encode_body(spec_by_type_name(type_name), version, head)) - 1
+    )  # the body before its tagged-field count
+    for cordoned, tagged in (
+        (None, "00"),
+        ([], f"01{tag:02x}0101"),
+        ([D1], f"01{tag:02x}1102" + "00" * 15 + "03"),
+    ):
+        data = head | ({} if cordoned is None else {"cordonedLogDirs": cordoned})
+        raw = encode_metadata_value(type_name, version, data)
+        assert raw[3 + regular :].hex() == tagged
+        spec_, version_, decoded = decode_metadata_value(raw)
+        assert (spec_.type_name, version_) == (type_name, version)
+        assert decoded.get("cordonedLogDirs", "absent") == ("absent" if cordoned is None else cordoned)
+        assert encode_metadata_value(type_name, version, decoded) == raw
 
 
 @pytest.mark.parametrize(
@@ -197,8 +228,10 @@ def test_xxhash32_known_values():
 
 
 def test_unknown_api_key_and_frame_version():
-    with pytest.raises(UnknownRecordError, match="Unknown metadata id 13"):
-        decode_metadata_value(bytes.fromhex("010d0000"))
+    with pytest.raises(UnknownRecordError, match=r"^apiKey 13 v0 \(newer than Kafka .*\) is not known"):
+        decode_metadata_value(bytes.fromhex("010d0000"))  # 13: never assigned
+    with pytest.raises(UnknownRecordError, match=r"^RegisterBrokerRecord v9 \(newer than Kafka .*, which has v0-4\)"):
+        decode_metadata_value(bytes.fromhex("01000900"))
     with pytest.raises(DecodeError, match="frame version 0"):
         decode_metadata_value(bytes.fromhex("000200"))
 

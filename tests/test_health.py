@@ -296,7 +296,10 @@ def test_gauges_of_an_image():
             _partition("b", 2, [2], [2]),  # min(3, 1 replica) = 1: fine
             _partition("b", 3, [3, 1], [3], addingReplicas=[1]),  # min(3, 2) = 2 > 1; reassigning
         ],
-        "brokers": [{"brokerId": b, "fenced": b == 4, "inControlledShutdown": b == 3} for b in (1, 2, 3, 4)],
+        "brokers": [
+            {"brokerId": b, "fenced": b == 4, "inControlledShutdown": b == 3, "cordonedLogDirs": cordoned}
+            for b, cordoned in ((1, None), (2, []), (3, ["AAAAAAAAAAAAAAAAAAABAQ"]), (4, None))
+        ],
         "configs": [_config("TOPIC", "a", "2"), _config("BROKER", "", "3")],
     }
     assert image_gauges(image) == Gauges(
@@ -305,6 +308,7 @@ def test_gauges_of_an_image():
         underMinIsrPartitions=2,
         fencedBrokers=[4],
         controlledShutdownBrokers=[3],
+        cordonedBrokers=[3],
         reassigningPartitions=1,
         leadersPerBroker={"1": 1, "2": 1, "3": 1, "4": 0},
     )

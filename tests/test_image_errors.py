@@ -6,6 +6,7 @@ strict and in lenient mode, instead of being reported as a skipped record."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from metadata.codec.batch import encode_batch
 from metadata.codec.records import decode_metadata_value, encode_metadata_value
 from metadata.readers import ReadOptions, read_log
 from metadata.schema import MessageSpec, metadata_specs
+from metadata.schema.releases import record_description
 from tests.logbuilder import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
 from tests.recordgen import body
 
@@ -125,9 +127,9 @@ def test_a_bug_propagates_from_snapshots_and_committed_transactions(
             collector.replay(record)
 
 
-def test_a_record_kept_undecoded_is_rejected_as_an_unknown_type(tmp_path: Path) -> None:
-    """``--skip-unknown`` keeps a record of an unknown apiKey undecoded; replay rejects it like
-    Kafka's MetadataDelta.replay rejects a type it has no case for, naming the offset."""
+def test_a_record_kept_undecoded_is_reported_and_the_rest_replays_exactly(tmp_path: Path) -> None:
+    """``--skip-unknown`` keeps a record of an unknown apiKey undecoded; a replay, strict or lenient, lists it
+    (naming its offset, apiKey and version) and goes on: the image is the one of the log without it."""
     values = [
         encode_metadata_value("NO_OP_RECORD", 0, {}),
         bytes.fromhex("01630000"),  # apiKey 99
@@ -138,12 +140,12 @@ def test_a_record_kept_undecoded_is_rejected_as_an_unknown_type(tmp_path: Path) 
         b"".join(encode_batch(i, [(None, v)], leader_epoch=1, timestamp=1000 + i) for i, v in enumerate(values))
     )
     records = read_log(path, ReadOptions(skip_unknown=True))
-    with pytest.raises(
-        ReplayError,
-        match=r"^offset 1: Unknown metadata record type \(not decoded: kept raw by "
-        r"--skip-unknown\)$",
-    ):
-        replay_to(records)
-    image = replay_to(records, lenient=True)
-    assert [e.offset for e in image.errors] == [1]
-    assert [t.name for t in image.topics.topics_by_id.values()] == ["a"]
+    assert (records[1].is_undecoded, records[1].api_key, records[1].version) == (True, 99, 0)
+    without = [records[0], replace(records[1], type="NO_OP_RECORD"), records[2]]
+    for lenient in (False, True):
+        image = replay_to(records, lenient=lenient)
+        assert [str(e) for e in image.errors] == [
+            f"offset 1: {record_description(99, 0)} kept raw by --skip-unknown, not replayed"
+        ]
+        assert image.errors[0].undecoded
+        assert image.to_json() == replay_to(without).to_json()

@@ -74,8 +74,8 @@ def rich_image() -> MetadataImage:
         partition(A, 0, [1]),
     )
     log.batch(
-        config(2, "b", "z", "1"),
-        config(2, "b", "a", "2"),
+        config(2, "b", "segment.bytes", "1"),
+        config(2, "b", "cleanup.policy", "2"),
         config(4, "", "k", "v"),
         client_quota({"user": "u", "client-id": "c"}, "q", 1.5),
         client_quota({"user": None}, "q", 2),
@@ -202,8 +202,8 @@ EXPECTED: dict[str, Any] = {
     ],
     "configs": [
         {"resourceType": "BROKER", "resourceName": "", "name": "k", "value": "v"},
-        {"resourceType": "TOPIC", "resourceName": "b", "name": "a", "value": "2"},
-        {"resourceType": "TOPIC", "resourceName": "b", "name": "z", "value": "1"},
+        {"resourceType": "TOPIC", "resourceName": "b", "name": "cleanup.policy", "value": "2"},
+        {"resourceType": "TOPIC", "resourceName": "b", "name": "segment.bytes", "value": "1"},
     ],
     "features": {"group.version": 1, "metadata.version": 22},
     "producerIds": {"nextProducerId": 5000},

@@ -333,9 +333,11 @@ def test_delta_between_respects_transactions() -> None:
 
 def test_delta_between_is_one_delta_like_a_kafka_chunk() -> None:
     log = LogBuilder()
-    log.batch(topic("a", A), config(2, "a", "k", "v"))
+    log.batch(topic("a", A), config(2, "a", "retention.ms", "v"))
     log.batch(remove_topic(A))
     _, delta, image = delta_between(log.records, -1, 2)
     assert delta.topics_delta.deleted_topic_ids == set()
-    assert image.configs.resource_data == {ConfigResource("TOPIC", "a"): {"k": "v"}}  # RemoveTopicRecord quirk
+    assert image.configs.resource_data == {
+        ConfigResource("TOPIC", "a"): {"retention.ms": "v"}
+    }  # RemoveTopicRecord quirk
     assert replay_to(log.records).configs.resource_data == {}  # per-batch replay

@@ -55,7 +55,9 @@ def test_configs_set_overwrite_and_delete_by_null() -> None:
 
 
 def test_configs_resource_types_and_unknown() -> None:
-    image = batches([config(t, "x", "k", str(t)) for t in (2, 8, 16, 32, 0, 99)])
+    """Every resource type id (any other is UNKNOWN), under Kafka 4.1's rules: 4.2.1+ keep only supported names
+    (tests/test_image_releases.py)."""
+    image = batches([config(t, "x", "k", str(t)) for t in (2, 8, 16, 32, 0, 99)], release="4.1")
     assert {r.type: v["k"] for r, v in image.configs.resource_data.items()} == {
         "TOPIC": "2",
         "BROKER_LOGGER": "8",

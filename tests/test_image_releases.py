@@ -35,7 +35,7 @@ DIR_1, DIR_2 = uuid(0x101), uuid(0x102)
 def test_release_lines_and_versions() -> None:
     assert RELEASES == ("3.9", "4.0", "4.1", "4.2", "4.3", "4.4")
     assert rules_for() is rules_for("4.4") and rules_for("4.3.1") is rules_for("4.3")
-    assert rules_for("4.3").kafka == "4.3.1"
+    assert rules_for("4.3").kafka == "4.3.2"
     for bad, why in (("3.8", "is not supported"), ("5.0", "is not supported"), ("four", "not a Kafka version")):
         with pytest.raises(UnsupportedRelease, match=why):
             rules_for(bad)
@@ -60,8 +60,9 @@ def _config_log() -> list[LogRecord]:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_configs_of_unsupported_names_are_skipped_from_kafka_4_3(release: str) -> None:
-    """KAFKA-19851: 4.3+ brokers skip ConfigRecords their DefaultSupportedConfigChecker does not support."""
+def test_configs_of_unsupported_names_are_skipped_from_kafka_4_2(release: str) -> None:
+    """KAFKA-19851 (4.3.0, backported to 4.2.1): brokers skip ConfigRecords their DefaultSupportedConfigChecker
+    does not support."""
     configs = {
         (r, n)
         for (r, _), data in replay_to(_config_log(), rules=rules_for(release)).configs.resource_data.items()
@@ -74,16 +75,17 @@ def test_configs_of_unsupported_names_are_skipped_from_kafka_4_3(release: str) -
         ("BROKER_LOGGER", "kafka.server"),
         ("UNKNOWN", "k"),
     }
-    filtered = tuple(map(int, release.split("."))) >= (4, 3)
+    filtered = tuple(map(int, release.split("."))) >= (4, 2)
     assert configs == (kept if filtered else kept | dropped)
 
 
-def test_the_config_filter_is_kafkas_from_4_3() -> None:
-    assert [r for r in RELEASES if rules_for(r).supported_configs is not None] == ["4.3", "4.4"]
+def test_the_config_filter_is_kafkas_from_4_2() -> None:
+    assert [r for r in RELEASES if rules_for(r).supported_configs is not None] == ["4.2", "4.3", "4.4"]
     rules = rules_for("4.4")
-    assert rules.supports_config("TOPIC", "cleanup.policy") and not rules.supports_config("TOPIC", "nope")
-    assert rules.supports_config("BROKER", "listener.name.internal.ssl.keystore.location")
-    assert not rules.supports_config("BROKER_LOGGER", "kafka.server")
+    assert rules.supports_config(2, "cleanup.policy") and not rules.supports_config(2, "nope")  # TOPIC
+    assert rules.supports_config(4, "listener.name.internal.ssl.keystore.location")  # BROKER: any name
+    assert not rules.supports_config(8, "kafka.server")  # BROKER_LOGGER
+    assert rules_for("4.1").supports_config(8, "kafka.server")
 
 
 def test_cordoned_log_directories_from_kafka_4_3() -> None:

@@ -86,8 +86,8 @@ def test_remove_topic_in_the_same_delta_keeps_configs_created_in_that_delta() ->
 
 def test_remove_topic_discards_pending_config_changes_of_base_configs() -> None:
     image = replay_to(two_topics().records)
-    delta = delta_on(image, config(2, "a", "segment.ms", "5"), remove_topic(A), config(2, "a", "x", "1"))
-    assert delta.apply(PROV).configs.resource_data == {ConfigResource("TOPIC", "a"): {"x": "1"}}
+    delta = delta_on(image, config(2, "a", "segment.ms", "5"), remove_topic(A), config(2, "a", "flush.ms", "1"))
+    assert delta.apply(PROV).configs.resource_data == {ConfigResource("TOPIC", "a"): {"flush.ms": "1"}}
 
 
 def test_created_and_deleted_in_one_delta_leaves_no_trace() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,9 +13,14 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cli.render import iso_time
+from metadata import tables
+from metadata.check import check_lake
 from metadata.ingest import IngestError, ingest
 from metadata.lake import Lake, LakeTransaction
 from metadata.query import dump, log_info
+from metadata.schema import MessageSpec, Versions, spec_by_type_name
+from metadata.schema.releases import kafka_release
+from tests.logbuilder import append_batch, broker_change, encoded, register_broker, unregister_controller, uuid
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,3 +282,51 @@ def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path
 
     for name in names:
         assert rows(linked, name) == rows(real, name), name
+
+
+def _typed_tables_of(line: str) -> Callable[[str], MessageSpec]:
+    """The record specs as a kraft-replay whose schema was Kafka ``line``'s saw them: its versions, its fields (none
+    for a type it did not know)."""
+    release = kafka_release(line)
+
+    def spec(type_name: str) -> MessageSpec:
+        current = spec_by_type_name(type_name)
+        versions = release.records.get(current.key, Versions(1, 0))
+        fields = tuple(f for f in current.fields if f.versions.low <= versions.high)
+        return replace(current, valid_versions=versions, fields=fields)
+
+    return spec
+
+
+def test_a_lake_made_with_an_older_schema_takes_the_columns_of_newer_fields(spark, tmp_path, monkeypatch):
+    """A lake whose typed tables were made with the schema of Kafka 4.1 (no CordonedLogDirs) ingests a Kafka 4.3+
+    RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3, and 4.4's UnregisterControllerRecord: the new
+    columns join the typed tables, null in the rows before; the controllers table holds both controller records."""
+    log = tmp_path / "log"
+    shutil.copytree(KAFKA_BASIC, log)
+    location = str(tmp_path / "lake")
+    with monkeypatch.context() as older:
+        older.setattr(tables, "spec_by_type_name", _typed_tables_of("4.1"))
+        ingest([str(log)], location, spark=spark, progress=False)
+    lake = Lake(location, spark)
+    before = lake.table("broker_registrations").count()
+    assert "cordoned_log_dirs" not in lake.table("broker_registrations").columns
+    first = append_batch(
+        log / "__cluster_metadata-0",
+        [
+            encoded(register_broker(9, 900, cordoned_log_dirs=[uuid(0xD1)]), 4),
+            encoded(broker_change(9, 900, cordoned_log_dirs=[]), 3),
+            encoded(unregister_controller(3000), 0),
+        ],
+    )
+    ingest([str(log)], location, spark=spark, progress=False)
+    registrations = {r["offset"]: r["cordoned_log_dirs"] for r in lake.table("broker_registrations").collect()}
+    assert len(registrations) == before + 1
+    assert registrations.pop(first) == [uuid(0xD1)] and set(registrations.values()) == {None}
+    change = lake.table("broker_changes").where(f"offset = {first + 1}").first()
+    assert (change["version"], change["broker_id"], change["cordoned_log_dirs"]) == (3, 9, [])
+    controllers = lake.table("controllers").where(f"offset = {first + 2}").first()
+    assert (controllers["type"], controllers["controller_id"]) == ("UNREGISTER_CONTROLLER_RECORD", 3000)
+    assert controllers["end_points"] is None
+    typed = next(c for c in check_lake(lake, ["typed"]).checks if c.name == "typed")
+    assert typed.ok, typed.problems

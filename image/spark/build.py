@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -95,6 +95,7 @@ INPUT_SCHEMA = T.StructType(
         T.StructField("epoch", T.IntegerType()),
         T.StructField("timestamp", T.LongType()),
         T.StructField("type", T.StringType()),
+        T.StructField("api_key", T.IntegerType()),
         T.StructField("version", T.IntegerType()),
         T.StructField("payload", T.StringType()),
         T.StructField("snapshot_end", T.LongType()),
@@ -112,6 +113,7 @@ _RECORD_COLUMNS = [
     "epoch",
     "timestamp",
     "type",
+    "api_key",
     "version",
     "payload",
 ]
@@ -119,6 +121,19 @@ _RECORD_COLUMNS = [
 
 _WORKER_COLUMNS = ("shard", "kind", "part", *_RECORD_COLUMNS, "snapshot_end", "snapshot_epoch", "snapshot_ts")
 """The input columns a worker reads, in the order :func:`_replay_shards` unpacks them."""
+
+
+def _not_noop() -> Column:
+    """What a shard replays of the data records: not the NoOps (they change no key); records kept raw by
+    ``--skip-unknown`` (null type) are, and reported."""
+    return F.col("type").isNull() | (F.col("type") != "NO_OP_RECORD")
+
+
+def _log_record(
+    offset: int, base: int, last: int, epoch: int, ts: int, kind: str | None, api_key: int, version: int, payload: str
+) -> LogRecord:
+    return LogRecord(offset, base, last, epoch, ts, kind, version, payload_data(payload), api_key=api_key)
+
 
 SUMMARY = pa.schema(
     [
@@ -310,7 +325,7 @@ def _replay_shards(
         started, records = time.monotonic(), 0
 
     for batch in batches:
-        for row_shard, kind, part, offset, base, last, epoch, ts, kind_type, version, payload, *snap in zip(
+        for row_shard, kind, part, offset, base, last, epoch, ts, kind_type, api_key, version, payload, *snap in zip(
             *(batch.column(name).to_pylist() for name in _WORKER_COLUMNS)
         ):
             if row_shard != shard:
@@ -319,7 +334,7 @@ def _replay_shards(
             if kind == _LOG:
                 records += 1
                 load(recorder := recorder or open_recorder())
-                recorder.replay(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
+                recorder.replay(_log_record(offset, base, last, epoch, ts, kind_type, api_key, version, payload))
             elif kind == _ROW:
                 stored.setdefault(part, []).append(payload_data(payload))
             elif kind == _SNAPSHOT_BEGIN:
@@ -328,7 +343,7 @@ def _replay_shards(
             else:  # a snapshot's record
                 assert snapshot is not None
                 records += 1
-                snapshot[3].append(LogRecord(offset, base, last, epoch, ts, kind_type, version, payload_data(payload)))
+                snapshot[3].append(_log_record(offset, base, last, epoch, ts, kind_type, api_key, version, payload))
     close_shard()
     sink.flush()
     yield pa.RecordBatch.from_pylist(summaries, schema=SUMMARY)
@@ -376,7 +391,7 @@ def build_versions(
     shards = shards or max(2, 2 * _parallelism(spark))
     records = (
         lake.scan("records", state)
-        .where((F.col("offset") >= restart) & ~F.col("is_control") & (F.col("type") != "NO_OP_RECORD"))
+        .where((F.col("offset") >= restart) & ~F.col("is_control") & _not_noop())
         .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
         .withColumn("route", F.expr(route_key_sql()))
     )
@@ -549,8 +564,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
     return (
         lake.scan("snapshots", state)
         .where(chosen)
-        .where(~F.col("is_control"))
-        .where(F.col("type") != "NO_OP_RECORD")
+        .where(~F.col("is_control") & _not_noop())
         .select(
             F.col("position").alias("offset"),
             F.col("position").alias("batch_base_offset"),
@@ -558,6 +572,7 @@ def _snapshot_records(lake: Lake, state: LakeState, ids: Sequence[tuple[int, int
             F.col("batch_leader_epoch").alias("epoch"),
             "timestamp",
             "type",
+            "api_key",
             "version",
             "payload",
             F.col("snapshot_end_offset").alias("snapshot_end"),

@@ -9,6 +9,7 @@ from metadata.codec.message import Reader, body_reader, check_body_end, decode_b
 from metadata.codec.primitives import read_uvarint, uvarint
 from metadata.errors import DecodeError, UnknownRecordError
 from metadata.schema import CONTROL_TYPE_NAMES, MessageSpec, control_specs, metadata_specs, spec_by_type_name
+from metadata.schema.releases import record_description
 
 _CONTROL_KEY = struct.Struct(">hh")
 _SPECS = metadata_specs()
@@ -33,15 +34,21 @@ def read_frame(value: bytes) -> tuple[int, int, int]:
     return api_key, version, pos
 
 
+SKIP_UNKNOWN = "upgrade kraft-replay, or use --skip-unknown to keep such records raw"
+"""What to do about a record the schema does not know."""
+
+
+def unknown_record(api_key: int, version: int, advice: str = SKIP_UNKNOWN) -> UnknownRecordError:
+    """The error of a record type or version the schema does not know, e.g. ``RegisterBrokerRecord v5 (newer than
+    Kafka 4.4.0, which has v0-4) is not known to this kraft-replay: upgrade kraft-replay, or ...``."""
+    return UnknownRecordError(f"{record_description(api_key, version)} is not known to this kraft-replay: {advice}")
+
+
 def metadata_spec(api_key: int, version: int) -> MessageSpec:
-    """The spec for a frame, or :class:`UnknownRecordError` (unknown apiKey, or a version above the schema)."""
+    """The spec for a frame, or :func:`unknown_record` (an unknown apiKey, or a version above the schema)."""
     spec = _SPECS.get(api_key)
-    if spec is None:
-        raise UnknownRecordError(f"Unknown metadata id {api_key}")
-    if version not in spec.valid_versions:
-        raise UnknownRecordError(
-            f"{spec.name} version {version} is not known (valid: {spec.valid_versions.low}-{spec.valid_versions.high})"
-        )
+    if spec is None or version not in spec.valid_versions:
+        raise unknown_record(api_key, version)
     return spec
 
 

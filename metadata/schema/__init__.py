@@ -1,7 +1,9 @@
 """The one schema source: record and control-record specs loaded from ``records.json``.
 
-Everything that knows a record's fields (codec, pydantic models, Spark schemas of the typed
-tables, the dump-log text reader) derives it from here.
+Everything that knows a record's fields (codec, Spark schemas of the typed tables, the dump-log text
+reader) derives it from here. ``records.json`` is generated from a Kafka release's own specs by
+``python -m metadata.schema.update`` (docs/records.md); :mod:`metadata.schema.releases` loads what each
+supported Kafka release line knows.
 """
 
 from __future__ import annotations
@@ -117,9 +119,18 @@ def record_type_name(spec_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", spec_name).upper()
 
 
+SCHEMA_FILES = resources.files("metadata.schema")
+"""Where ``records.json`` and ``releases.json`` are (the package's data)."""
+
+
+@cache
+def _raw() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILES.joinpath("records.json").read_text())
+
+
 @cache
 def _load() -> tuple[dict[int, MessageSpec], dict[int, MessageSpec]]:
-    raw = json.loads(resources.files("metadata.schema").joinpath("records.json").read_text())
+    raw = _raw()
     metadata = {
         m["apiKey"]: MessageSpec(
             m["name"],
@@ -143,9 +154,20 @@ def _load() -> tuple[dict[int, MessageSpec], dict[int, MessageSpec]]:
     return metadata, control
 
 
+def schema_kafka_version() -> str:
+    """The Kafka release whose specs ``records.json`` was generated from (e.g. ``4.4.0``)."""
+    return _raw()["kafka"]
+
+
 def metadata_specs() -> dict[int, MessageSpec]:
     """apiKey → spec of every known metadata record type."""
     return _load()[0]
+
+
+def decodes(api_key: int, version: int) -> bool:
+    """Whether the schema knows the metadata record type ``api_key`` at ``version``."""
+    spec = metadata_specs().get(api_key)
+    return spec is not None and version in spec.valid_versions
 
 
 def control_specs() -> dict[int, MessageSpec]:
@@ -171,37 +193,3 @@ CONTROL_TYPE_NAMES: dict[int, str] = {
     5: "KRAFT_VERSION",
     6: "KRAFT_VOTERS",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseFacts:
-    """What one Kafka release line's own classes say (``releases.json``; read by :mod:`image.release`)."""
-
-    kafka: str  # the newest patch release of the line, e.g. 4.3.1
-    record_versions: dict[str, int]  # record type name → highest version its jars decode
-    metadata_versions: dict[int, str]  # metadata.version level → name (30 → 4.3-IV0)
-    latest_production: int  # the metadata.version level a new cluster is formatted at
-    supported_configs: dict[str, frozenset[str]] | None  # 4.3+: config names per resource type; None: no filter
-
-
-@cache
-def release_facts() -> dict[str, ReleaseFacts]:
-    """Release line (``"4.3"``) → its facts, from ``releases.json``."""
-    raw = json.loads(resources.files("metadata.schema").joinpath("releases.json").read_text())
-    return {
-        line: ReleaseFacts(
-            kafka=r["kafka"],
-            record_versions=dict(r["records"]),
-            metadata_versions={int(level): name for level, name in r["metadataVersions"].items()},
-            latest_production=r["latestProduction"],
-            supported_configs=None
-            if r["supportedConfigs"] is None
-            else {kind: frozenset(names) for kind, names in r["supportedConfigs"].items()},
-        )
-        for line, r in raw["releases"].items()
-    }
-
-
-def release_lines() -> tuple[str, ...]:
-    """The Kafka release lines of ``releases.json``, oldest first (``("3.9", …, "4.4")``)."""
-    return tuple(sorted(release_facts(), key=lambda line: tuple(int(p) for p in line.split("."))))
