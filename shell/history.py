@@ -71,17 +71,19 @@ def _node_history(ctx: Context, path: str) -> History | None:
     scope = session.scope(path)
     if scope is None:
         return None
-    points = list(session.change_points(path))
+    found = list(session.changes(scope, path))
+    times = {point: scope.time_at(point) for point, _ in found}
+    ended = [point for point, time in times.items() if time is None]  # only versions ended there: the record's time
+    if ended:
+        records = session.source.records(min(ended), max(ended), ended)
+        times.update(zip(records.column("offset").to_pylist(), records.column("timestamp").to_pylist()))
     versions = []
-    for i, point in enumerate(points):
-        changes = session.changes_at(scope, path, point)
-        time = scope.time_at(point)
-        if time is None:  # only versions ended here
-            time = session.time_at(point)
+    for i, (point, changes) in enumerate(found):
+        time = times[point]
         versions.append(
             HistoryVersion(
                 fromOffset=point,
-                toOffset=points[i + 1] if i + 1 < len(points) else None,
+                toOffset=found[i + 1][0] if i + 1 < len(found) else None,
                 fromTime=None if time is None else iso_time(time),
                 changes=[
                     *(Change(field=p, before=None, after=v) for p, (_, v) in changes.added.items()),

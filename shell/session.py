@@ -39,6 +39,18 @@ from shell.paths import absolute_components
 
 IMAGES_KEPT = 4
 """Trees of this many points are kept (``at`` back and forth, ``diff`` against a point)."""
+PART_DIRECTORIES = {
+    "brokers": "/image/cluster/brokers",
+    "controllers": "/image/cluster/controllers",
+    "topics": "/image/topics/byId",
+    "configs": "/image/configs",
+    "clientQuotas": "/image/clientQuotas",
+    "producerIds": "/image/producerIds",
+    "acls": "/image/acls/byId",
+    "scram": "/image/scram",
+    "delegationTokens": "/image/delegationToken",
+}
+"""The directory of the files each part's rows make (partitions and features: one file per row)."""
 SCOPED_ROWS = 2000
 """A subtree made of at most this many versions is built from them alone; a larger one is read from the whole tree
 at its point (the same files, faster: the versions of a point are read by file statistics, not filtered here)."""
@@ -228,7 +240,8 @@ class Scope:
 
     def time_at(self, offset: int) -> int | None:
         """The append time of the record that made a selected version begin at ``offset``."""
-        return next((r["from_time"] for rows in self.rows.values() for r in rows if r["from_offset"] == offset), None)
+        began = self.events.get(offset, ((), ()))[1]
+        return began[0][1]["from_time"] if began else None
 
 
 class Session:
@@ -473,18 +486,22 @@ class Session:
         if scope is None:
             yield from self._record_points(path, after, before)
             return
+        for point, _ in self.changes(scope, path, after, before):
+            yield point
+
+    def changes(
+        self, scope: Scope, path: str, after: int | None = None, before: int | None = None
+    ) -> Iterator[tuple[int, TreeDiff]]:
+        """Each change of the subtree at ``path`` and what changed there (see :meth:`change_points`)."""
         points = [p for p in scope.boundaries() if p >= 0]  # versions from -1 hold before the first record
         candidates = [p for p in points if after is None or p > after]
         if before is not None:
             candidates = [p for p in reversed(points) if p < before]
         for point in candidates:
-            if scope.per_row:
-                if self.changes_at(scope, path, point):
-                    yield point
-            elif scope.state(point) != scope.state(point - 1) and self._files(scope, path, point) != self._files(
-                scope, path, point - 1
-            ):
-                yield point
+            if not scope.per_row and scope.state(point) == scope.state(point - 1):
+                continue
+            if diff := self.changes_at(scope, path, point):
+                yield point, diff
 
     def changes_at(self, scope: Scope, path: str, offset: int) -> TreeDiff:
         """What changed under ``path`` at ``offset`` (against an offset earlier): for a per-row scope, the files of
@@ -498,35 +515,24 @@ class Session:
         return TreeDiff.between(before, after)
 
     def row_files(self, part: str, row: Row, path: str) -> dict[str, tuple[str, Any]]:
-        """The files under ``path`` that one version row makes: those of the tree of an image holding the row alone,
-        without the files every image has (its provenance, features and next producer id) but the row's own (a
-        partition row's image holds its topic too: only the partition's file is kept)."""
+        """The files under ``path`` that one version row makes: those of its part's directory in the tree of an
+        image holding the row alone (a partition's image holds its topic too: only the partition's file is kept; a
+        feature row makes one file of the features)."""
         rows: dict[str, list[Row]] = {part: [row]}
-        own: str | None = None
         if part == "partitions":
             rows["topics"] = [{"name": row["topic"], "topicId": row["topicId"]}]
-            own = f"/image/topics/byId/{row['topicId']}/{row['partitionId']}"
+            directory = f"/image/topics/byId/{row['topicId']}/{row['partitionId']}"
         elif part == "features":
             name = row["name"]
-            own = "/image/features/" + ("metadataVersion" if name == METADATA_VERSION else f"finalized_{name}")
-        everywhere = (
-            "/image/provenance",
-            "/image/features/",
-            *(() if part == "producerIds" else ("/image/producerIds/",)),
-        )
+            directory = "/image/features/" + ("metadataVersion" if name == METADATA_VERSION else f"finalized_{name}")
+        else:
+            directory = PART_DIRECTORIES[part]
         image = MetadataImage.from_rows(rows, MetadataProvenance.EMPTY)
-        root = RootShellNode(lambda: MetadataImageNode(image, self.release, lambda: "NONE"), self.release)
+        node: MetadataNode | None = MetadataImageNode(image, self.release, lambda: "NONE")
+        for name in directory.split("/")[2:]:
+            node = node.child(name) if node is not None else None
         under = path.rstrip("/") + "/"
-        return {
-            p: f
-            for p, f in leaves(root.child("image"), "/image").items()
-            if (p == own if own is not None else not p.startswith(everywhere)) and (p == path or p.startswith(under))
-        }
-
-    def _files(self, scope: Scope, path: str, offset: int) -> dict[str, str]:
-        """The text of every file under ``path`` at ``offset`` (a change of the rows below a path need not change
-        its files: a topic's rows are under its partition's path too)."""
-        return {p: text for p, (text, _) in leaves(self.subtree_at(path, offset, scope), path).items()}
+        return {p: f for p, f in leaves(node, directory).items() if p == path or p.startswith(under)}
 
     def _record_points(self, path: str, after: int | None, before: int | None) -> Iterator[int]:
         """Change points of a path holding ``/image/provenance``: every offset whose image has another provenance
@@ -555,11 +561,6 @@ class Session:
                     if provenance_at(self.source, offset) != provenance_at(self.source, offset - 1):
                         yield offset
                 hi, step = lo - 1, step * 4
-
-    def time_at(self, offset: int) -> int | None:
-        """The append time of the record at ``offset`` (None if none is there)."""
-        times = self.source.records(offset, offset).column("timestamp").to_pylist()
-        return times[0] if times else None
 
     def subtree_at(self, path: str, offset: int, scope: Scope | None = None) -> MetadataNode | None:
         """The subtree at ``path`` at ``offset``: made of its ``scope``'s rows alone when they are few (a partition,
