@@ -115,9 +115,7 @@ public class ShellDriver {
             StringWriter written = new StringWriter();
             try {
                 if (fields[0].equals("load")) {
-                    if (shell != null) {
-                        shell.close();
-                    }
+                    close(shell);
                     state = null;
                     shell = new MetadataShell.Builder().setSnapshotPath(fields[1]).build();
                     load(shell, console);
@@ -156,9 +154,19 @@ public class ShellDriver {
             out.write(answer);
             out.flush();
         }
-        if (shell != null) {
-            shell.close();
-        }
+        close(shell);
         System.exit(0);
+    }
+
+    /** Close a shell; what its closing throws (a loader that never started, say) is not an answer. */
+    private static void close(MetadataShell shell) {
+        if (shell == null) {
+            return;
+        }
+        try {
+            shell.close();
+        } catch (Throwable e) {
+            System.err.println("closing the shell: " + e);
+        }
     }
 }
