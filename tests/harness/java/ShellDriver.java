@@ -15,6 +15,7 @@
  * or "error:<message>" when the command threw (Kafka's shell then prints "Unexpected error: <message>").
  */
 
+import org.apache.kafka.image.MetadataImage;
 import org.apache.kafka.shell.MetadataShell;
 import org.apache.kafka.shell.command.Commands;
 import org.apache.kafka.shell.command.LsCommandHandler;
@@ -49,12 +50,15 @@ public class ShellDriver {
     }
 
     /**
-     * Load the file as MetadataShell.run does, and wait until the shell holds its image: the reader is done and the
-     * loader published an image that then stays (MetadataShell.run itself waits for the loader's last applied offset,
-     * which 3.9's loader can leave unset when it applied the last batch before the reader announced the file's end:
-     * that shell then waits forever although it holds the image). A file the loader publishes no image of (Kafka 4
-     * without a metadata.version) is shown as the shell shows it once run returns: the empty image it started with;
-     * if run does not return either (a file without metadata records), the shell waits forever: an error.
+     * Load the file as MetadataShell.run does, and wait until the shell holds what it shows: the reader is done and
+     * the loader applied the file. MetadataShell.run itself waits for the loader's last applied offset, which the
+     * loader sets only when it publishes, and which it can leave unset when it applies the file's last batch before
+     * the reader announced the file's end (then the real shell waits forever with the image in hand, or, when the
+     * image is one it cannot publish, with its empty image: seen with 3.9 on segments and snapshots and with 4.1 on
+     * snapshots). An image the loader cannot publish (none at all without a metadata.version in Kafka 4, or one it
+     * cannot write at its own metadata.version) leaves the shell showing the empty image it started with: that
+     * outcome is taken once the loader has applied the file and the shell's image stayed the empty one for 3 s. A
+     * file the loader applies nothing of (no metadata records) is an error after 60 s: the shell waits forever.
      */
     private static void load(MetadataShell shell, PrintStream console) throws Exception {
         MetadataShellState state = (MetadataShellState) field(shell, "state");
@@ -73,7 +77,7 @@ public class ShellDriver {
         try {
             thread.start();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LOAD_SECONDS);
-            while (!returned.isDone() && !(readerDone(shell) && state.root() != initial)) {
+            while (!returned.isDone() && !(readerDone(shell) && (state.root() != initial || applied(shell)))) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("no image after " + LOAD_SECONDS + " s (the shell waits forever)");
                 }
@@ -84,7 +88,7 @@ public class ShellDriver {
             }
             Object root = state.root();
             long stableSince = System.nanoTime();
-            while (System.nanoTime() - stableSince < TimeUnit.MILLISECONDS.toNanos(300)) {
+            while (System.nanoTime() - stableSince < TimeUnit.MILLISECONDS.toNanos(root == initial ? 3000 : 300)) {
                 Thread.sleep(20);
                 if (state.root() != root) {
                     root = state.root();
@@ -94,6 +98,12 @@ public class ShellDriver {
         } finally {
             System.setOut(console);
         }
+    }
+
+    /** Whether the shell's loader has applied a record of the file (its image is past the empty image's offset). */
+    private static boolean applied(MetadataShell shell) throws Exception {
+        Object loader = field(shell, "loader");
+        return loader != null && ((MetadataImage) field(loader, "image")).offset() >= 0;
     }
 
     private static boolean readerDone(MetadataShell shell) throws Exception {
