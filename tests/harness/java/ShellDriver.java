@@ -43,6 +43,23 @@ import java.util.concurrent.TimeUnit;
 public class ShellDriver {
     private static final long LOAD_SECONDS = 60;
 
+    /** Where System.out goes: the output of the command being run, else nowhere. */
+    private static final class Switch extends OutputStream {
+        volatile OutputStream target = OutputStream.nullOutputStream();
+
+        @Override
+        public void write(int b) throws java.io.IOException {
+            target.write(b);
+        }
+
+        @Override
+        public void write(byte[] bytes, int offset, int length) throws java.io.IOException {
+            target.write(bytes, offset, length);
+        }
+    }
+
+    private static final Switch OUT = new Switch();
+
     private static Object field(Object target, String name) throws Exception {
         Field f = target.getClass().getDeclaredField(name);
         f.setAccessible(true);
@@ -60,43 +77,38 @@ public class ShellDriver {
      * outcome is taken once the loader has applied the file and the shell's image stayed the empty one for 3 s. A
      * file the loader applies nothing of (no metadata records) is an error after 60 s: the shell waits forever.
      */
-    private static void load(MetadataShell shell, PrintStream console) throws Exception {
+    private static void load(MetadataShell shell) throws Exception {
         MetadataShellState state = (MetadataShellState) field(shell, "state");
         Object initial = state.root();
         CompletableFuture<Void> returned = new CompletableFuture<>();
         Thread thread = new Thread(() -> {
             try {
-                shell.run(List.of("ls", "/"));
+                shell.run(List.of(""));  // a command line that prints nothing, whenever it runs
                 returned.complete(null);
             } catch (Throwable e) {
                 returned.completeExceptionally(e);
             }
         });
         thread.setDaemon(true);
-        System.setOut(new PrintStream(OutputStream.nullOutputStream()));
-        try {
-            thread.start();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LOAD_SECONDS);
-            while (!returned.isDone() && !(readerDone(shell) && (state.root() != initial || applied(shell)))) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("no image after " + LOAD_SECONDS + " s (the shell waits forever)");
-                }
-                Thread.sleep(20);
+        thread.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LOAD_SECONDS);
+        while (!returned.isDone() && !(readerDone(shell) && (state.root() != initial || applied(shell)))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("no image after " + LOAD_SECONDS + " s (the shell waits forever)");
             }
-            if (returned.isCompletedExceptionally()) {
-                returned.get();
+            Thread.sleep(20);
+        }
+        if (returned.isCompletedExceptionally()) {
+            returned.get();
+        }
+        Object root = state.root();
+        long stableSince = System.nanoTime();
+        while (System.nanoTime() - stableSince < TimeUnit.MILLISECONDS.toNanos(root == initial ? 3000 : 300)) {
+            Thread.sleep(20);
+            if (state.root() != root) {
+                root = state.root();
+                stableSince = System.nanoTime();
             }
-            Object root = state.root();
-            long stableSince = System.nanoTime();
-            while (System.nanoTime() - stableSince < TimeUnit.MILLISECONDS.toNanos(root == initial ? 3000 : 300)) {
-                Thread.sleep(20);
-                if (state.root() != root) {
-                    root = state.root();
-                    stableSince = System.nanoTime();
-                }
-            }
-        } finally {
-            System.setOut(console);
         }
     }
 
@@ -112,8 +124,14 @@ public class ShellDriver {
     }
 
     public static void main(String[] args) throws Exception {
-        PrintStream console = System.out;
         OutputStream out = new FileOutputStream(FileDescriptor.out);
+        // System.out: the running command's output, never closed (the shell's run closes it when done)
+        System.setOut(new PrintStream(OUT, true, StandardCharsets.UTF_8) {
+            @Override
+            public void close() {
+                flush();
+            }
+        });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         MetadataShell shell = null;
         MetadataShellState state = null;
@@ -128,7 +146,7 @@ public class ShellDriver {
                     close(shell);
                     state = null;
                     shell = new MetadataShell.Builder().setSnapshotPath(fields[1]).build();
-                    load(shell, console);
+                    load(shell);
                     state = (MetadataShellState) field(shell, "state");
                 } else if (fields[0].equals("run")) {
                     if (state == null) {
@@ -137,12 +155,13 @@ public class ShellDriver {
                     boolean interactive = fields[1].equals("1");
                     List<String> words = Arrays.asList(fields).subList(2, fields.length);
                     PrintWriter writer = new PrintWriter(written);
-                    System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
+                    OUT.target = printed;
                     try {
                         new Commands(interactive).parseCommand(words).run(Optional.empty(), writer, state);
                     } finally {
                         writer.flush();
-                        System.setOut(console);
+                        System.out.flush();
+                        OUT.target = OutputStream.nullOutputStream();
                     }
                 } else if (fields[0].equals("columns")) {
                     Method print = LsCommandHandler.class.getDeclaredMethod(
