@@ -132,6 +132,7 @@ def _not_noop() -> Column:
 def _log_record(
     offset: int, base: int, last: int, epoch: int, ts: int, kind: str | None, api_key: int, version: int, payload: str
 ) -> LogRecord:
+    """A shipped record (:data:`_RECORD_COLUMNS`) as the recorder replays it."""
     return LogRecord(offset, base, last, epoch, ts, kind, version, payload_data(payload), api_key=api_key)
 
 
