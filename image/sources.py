@@ -46,9 +46,9 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
 
 def log_source(path: str | os.PathLike[str]) -> MemorySource:
     """A log directory, segment or snapshot read in process, every key's versions recorded once."""
-    from metadata.readers import read_snapshots, scan_log
+    from metadata.readers import read_checkpoints, scan_log
 
-    records, snapshots = scan_log(path), read_snapshots(path)
+    records, snapshots = scan_log(path), read_checkpoints(path)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
     return MemorySource.replay(records, snapshots, os.path.abspath(path))

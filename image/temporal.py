@@ -22,7 +22,7 @@ from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
-from metadata.log import LogRecord, RecordLog, Snapshot
+from metadata.log import LogRecord, RecordLog, Snapshot, replay_starts, snapshot_kind
 from metadata.version_tables import version_schema
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
@@ -61,7 +61,8 @@ class TemporalSource(Protocol):
         """The metadata transactions (visibility spans), any order."""
 
     def snapshots(self) -> Sequence[SnapshotId]:
-        """The stored snapshots a replay can start from (not ``bootstrap.checkpoint``)."""
+        """The stored snapshots a replay can start from (not the bootstrap files: ``bootstrap.checkpoint`` and
+        the ``0-0`` bootstrap snapshot, :func:`metadata.log.snapshot_kind`)."""
 
     def record_at_or_before(self, offset: int) -> RecordPosition | None:
         """The last log record (of any type, control records included) at or before ``offset``."""
@@ -276,9 +277,11 @@ def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> t
 @dataclass
 class MemorySource:
     """A :class:`TemporalSource` over versions recorded in memory (``--log``, tests). ``log`` are the
-    log's records (offset, epoch, append time, type per record, in offset order); ``given`` the versions
-    recorded, or None: recorded from ``log`` and ``stored_snapshots`` when first asked (a question that
-    reads records and snapshots only — the reference engine's image at one offset — records none)."""
+    log's records (offset, epoch, append time, type per record, in offset order); ``stored_snapshots`` the
+    snapshots and bootstrap files (listed by ``log-info``; only the snapshots, ``snapshot_ids``, are loaded);
+    ``given`` the versions recorded, or None: recorded from ``log`` and the snapshots when first asked (a
+    question that reads records and snapshots only — the reference engine's image at one offset — records
+    none)."""
 
     given: VersionLog | None
     log: RecordLog
@@ -294,8 +297,8 @@ class MemorySource:
     def replay(
         cls, log: Sequence[LogRecord] | RecordLog, snapshots: Sequence[Snapshot], location: str = ""
     ) -> MemorySource:
-        """The source of ``log`` and ``snapshots``, versions recorded on demand
-        (:func:`image.versions.record_versions`)."""
+        """The source of ``log`` and ``snapshots`` (bootstrap files among them are listed, never loaded),
+        versions recorded on demand (:func:`image.versions.record_versions`)."""
         return cls(
             None,
             log,
@@ -303,7 +306,7 @@ class MemorySource:
                 SnapshotId(
                     s.end_offset, s.epoch, s.last_contained_timestamp if s.last_contained_timestamp is not None else -1
                 )
-                for s in snapshots
+                for s in replay_starts(snapshots)
             ],
             snapshots,
             location,
@@ -315,7 +318,7 @@ class MemorySource:
         if self.given is not None:
             return self.given
         bounds = self.log.bounds()
-        recorded = record_versions(self.log.stream(*bounds) if bounds else [], self.stored_snapshots)
+        recorded = record_versions(self.log.stream(*bounds) if bounds else [], replay_starts(self.stored_snapshots))
         assert isinstance(recorded, VersionLog)
         return recorded
 
@@ -415,7 +418,7 @@ class MemorySource:
             SnapshotInfo(
                 end_offset=s.end_offset,
                 epoch=s.epoch,
-                kind="snapshot",
+                kind=snapshot_kind(s.end_offset, s.epoch),
                 records=len(s.records),
                 last_contained_timestamp=s.last_contained_timestamp,
             )
