@@ -98,7 +98,8 @@ class TemporalSource(Protocol):
         while they are replayed)."""
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
-        """The records of a stored snapshot in file order (``offset`` = position in the file)."""
+        """The records of a stored snapshot or bootstrap file in file order (``offset`` = position in the file);
+        none if no such snapshot is stored."""
 
     def log_info(self) -> LogInfo:
         """The ``log-info`` summary of the stored log."""
@@ -211,6 +212,41 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
             version=r["version"],
             data=json.loads(r["payload"]) if r["payload"] else {},
         )
+
+
+def snapshot_dump(
+    source: TemporalSource,
+    snapshot: tuple[int, int],
+    first: int | None,
+    last: int | None,
+    types: Sequence[str] = (),
+    include_control: bool = False,
+) -> Iterator[DumpRecord]:
+    """:meth:`TemporalSource.dump` of a stored snapshot or bootstrap file (its id, ``(end offset, epoch)``):
+    its records at positions ``[first, last]`` (unbounded where None), each with its position as ``offset``."""
+    from metadata.log_summary import DumpRecord
+
+    records = source.snapshot_records(*snapshot)
+    if not records:
+        raise ValueError(f"no snapshot {snapshot[0]}-{snapshot[1]} is stored (log-info lists the snapshots)")
+    lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
+
+    def wanted(r: LogRecord) -> bool:
+        if not lo <= r.offset <= hi:
+            return False
+        return (r.type or r.control_type) in types if types else include_control or not r.is_control
+
+    return (
+        DumpRecord(
+            offset=r.offset,
+            timestamp=r.timestamp,
+            type=r.type or r.control_type or "UNKNOWN",
+            version=r.version,
+            data=r.data,
+        )
+        for r in records
+        if wanted(r)
+    )
 
 
 def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
@@ -391,7 +427,8 @@ class MemorySource:
         return self.log.stream(first, last)
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
-        return next(list(s.records) for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch))
+        found = [s for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch)]
+        return list(found[0].records) if found else []
 
     @cached_property
     def _records(self) -> pa.Table:
