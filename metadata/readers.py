@@ -171,9 +171,10 @@ def _classify(path: Path) -> InputFile | None:
 def discover(path: str | os.PathLike[str]) -> list[InputFile]:
     """The files to read under ``path``, segments in offset order.
 
-    ``path`` may be a node's metadata log dir (holding ``__cluster_metadata-0`` and
-    ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself, a single segment
-    or snapshot, or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
+    ``path`` may be a node's metadata log dir (holding ``__cluster_metadata-0`` and, up to Kafka
+    4.3, ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself (its parent's
+    ``bootstrap.checkpoint`` included), a single segment, snapshot or ``bootstrap.checkpoint``,
+    or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
     Indexes, ``quorum-state``, producer-state ``.snapshot`` files, partial or deleted snapshots
     and lock files are not inputs. Paths are made absolute: Spark's workers need not share the
     caller's working directory, and the lake records where each record came from.
