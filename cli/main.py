@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -126,12 +127,25 @@ def dump(
         list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")
     ] = None,
     control: Annotated[bool, typer.Option(help="Include control records.")] = False,
+    snapshot: Annotated[
+        str | None,
+        typer.Option(
+            help="The records of a stored snapshot instead, offsets being positions in it: END-EPOCH as log-info "
+            "lists it or its file name (0-0: Kafka's bootstrap snapshot; bootstrap.checkpoint).",
+        ),
+    ] = None,
     limit: LimitOpt = DEFAULT_LIMIT,
     show_all: AllOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List records with their decoded payloads (one JSON object per line with --json)."""
-    rows = source(lake_location, log, kafka_version, skip_unknown).dump(from_offset, to_offset, types or (), control)
+    read = source(lake_location, log, kafka_version, skip_unknown)
+    if snapshot is None:
+        rows = read.dump(from_offset, to_offset, types or (), control)
+    else:
+        from image.temporal import snapshot_dump
+
+        rows = snapshot_dump(read, _snapshot_id(snapshot), from_offset, to_offset, types or (), control)
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(r.model_dump(), separators=(",", ":")) + "\n")
@@ -139,6 +153,21 @@ def dump(
     from cli import render
 
     out.print(render.dump(rows, shown_rows(limit, show_all)))
+
+
+def _snapshot_id(text: str) -> tuple[int, int]:
+    """(end offset, epoch) of a snapshot named as ``dump --snapshot`` takes it."""
+    from metadata.log import BOOTSTRAP_CHECKPOINT_ID
+    from metadata.readers import BOOTSTRAP_NAME
+
+    if text == BOOTSTRAP_NAME:
+        return BOOTSTRAP_CHECKPOINT_ID
+    found = re.fullmatch(r"(\d+)-(-?\d+)(?:\.checkpoint)?", text)
+    if found is None:
+        raise ValueError(
+            f"--snapshot {text!r}: expected END-EPOCH (e.g. 0-0), a snapshot file name or {BOOTSTRAP_NAME}"
+        )
+    return int(found.group(1)), int(found.group(2))
 
 
 @app.command()

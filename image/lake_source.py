@@ -25,7 +25,7 @@ from image.temporal import (
 )
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
-from metadata.log import LogRecord
+from metadata.log import LogRecord, snapshot_kind
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
 
 if TYPE_CHECKING:
@@ -74,10 +74,12 @@ class ArrowSource:
 
     @cached_property
     def _snapshots(self) -> list[SnapshotId]:
-        t = self.files.read(
-            "snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "kind", "last_contained_timestamp"]
-        )
-        ids = {(r["snapshot_end_offset"], r["snapshot_epoch"]): r for r in t.to_pylist() if r["kind"] == "snapshot"}
+        t = self.files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch", "last_contained_timestamp"])
+        ids = {
+            (r["snapshot_end_offset"], r["snapshot_epoch"]): r
+            for r in t.to_pylist()
+            if snapshot_kind(r["snapshot_end_offset"], r["snapshot_epoch"]) == "snapshot"
+        }
         return sorted(
             SnapshotId(e, p, r["last_contained_timestamp"] if r["last_contained_timestamp"] is not None else -1)
             for (e, p), r in ids.items()
@@ -227,7 +229,6 @@ class ArrowSource:
             columns=[
                 "snapshot_end_offset",
                 "snapshot_epoch",
-                "kind",
                 "last_contained_timestamp",
                 "position",
                 "is_control",
@@ -237,7 +238,7 @@ class ArrowSource:
             ],
         )
         grouped = (
-            snaps.group_by(["snapshot_end_offset", "snapshot_epoch", "kind"])
+            snaps.group_by(["snapshot_end_offset", "snapshot_epoch"])
             .aggregate([("snapshot_end_offset", "count"), ("last_contained_timestamp", "max")])
             .to_pylist()
         )
@@ -246,7 +247,7 @@ class ArrowSource:
                 SnapshotInfo(
                     end_offset=r["snapshot_end_offset"],
                     epoch=r["snapshot_epoch"],
-                    kind=r["kind"],
+                    kind=snapshot_kind(r["snapshot_end_offset"], r["snapshot_epoch"]),
                     records=r["snapshot_end_offset_count"],
                     last_contained_timestamp=r["last_contained_timestamp_max"],
                 )

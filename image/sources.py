@@ -50,10 +50,10 @@ def log_source(
 ) -> MemorySource:
     """A log directory, segment or snapshot read in process, every key's versions recorded once under
     ``rules``; with ``skip_unknown`` records the schema does not know are kept raw (``--skip-unknown``)."""
-    from metadata.readers import ReadOptions, read_snapshots, scan_log
+    from metadata.readers import ReadOptions, read_checkpoints, scan_log
 
     options = ReadOptions(skip_unknown=skip_unknown)
-    records, snapshots = scan_log(path, options), read_snapshots(path, options)
+    records, snapshots = scan_log(path, options), read_checkpoints(path, options)
     if not records and not snapshots:
         raise ValueError(f"{path}: no metadata log segments or snapshots found")
     return MemorySource.replay(records, snapshots, os.path.abspath(path), rules)

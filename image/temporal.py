@@ -23,7 +23,7 @@ from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
 from image.times import iso_time, parse_time
 from image.versions import Rejection, Span, VersionLog, record_versions
-from metadata.log import LogRecord, RecordLog, Snapshot
+from metadata.log import LogRecord, RecordLog, Snapshot, replay_starts, snapshot_kind
 from metadata.version_tables import version_schema
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
@@ -66,7 +66,8 @@ class TemporalSource(Protocol):
         """The metadata transactions (visibility spans), any order."""
 
     def snapshots(self) -> Sequence[SnapshotId]:
-        """The stored snapshots a replay can start from (not ``bootstrap.checkpoint``)."""
+        """The stored snapshots a replay can start from (not the bootstrap files: ``bootstrap.checkpoint`` and
+        the ``0-0`` bootstrap snapshot, :func:`metadata.log.snapshot_kind`)."""
 
     def record_at_or_before(self, offset: int) -> RecordPosition | None:
         """The last log record (of any type, control records included) at or before ``offset``."""
@@ -102,7 +103,8 @@ class TemporalSource(Protocol):
         while they are replayed)."""
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
-        """The records of a stored snapshot in file order (``offset`` = position in the file)."""
+        """The records of a stored snapshot or bootstrap file in file order (``offset`` = position in the file);
+        none if no such snapshot is stored."""
 
     def log_info(self) -> LogInfo:
         """The ``log-info`` summary of the stored log."""
@@ -237,6 +239,41 @@ def dump_rows(records: pa.Table, types: Sequence[str], include_control: bool) ->
         )
 
 
+def snapshot_dump(
+    source: TemporalSource,
+    snapshot: tuple[int, int],
+    first: int | None,
+    last: int | None,
+    types: Sequence[str] = (),
+    include_control: bool = False,
+) -> Iterator[DumpRecord]:
+    """:meth:`TemporalSource.dump` of a stored snapshot or bootstrap file (its id, ``(end offset, epoch)``):
+    its records at positions ``[first, last]`` (unbounded where None), each with its position as ``offset``."""
+    from metadata.log_summary import DumpRecord
+
+    records = source.snapshot_records(*snapshot)
+    if not records:
+        raise ValueError(f"no snapshot {snapshot[0]}-{snapshot[1]} is stored (log-info lists the snapshots)")
+    lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
+
+    def wanted(r: LogRecord) -> bool:
+        if not lo <= r.offset <= hi:
+            return False
+        return (r.type or r.control_type) in types if types else include_control or not r.is_control
+
+    return (
+        DumpRecord(
+            offset=r.offset,
+            timestamp=r.timestamp,
+            type=r.type or r.control_type or "UNKNOWN",
+            version=r.version,
+            data=r.data,
+        )
+        for r in records
+        if wanted(r)
+    )
+
+
 def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | None) -> pc.Expression | None:
     """The filter of :meth:`TemporalSource.versions` as an Arrow expression."""
     import pyarrow.compute as pc
@@ -303,9 +340,11 @@ def image_at(source: TemporalSource, offset: int, *, lenient: bool = False) -> t
 @dataclass
 class MemorySource:
     """A :class:`TemporalSource` over versions recorded in memory (``--log``, tests). ``log`` are the
-    log's records (offset, epoch, append time, type per record, in offset order); ``given`` the versions
-    recorded, or None: recorded from ``log`` and ``stored_snapshots`` when first asked (a question that
-    reads records and snapshots only — the reference engine's image at one offset — records none)."""
+    log's records (offset, epoch, append time, type per record, in offset order); ``stored_snapshots`` the
+    snapshots and bootstrap files (listed by ``log-info``; only the snapshots, ``snapshot_ids``, are loaded);
+    ``given`` the versions recorded, or None: recorded from ``log`` and the snapshots when first asked (a
+    question that reads records and snapshots only — the reference engine's image at one offset — records
+    none)."""
 
     given: VersionLog | None
     log: RecordLog
@@ -326,8 +365,8 @@ class MemorySource:
         location: str = "",
         rules: ReplayRules = NEWEST,
     ) -> MemorySource:
-        """The source of ``log`` and ``snapshots``, versions recorded on demand under ``rules``
-        (:func:`image.versions.record_versions`)."""
+        """The source of ``log`` and ``snapshots`` (bootstrap files among them are listed, never loaded),
+        versions recorded on demand under ``rules`` (:func:`image.versions.record_versions`)."""
         return cls(
             None,
             log,
@@ -335,7 +374,7 @@ class MemorySource:
                 SnapshotId(
                     s.end_offset, s.epoch, s.last_contained_timestamp if s.last_contained_timestamp is not None else -1
                 )
-                for s in snapshots
+                for s in replay_starts(snapshots)
             ],
             snapshots,
             location,
@@ -348,7 +387,9 @@ class MemorySource:
         if self.given is not None:
             return self.given
         bounds = self.log.bounds()
-        recorded = record_versions(self.log.stream(*bounds) if bounds else [], self.stored_snapshots, rules=self.rules)
+        recorded = record_versions(
+            self.log.stream(*bounds) if bounds else [], replay_starts(self.stored_snapshots), rules=self.rules
+        )
         assert isinstance(recorded, VersionLog)
         return recorded
 
@@ -421,7 +462,8 @@ class MemorySource:
         return self.log.stream(first, last)
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
-        return next(list(s.records) for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch))
+        found = [s for s in self.stored_snapshots if (s.end_offset, s.epoch) == (end_offset, epoch)]
+        return list(found[0].records) if found else []
 
     @cached_property
     def _records(self) -> pa.Table:
@@ -449,7 +491,7 @@ class MemorySource:
             SnapshotInfo(
                 end_offset=s.end_offset,
                 epoch=s.epoch,
-                kind="snapshot",
+                kind=snapshot_kind(s.end_offset, s.epoch),
                 records=len(s.records),
                 last_contained_timestamp=s.last_contained_timestamp,
             )

@@ -326,12 +326,12 @@ def _with_times(window: VersionWindow, offsets: np.ndarray) -> list[Point]:
 
 
 def points_by_count(window: VersionWindow, count: int) -> list[Point]:
-    """``count`` points evenly spaced over the window's offsets, the last at its last offset
-    (fewer when the window has fewer records); time = the append time at the offset."""
+    """``count`` points evenly spaced over the window's records, the last at its last offset
+    (fewer when the window has fewer records, none without); time = the append time at the offset."""
     if not 1 <= count <= MAX_POINTS:
         raise ValueError(f"--points must be between 1 and {MAX_POINTS}")
     r_offsets = _ints(window.records.column("offset"))
-    if count == 1:
+    if count == 1 or not len(r_offsets):
         return _with_times(window, r_offsets[-1:])
     wanted = np.linspace(window.first_offset, window.last_offset, count)
     at = np.unique(np.minimum(np.searchsorted(r_offsets, np.rint(wanted)), len(r_offsets) - 1))
@@ -344,11 +344,13 @@ def points_every(
     """A point every ``step_ms`` from ``from_time`` (default: the window's first append time) to
     ``to_time`` (default: its last); each at the last offset appended at or before its time
     (as ``--at-time``), with that grid time. Grid times before the window's first record are
-    left out."""
+    left out (all of them when it has none)."""
     if step_ms <= 0:
         raise ValueError("--every must be positive")
     records = window.records
     r_offsets, r_times = _ints(records.column("offset")), _ints(records.column("timestamp"))
+    if not len(r_offsets):  # no record appended in the window (a log of snapshots only)
+        return []
     start = int(r_times[0]) if from_time is None else from_time
     end = int(r_times.max()) if to_time is None else to_time
     count = (end - start) // step_ms + 1

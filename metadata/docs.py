@@ -33,7 +33,8 @@ _RECORDS_ABOUT = {
 _SNAPSHOT_ABOUT = {
     "snapshot_end_offset": "snapshot id: end offset (exclusive)",
     "snapshot_epoch": "snapshot id: epoch",
-    "kind": "snapshot, or bootstrap for the formatter's bootstrap.checkpoint (stored as end offset 0, epoch -1)",
+    "kind": "snapshot, or bootstrap for the formatter's files: Kafka's bootstrap snapshot 0-0 and bootstrap.checkpoint "
+    "(stored as end offset 0, epoch -1); a replay never starts from one",
     "position": "record index inside the snapshot file",
     "last_contained_timestamp": "SnapshotHeader.lastContainedLogTimestamp",
 }

@@ -17,17 +17,18 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
+from functools import partial, reduce
 from typing import Any
 
 from pydantic import BaseModel
-from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from metadata.lake import (
@@ -40,6 +41,7 @@ from metadata.lake import (
     Lease,
     per_table,
 )
+from metadata.log import BOOTSTRAP_IDS
 from metadata.progress import spark_progress
 from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.schema.releases import kafka_releases
@@ -450,13 +452,19 @@ def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:
         snaps.drop("position")
         .withColumnRenamed("offset", "position")
         .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
-        .withColumn(
-            "kind", F.when(F.col("source_file").endswith("bootstrap.checkpoint"), "bootstrap").otherwise("snapshot")
-        )
+        .withColumn("kind", F.when(_bootstrap_id(), "bootstrap").otherwise("snapshot"))
         # a snapshot found twice (a copy elsewhere): the rows of its first path
         .withColumn("_n", F.row_number().over(first_copy))
         .where("_n = 1")
         .drop("_n")
+    )
+
+
+def _bootstrap_id() -> Column:
+    """Whether a snapshots row's id is a bootstrap file's (:func:`~metadata.log.snapshot_kind`)."""
+    return reduce(
+        operator.or_,
+        ((F.col("snapshot_end_offset") == end) & (F.col("snapshot_epoch") == epoch) for end, epoch in BOOTSTRAP_IDS),
     )
 
 

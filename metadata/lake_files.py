@@ -261,7 +261,7 @@ class LakeFiles:
             if schema is None and files:
                 schema = self._read_files(name, [files[0].uri], None, None, None).schema
             if schema is None:
-                return _empty(columns or [])
+                return _unwritten(name, columns)
             empty = schema.empty_table()
             return empty.select(list(columns)) if columns else empty
         plain = [f.uri for f in chosen if _plain(f.uri) not in masks]
@@ -286,12 +286,16 @@ def _schema(name: str) -> pa.Schema | None:
     return table_schemas().get(name)
 
 
-def _empty(columns: Sequence[str]) -> pa.Table:
-    """No rows, with ``columns`` typed as the lake's records and snapshots tables type them."""
-    from metadata.columns import DECODED_SCHEMA
+def _unwritten(name: str, columns: Sequence[str] | None) -> pa.Table:
+    """No rows of table ``name``, which no ingest wrote: ``records`` and ``snapshots`` with their columns
+    (:data:`~metadata.columns.RECORDS_TABLE_SCHEMA`, :data:`~metadata.columns.SNAPSHOTS_TABLE_SCHEMA`: a lake
+    of snapshots only has no ``records``), another table with ``columns`` untyped."""
+    from metadata.columns import RECORDS_TABLE_SCHEMA, SNAPSHOTS_TABLE_SCHEMA
 
-    types = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
-    return pa.schema([(c, types.get(c, pa.null())) for c in columns]).empty_table()
+    schema = {"records": RECORDS_TABLE_SCHEMA, "snapshots": SNAPSHOTS_TABLE_SCHEMA}.get(name)
+    if schema is None:
+        return pa.schema([(c, pa.null()) for c in columns or []]).empty_table()
+    return schema.empty_table().select(list(columns)) if columns else schema.empty_table()
 
 
 def _read(

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NamedTuple, overload
 
@@ -92,6 +92,27 @@ class LogRecord:
         )
 
 
+BOOTSTRAP_SNAPSHOT_ID = (0, 0)
+"""Kafka's ``Snapshots.BOOTSTRAP_SNAPSHOT_ID``: ``00000000000000000000-0000000000.checkpoint``, written by
+``kafka-storage format`` (3.9-4.3: with ``--standalone``/``--initial-controllers``, holding the initial voters
+only; 4.4+: on every controller, with the bootstrap records). No node replicates it and a broker's image never
+starts from it: from 4.3 the raft client hands it to ``handleLoadBootstrap``, which the broker's
+``MetadataLoader`` ignores (before, it held control records only, and loading it changed no image)."""
+
+BOOTSTRAP_CHECKPOINT_ID = (0, -1)
+"""The id ``bootstrap.checkpoint`` (the formatter's bootstrap records up to 4.3) is stored under: epoch -1 is
+no raft epoch, so it never collides with :data:`BOOTSTRAP_SNAPSHOT_ID`."""
+
+BOOTSTRAP_IDS = (BOOTSTRAP_SNAPSHOT_ID, BOOTSTRAP_CHECKPOINT_ID)
+"""The ids of the bootstrap files."""
+
+
+def snapshot_kind(end_offset: int, epoch: int) -> str:
+    """``bootstrap`` for the bootstrap files (:data:`BOOTSTRAP_IDS`), else ``snapshot``: only a snapshot is ever
+    where a replay starts."""
+    return "bootstrap" if (end_offset, epoch) in BOOTSTRAP_IDS else "snapshot"
+
+
 class Snapshot(NamedTuple):
     """A snapshot (``*.checkpoint``): its records in file order (``offset`` = position in the file,
     control records included or not), its id (end offset = last contained offset + 1, epoch) and
@@ -101,6 +122,11 @@ class Snapshot(NamedTuple):
     end_offset: int
     epoch: int
     last_contained_timestamp: int | None = None
+
+
+def replay_starts(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
+    """The snapshots among ``snapshots`` a replay can start from: not the bootstrap files."""
+    return [s for s in snapshots if snapshot_kind(s.end_offset, s.epoch) == "snapshot"]
 
 
 class Chunks(NamedTuple):

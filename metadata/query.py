@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from metadata.lake import Lake, LakeState
-from metadata.log import LogRecord
+from metadata.log import LogRecord, snapshot_kind
 from metadata.log_summary import (
     DumpRecord,
     LogInfo,
@@ -33,7 +33,7 @@ def _log_info(lake: Lake) -> LogInfo:
     records = lake.table("records", state)
     snaps = (
         lake.table("snapshots", state)
-        .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+        .groupBy("snapshot_end_offset", "snapshot_epoch")
         .agg(F.count("*").alias("n"), F.max("last_contained_timestamp").alias("ts"))
         .orderBy("snapshot_end_offset", "snapshot_epoch")
         .collect()
@@ -42,7 +42,7 @@ def _log_info(lake: Lake) -> LogInfo:
         SnapshotInfo(
             end_offset=r["snapshot_end_offset"],
             epoch=r["snapshot_epoch"],
-            kind=r["kind"],
+            kind=snapshot_kind(r["snapshot_end_offset"], r["snapshot_epoch"]),
             records=r["n"],
             last_contained_timestamp=r["ts"],
         )
@@ -144,16 +144,19 @@ def log_records(
 
 
 def snapshot_ids(lake: Lake, state: LakeState | None = None) -> list[SnapshotId]:
-    """Snapshots in the lake (``bootstrap.checkpoint`` included, kind ``bootstrap``), by end offset."""
+    """Snapshots in the lake (the bootstrap files included, kind ``bootstrap``: :func:`snapshot_kind`), by id."""
     with lake.reading():
         rows = (
             lake.table("snapshots", state)
-            .groupBy("snapshot_end_offset", "snapshot_epoch", "kind")
+            .groupBy("snapshot_end_offset", "snapshot_epoch")
             .agg(F.max("last_contained_timestamp").alias("ts"))
             .orderBy("snapshot_end_offset", "snapshot_epoch")
             .collect()
         )
-    return [SnapshotId(end_offset=r[0], epoch=r[1], kind=r[2], last_contained_timestamp=r[3]) for r in rows]
+    return [
+        SnapshotId(end_offset=r[0], epoch=r[1], kind=snapshot_kind(r[0], r[1]), last_contained_timestamp=r[2])
+        for r in rows
+    ]
 
 
 def snapshot_records(lake: Lake, end_offset: int, epoch: int, state: LakeState | None = None) -> list[LogRecord]:

@@ -48,7 +48,7 @@ from metadata.codec.records import (
     unknown_record,
 )
 from metadata.errors import DecodeError, UnknownRecordError
-from metadata.log import Chunks, LogRecord, RecordLog, Snapshot
+from metadata.log import BOOTSTRAP_CHECKPOINT_ID, Chunks, LogRecord, RecordLog, Snapshot, replay_starts
 from metadata.schema import (
     CONTROL_TYPE_NAMES,
     MessageSpec,
@@ -171,16 +171,18 @@ def _classify(path: Path) -> InputFile | None:
             path=str(path), kind=InputKind.SNAPSHOT, size=size, end_offset=int(m.group(1)), epoch=int(m.group(2))
         )
     if name == BOOTSTRAP_NAME:
-        return InputFile(path=str(path), kind=InputKind.BOOTSTRAP, size=size, end_offset=0, epoch=0)
+        end_offset, epoch = BOOTSTRAP_CHECKPOINT_ID
+        return InputFile(path=str(path), kind=InputKind.BOOTSTRAP, size=size, end_offset=end_offset, epoch=epoch)
     return None
 
 
 def discover(path: str | os.PathLike[str]) -> list[InputFile]:
     """The files to read under ``path``, segments in offset order.
 
-    ``path`` may be a node's metadata log dir (holding ``__cluster_metadata-0`` and
-    ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself, a single segment
-    or snapshot, or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
+    ``path`` may be a node's metadata log dir (holding ``__cluster_metadata-0`` and, up to Kafka
+    4.3, ``bootstrap.checkpoint``), the ``__cluster_metadata-0`` directory itself (its parent's
+    ``bootstrap.checkpoint`` included), a single segment, snapshot or ``bootstrap.checkpoint``,
+    or a text file written by ``kafka-dump-log.sh --cluster-metadata-decoder``.
     Indexes, ``quorum-state``, producer-state ``.snapshot`` files, partial or deleted snapshots
     and lock files are not inputs. Paths are made absolute: Spark's workers need not share the
     caller's working directory, and the lake records where each record came from.
@@ -1131,14 +1133,15 @@ def _scan(files: list[InputFile], options: ReadOptions) -> RecordLog:
     return RecordLog(Chunks(count, *columns[1:6]), load, preloaded)
 
 
-def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
-    """The snapshots (``*.checkpoint`` files, not ``bootstrap.checkpoint``) under ``path`` in the order of
-    their ids, read without Spark; each one's records are decoded when first asked for (see
-    :func:`scan_log`), so a replay decodes only the snapshot it starts from."""
+def read_checkpoints(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
+    """Every snapshot under ``path`` and the bootstrap files (``bootstrap.checkpoint`` under its id
+    :data:`~metadata.log.BOOTSTRAP_CHECKPOINT_ID`), in the order of their ids, read without Spark; each one's
+    records are decoded when first asked for (see :func:`scan_log`), so a replay decodes only the snapshot it
+    starts from."""
     options = options or ReadOptions()
     out = []
     for f in discover(path):
-        if f.kind is not InputKind.SNAPSHOT or f.end_offset is None or f.epoch is None:
+        if f.kind not in (InputKind.SNAPSHOT, InputKind.BOOTSTRAP) or f.end_offset is None or f.epoch is None:
             continue
         records = _scan([f], options)
         if records and records[0].control_type != "SNAPSHOT_HEADER":
@@ -1146,6 +1149,12 @@ def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = N
         timestamp = records[0].data["lastContainedLogTimestamp"] if records else -1
         out.append(Snapshot(records, f.end_offset, f.epoch, timestamp))
     return sorted(out, key=lambda s: (s.end_offset, s.epoch))
+
+
+def read_snapshots(path: str | os.PathLike[str], options: ReadOptions | None = None) -> list[Snapshot]:
+    """The snapshots under ``path`` a replay can start from (:func:`read_checkpoints` without the bootstrap
+    files: ``bootstrap.checkpoint`` and the ``0-0`` bootstrap snapshot)."""
+    return replay_starts(read_checkpoints(path, options))
 
 
 def decode_path(path: str | os.PathLike[str], options: ReadOptions | None = None) -> Iterator[dict[str, Any]]:

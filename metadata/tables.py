@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from metadata.columns import RECORDS_TABLE_SCHEMA, SNAPSHOTS_TABLE_SCHEMA
 from metadata.schema import FieldSpec, MessageSpec, metadata_specs, spec_by_type_name
 
 _PRIMITIVE: dict[str, T.DataType] = {
@@ -30,44 +32,8 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "bytes": T.StringType(),
 }
 
-_RECORD_FIELDS = [
-    T.StructField("is_control", T.BooleanType()),
-    T.StructField("control_type", T.StringType()),
-    T.StructField("type", T.StringType()),
-    T.StructField("api_key", T.IntegerType()),
-    T.StructField("version", T.IntegerType()),
-    T.StructField("payload", T.StringType()),
-    T.StructField("raw", T.BinaryType()),
-    T.StructField("source_file", T.StringType()),
-]
-"""The columns of one record that the ``records`` and ``snapshots`` tables share (last, in this order)."""
-
-RECORDS_SCHEMA = T.StructType(
-    [
-        T.StructField("offset", T.LongType(), False),
-        T.StructField("batch_base_offset", T.LongType()),
-        T.StructField("batch_last_offset", T.LongType()),
-        T.StructField("batch_leader_epoch", T.IntegerType()),
-        T.StructField("timestamp", T.LongType()),
-        T.StructField("producer_id", T.LongType()),
-        T.StructField("producer_epoch", T.IntegerType()),
-        T.StructField("is_transactional", T.BooleanType()),
-        *_RECORD_FIELDS,
-    ]
-)
-
-SNAPSHOTS_SCHEMA = T.StructType(
-    [
-        T.StructField("snapshot_end_offset", T.LongType(), False),
-        T.StructField("snapshot_epoch", T.IntegerType(), False),
-        T.StructField("kind", T.StringType()),
-        T.StructField("position", T.LongType(), False),
-        T.StructField("last_contained_timestamp", T.LongType()),
-        T.StructField("batch_leader_epoch", T.IntegerType()),
-        T.StructField("timestamp", T.LongType()),
-        *_RECORD_FIELDS,
-    ]
-)
+RECORDS_SCHEMA = from_arrow_schema(RECORDS_TABLE_SCHEMA)
+SNAPSHOTS_SCHEMA = from_arrow_schema(SNAPSHOTS_TABLE_SCHEMA)
 
 KEY_COLUMNS = ["offset", "batch_base_offset", "batch_leader_epoch", "timestamp", "type", "version"]
 

@@ -33,6 +33,7 @@ from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, u
 from metadata.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
 from metadata.columns import decode_to_arrow
 from metadata.errors import DecodeError
+from metadata.log import BOOTSTRAP_CHECKPOINT_ID
 from metadata.readers import (
     NOOP_VALUE,
     InputFile,
@@ -90,7 +91,7 @@ def _source(path: Path, name: str) -> Source:
     """The batches of a segment or checkpoint file, with what its name says."""
     batches = split_batches(path.read_bytes())
     if path.name == "bootstrap.checkpoint":
-        return Source(name, InputKind.BOOTSTRAP, batches, 0, 0)
+        return Source(name, InputKind.BOOTSTRAP, batches, *BOOTSTRAP_CHECKPOINT_ID)
     if path.suffix == ".checkpoint":
         end, epoch = path.stem.split("-")
         return Source(name, InputKind.SNAPSHOT, batches, int(end), int(epoch))

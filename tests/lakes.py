@@ -10,8 +10,10 @@ from image.ingest import ingest
 from metadata.codec.batch import encode_batch
 from metadata.codec.records import encode_control_record, encode_metadata_value
 from metadata.lake import Lake
+from metadata.log import LogRecord
 from metadata.schema import spec_by_type_name
 from tests.logbuilder import (
+    Body,
     LogBuilder,
     abort,
     acl,
@@ -51,26 +53,55 @@ def write_log(log: LogBuilder, directory: Path, segments_at: Sequence[int] = ())
     each batch base offset of ``segments_at``."""
     out = directory / "__cluster_metadata-0"
     out.mkdir(parents=True)
-    batches: dict[int, list] = {}
-    for r in log.records:
-        batches.setdefault(r.batch_base_offset, []).append(r)
     raw = bytearray()
     start = 0
-    for base, records in sorted(batches.items()):
+    for base, records in _batches(log):
         if base in segments_at and raw:
             (out / f"{start:020d}.log").write_bytes(bytes(raw))
             raw, start = bytearray(), base
-        first = records[0]
-        if first.is_control:
-            items = [encode_control_record(first.control_type, first.data)]
-        else:
-            items = [
-                (None, encode_metadata_value(r.type, spec_by_type_name(r.type).valid_versions.high, r.data))
-                for r in records
-            ]
-        raw += encode_batch(base, items, leader_epoch=first.epoch, timestamp=first.timestamp, control=first.is_control)
+        raw += _encoded(records)
     (out / f"{start:020d}.log").write_bytes(bytes(raw))
     return out
+
+
+def write_snapshot(
+    directory: Path, end_offset: int, epoch: int, last_contained_timestamp: int, *bodies: Body, timestamp: int = 1000
+) -> Path:
+    """A snapshot file ``<end offset>-<epoch>.checkpoint`` in ``directory`` as Kafka's ``RecordsSnapshotWriter``
+    lays one out: a SNAPSHOT_HEADER batch, ``bodies`` in one batch (none: an empty snapshot, as Kafka's
+    ``MetadataLoaderTest.testLoadEmptySnapshot`` loads one), a SNAPSHOT_FOOTER batch; positions from 0, every
+    batch at ``epoch``."""
+    snap = LogBuilder(epoch=epoch, timestamp=timestamp)
+    snap.control("SNAPSHOT_HEADER", {"version": 0, "lastContainedLogTimestamp": last_contained_timestamp})
+    if bodies:
+        snap.batch(*bodies)
+    snap.control("SNAPSHOT_FOOTER", {"version": 0})
+    path = directory / f"{end_offset:020d}-{epoch:010d}.checkpoint"
+    path.write_bytes(b"".join(_encoded(records) for _, records in _batches(snap)))
+    return path
+
+
+def _batches(log: LogBuilder) -> list[tuple[int, list[LogRecord]]]:
+    """The builder's batches: (base offset, records), by base offset."""
+    batches: dict[int, list[LogRecord]] = {}
+    for r in log.records:
+        batches.setdefault(r.batch_base_offset, []).append(r)
+    return sorted(batches.items())
+
+
+def _encoded(records: list[LogRecord]) -> bytes:
+    """One batch's bytes (data records at their type's latest version)."""
+    first = records[0]
+    if first.is_control:
+        items = [encode_control_record(first.control_type, first.data)]
+    else:
+        items = [
+            (None, encode_metadata_value(r.type, spec_by_type_name(r.type).valid_versions.high, r.data))
+            for r in records
+        ]
+    return encode_batch(
+        first.batch_base_offset, items, leader_epoch=first.epoch, timestamp=first.timestamp, control=first.is_control
+    )
 
 
 CRAFTED_SEGMENTS = (20, 45, 48, 60)

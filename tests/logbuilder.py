@@ -370,9 +370,9 @@ def abort(reason: str | None = None) -> Body:
     return "ABORT_TRANSACTION_RECORD", _tagged({}, reason=reason)
 
 
-def encoded(body: Body, version: int) -> bytes:
-    """A record value: ``body`` at ``version``."""
-    return encode_metadata_value(body[0], version, body[1])
+def encoded(kind: str, data: dict[str, Any], version: int = 0) -> bytes:
+    """A record value: a body (``kind``, ``data``) at ``version``."""
+    return encode_metadata_value(kind, version, data)
 
 
 def future_value(api_key: int, version: int, body: bytes = b"\x00") -> bytes:

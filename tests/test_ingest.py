@@ -20,7 +20,15 @@ from metadata.lake import Lake, LakeTransaction
 from metadata.query import dump, log_info
 from metadata.schema import MessageSpec, Versions, spec_by_type_name
 from metadata.schema.releases import kafka_release
-from tests.logbuilder import append_batch, broker_change, encoded, register_broker, unregister_controller, uuid
+from tests.logbuilder import (
+    append_batch,
+    broker_change,
+    cordoned,
+    encoded,
+    register_broker,
+    unregister_controller,
+    uuid,
+)
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -314,9 +322,9 @@ def test_a_lake_made_with_an_older_schema_takes_the_columns_of_newer_fields(spar
     first = append_batch(
         log / "__cluster_metadata-0",
         [
-            encoded(register_broker(9, 900, cordoned_log_dirs=[uuid(0xD1)]), 4),
-            encoded(broker_change(9, 900, cordoned_log_dirs=[]), 3),
-            encoded(unregister_controller(3000), 0),
+            encoded(*cordoned(register_broker(9, 900), [uuid(0xD1)])),
+            encoded(*cordoned(broker_change(9, 900), [])),
+            encoded(*unregister_controller(3000)),
         ],
     )
     ingest([str(log)], location, spark=spark, progress=False)

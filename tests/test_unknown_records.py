@@ -36,7 +36,7 @@ from tests.test_versions import assert_same_recording
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kafka" / "4.1.1" / "rolling-restart"
 SNAPSHOT_ID = "00000000000000000253-0000000001"  # the newest snapshot of the fixture
 SNAPSHOT = f"{SNAPSHOT_ID}.checkpoint"
-FUTURE_VERSION = future_value(0, 5, encoded(register_broker(9, 77, incarnation_id=uuid(0x99)), 4)[3:])
+FUTURE_VERSION = future_value(0, 5, encoded(*register_broker(9, 77, incarnation_id=uuid(0x99)), 4)[3:])
 """RegisterBrokerRecord v5: a version after the schema's newest (laid out as v4, as a newer Kafka might)."""
 FUTURE_TYPE = future_value(30, 0)
 """apiKey 30: a record type after the schema's newest."""
@@ -55,8 +55,8 @@ class Logs:
 
     def __init__(self, root: Path) -> None:
         self.unknown, self.plain = root / "unknown", root / "plain"
-        noop = encoded(no_op(), 0)
-        after = encoded(topic("after-the-unknown", uuid(0xAF)), 0)
+        noop = encoded(*no_op())
+        after = encoded(*topic("after-the-unknown", uuid(0xAF)))
         for directory, values, in_snapshot in (
             (self.unknown, [FUTURE_VERSION, FUTURE_TYPE, after], FUTURE_VERSION),
             (self.plain, [noop, noop, after], noop),

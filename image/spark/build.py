@@ -71,7 +71,7 @@ from image.versions import Key, Rejection, Span, VersionRecorder, key_values, re
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table, sql_table
 from metadata.lake_files import DataFile
-from metadata.log import LogRecord, Snapshot, payload_data
+from metadata.log import LogRecord, Snapshot, payload_data, snapshot_kind
 from metadata.spark import glob_escaped
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
@@ -132,6 +132,7 @@ def _not_noop() -> Column:
 def _log_record(
     offset: int, base: int, last: int, epoch: int, ts: int, kind: str | None, api_key: int, version: int, payload: str
 ) -> LogRecord:
+    """A shipped record (:data:`_RECORD_COLUMNS`) as the recorder replays it."""
     return LogRecord(offset, base, last, epoch, ts, kind, version, payload_data(payload), api_key=api_key)
 
 
@@ -548,8 +549,8 @@ def _parallelism(spark) -> int:
 
 def _snapshots_to_load(source: TemporalSource, restart: int) -> list[tuple[int, int, int]]:
     """(end offset, epoch, last contained timestamp) of the snapshots the replay loads: per end offset
-    the highest epoch (``bootstrap.checkpoint`` is not a snapshot), only those at or after the restart
-    point."""
+    the highest epoch (of those a replay can start from: :meth:`TemporalSource.snapshots`), only those at or
+    after the restart point."""
     best: dict[int, tuple[int, int, int]] = {}
     for s in source.snapshots():
         if s.end_offset - 1 >= restart and (s.end_offset not in best or s.epoch > best[s.end_offset][1]):
@@ -854,7 +855,7 @@ def maintain_versions(change: LakeChange) -> None:
             build_versions(lake, after, staging=staging)
             write_versions(txn, after, staging)
         return
-    starts = [s[0] - 1 for s in change.snapshots_added if s[1] >= 0]
+    starts = [end - 1 for end, epoch in change.snapshots_added if snapshot_kind(end, epoch) == "snapshot"]
     if change.first_added is not None:
         starts.append(change.first_added)
     if not starts:
