@@ -259,6 +259,7 @@ class Session:
         self._images: OrderedDict[int, MetadataImage] = OrderedDict()
         self._scopes: dict[tuple[str, ...], Scope] = {}
         self._versions_recorded = not isinstance(source, MemorySource)  # a log records its versions when first asked
+        self._from_versions: set[int] = set()  # points whose image was built from the versions
         self.unpublished: str | None = None
         """Why Kafka's shell shows the empty image at the last point built (a ``kafka_file`` session)."""
 
@@ -287,6 +288,7 @@ class Session:
 
         if not self._versions_recorded:
             return reference_image(self.source, offset, lenient=True)
+        self._from_versions.add(offset)
         rows = {part: self.source.rows_at(part, offset) for part in PART_KEYS}
         rows["topicNames"] = [{"name": n, "topicId": i} for n, i in name_index(self.source, offset, rows).items()]
         return MetadataImage.from_rows(rows, provenance_at(self.source, offset))
@@ -312,7 +314,7 @@ class Session:
         from image.features import ZK_MIGRATION_STATES
 
         image = self.image_at(offset)
-        if image.features.zk_migration_state or isinstance(self.source, MemorySource):
+        if offset not in self._from_versions:  # a replayed image holds it; one built from versions does not
             return image.features.zk_migration_state_name
         found = list(self.source.dump(None, offset, ("ZK_MIGRATION_STATE_RECORD",)))
         return ZK_MIGRATION_STATES.get(found[-1].data["zkMigrationState"], "NONE") if found else "NONE"

@@ -102,7 +102,7 @@ class MetadataLeafNode(MetadataNode):
 
 
 class _Directory(MetadataNode):
-    """A directory of fixed children made on demand: ``CHILDREN`` names them, ``make`` builds one."""
+    """A directory node of a release line; ``CHILDREN``: the names of a directory whose children are fixed."""
 
     CHILDREN: ClassVar[tuple[str, ...]] = ()
 
