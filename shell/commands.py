@@ -381,18 +381,13 @@ def _step(ctx: Context, values: dict[str, Any], forward: bool) -> None:
     session = ctx.session
     path = "/" + "/".join(absolute_components(values["path"] or ".", session.cwd))
     name = "next" if forward else "prev"
-    points = (
-        session.change_points(path, after=session.offset)
-        if forward
-        else session.change_points(path, before=session.offset)
-    )
-    target = next(points, None)
-    if target is None:
+    found = session.next_change(path, forward)
+    if found is None:
         where = "after" if forward else "before"
         ctx.problem(f"{name}: {path} does not change {where} offset {session.offset}")
         ctx.document = None
         return
-    changes = TreeDiff.of(session.subtree_at(path, target - 1), session.subtree_at(path, target), path)
+    target, changes = found
     cwd = session.move(target)
     ctx.say(point_text(target, session.provenance))
     for line in changes.lines():

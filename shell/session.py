@@ -481,20 +481,23 @@ class Session:
             node = node.child(name)
         return node
 
-    def change_points(self, path: str, after: int | None = None, before: int | None = None) -> Iterator[int]:
-        """The offsets at which the subtree at ``path`` changes (the image there differs from the one an offset
-        earlier): ascending after ``after``, or descending before ``before``."""
+    def next_change(self, path: str, forward: bool) -> tuple[int, TreeDiff] | None:
+        """The next (or previous) offset at which the subtree at ``path`` changes — its image differs from the one an
+        offset earlier — and what changed there; None if there is none."""
+        after, before = (self.offset, None) if forward else (None, self.offset)
         scope = self.scope(path)
-        if scope is None:
-            yield from self._record_points(path, after, before)
-            return
-        for point, _ in self.changes(scope, path, after, before):
-            yield point
+        if scope is not None:
+            return next(self.changes(scope, path, after, before), None)
+        point = next(self._record_points(path, after, before), None)
+        if point is None:
+            return None
+        return point, TreeDiff.of(self.node(path, point - 1), self.node(path, point), path)
 
     def changes(
         self, scope: Scope, path: str, after: int | None = None, before: int | None = None
     ) -> Iterator[tuple[int, TreeDiff]]:
-        """Each change of the subtree at ``path`` and what changed there (see :meth:`change_points`)."""
+        """Each change of the subtree at ``path`` and what changed there: ascending after ``after``, or descending
+        before ``before`` (all, ascending, without either)."""
         points = [p for p in scope.boundaries() if p >= 0]  # versions from -1 hold before the first record
         candidates = [p for p in points if after is None or p > after]
         if before is not None:

@@ -314,9 +314,11 @@ def test_next_and_prev_stop_at_every_change_of_the_node(timeline, path):
     assert backwards == changes[::-1]
 
 
-def test_next_prints_what_changed_and_moves_the_whole_tree(timeline):
+@pytest.mark.parametrize("path", ["/image/topics/byName/alpha", "/image/acls", "/image/configs"])
+def test_next_prints_what_changed_and_moves_the_whole_tree(timeline, path):
+    """What ``next`` prints at a change is the reference images' files there against an offset earlier: from the
+    rows ending and beginning there (a node whose files are each one version row's) or from the two trees."""
     source, images, first, last = timeline
-    path = "/image/topics/byName/alpha"
     session = _session(source, first)
     out = io.StringIO()
     run(Context(session, out), ["next", path])
