@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
@@ -52,27 +53,39 @@ def compile_oracle(dist: KafkaDist) -> Path:
         raise OracleError(str(e)) from None
 
 
-def run_oracle(
-    dist: KafkaDist, args: list[str], *, timeout: float = 600, heap: str = "1g", check: bool = True
+def run_compiled(
+    dist: KafkaDist,
+    classes: Sequence[Path],
+    main_class: str,
+    args: Sequence[str] = (),
+    *,
+    timeout: float = 600,
+    heap: str = "1g",
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    text: bool = True,
+    log_level: str = "ERROR",
 ) -> subprocess.CompletedProcess:
-    classes = compile_oracle(dist)
-    tmp = Path(tempfile.mkdtemp(prefix="oracle-run-"))
+    """Run ``main_class`` of classes compiled for ``dist`` (``classes``: their directories, before the jars) with the
+    harness's JVM options, Kafka's logs on stderr at ``log_level``."""
+    tmp = Path(tempfile.mkdtemp(prefix="java-run-"))
     try:
-        logopts = write_log_configs(tmp, log_file=None, level="ERROR")
         cmd = [
             java_bin(),
             f"-Xmx{heap}",
             *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
-            *logopts,
+            *write_log_configs(tmp, log_file=None, level=log_level),
             "-cp",
-            os.pathsep.join([str(classes), dist.classpath]),
-            "KraftOracle",
+            os.pathsep.join([*map(str, classes), dist.classpath]),
+            main_class,
             *args,
         ]
-        proc = subprocess.run(
+        return subprocess.run(
             cmd,
+            input=stdin,
+            env=env,
             capture_output=True,
-            text=True,
+            text=text,
             timeout=timeout,
             check=False,
             preexec_fn=_pdeathsig,
@@ -80,6 +93,12 @@ def run_oracle(
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_oracle(
+    dist: KafkaDist, args: list[str], *, timeout: float = 600, heap: str = "1g", check: bool = True
+) -> subprocess.CompletedProcess:
+    proc = run_compiled(dist, [compile_oracle(dist)], "KraftOracle", args, timeout=timeout, heap=heap)
     if check and proc.returncode != 0:
         raise OracleError(f"KraftOracle {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-5000:]}")
     return proc

@@ -7,16 +7,12 @@ that once."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cluster import JVM_OPTS, _pdeathsig, write_log_configs
-from .kafka_dist import FetchError, KafkaDist, compile_java, java_bin, shell_classes
-from .oracle import OracleError
+from .kafka_dist import FetchError, KafkaDist, compile_java, shell_classes
+from .oracle import OracleError, run_compiled
 
 SOURCE = Path(__file__).parent / "java" / "ShellDriver.java"
 HELP_COLUMNS = "80"
@@ -81,29 +77,16 @@ def _driver(dist: KafkaDist, requests: str, timeout: float) -> bytes:
         classes = compile_java(dist, "shell-driver", {SOURCE.name: SOURCE.read_text(encoding="utf-8")}, shell)
     except FetchError as e:
         raise OracleError(str(e)) from None
-    tmp = Path(tempfile.mkdtemp(prefix="shell-driver-"))
-    try:
-        cmd = [
-            java_bin(),
-            "-Xmx1g",
-            *[o for o in JVM_OPTS if not o.startswith("-XX:TieredStop")],
-            *write_log_configs(tmp, log_file=None, level="OFF"),
-            "-cp",
-            os.pathsep.join([str(classes), *map(str, shell), dist.classpath]),
-            "ShellDriver",
-        ]
-        proc = subprocess.run(
-            cmd,
-            input=requests.encode(),
-            env={**os.environ, "COLUMNS": HELP_COLUMNS},
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            preexec_fn=_pdeathsig,
-            start_new_session=True,
-        )
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    proc = run_compiled(
+        dist,
+        [classes, *shell],
+        "ShellDriver",
+        stdin=requests.encode(),
+        env={**os.environ, "COLUMNS": HELP_COLUMNS},
+        timeout=timeout,
+        text=False,
+        log_level="OFF",
+    )
     if proc.returncode != 0:
         raise OracleError(f"ShellDriver failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')[-5000:]}")
     return proc.stdout
