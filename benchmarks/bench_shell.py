@@ -50,7 +50,7 @@ def _wall(fn) -> tuple[float, Any]:  # noqa: ANN001
 
 
 def _run(session, words: list[str]) -> str:  # noqa: ANN001
-    from shell.commands import Context, run
+    from cli.shell.commands import Context, run
 
     out = io.StringIO()
     run(Context(session, out), words)
@@ -58,10 +58,10 @@ def _run(session, words: list[str]) -> str:  # noqa: ANN001
 
 
 def measure(name: str, lake: str, points: int, runs: int) -> list[dict[str, Any]]:
+    from cli.shell.session import Session
     from image.lake_source import ArrowSource
     from image.node.releases import shell_release
     from metadata.lake_files import LakeFiles
-    from shell.session import Session
 
     rows: list[dict[str, Any]] = []
 

@@ -31,12 +31,12 @@ def shell(
     """Kafka's metadata shell (ls, cd, cat, tree, find, …) at any point of the log, and through time (at, next,
     prev, diff, history), shown as the shell of the Kafka release the replay follows. One file without an offset is
     read as kafka-metadata-shell --snapshot reads it."""
+    from cli.shell.commands import Context, run
+    from cli.shell.session import Session, kafka_shell_source
     from image.node.java import JavaException
     from image.node.releases import shell_release
     from image.release import rules_for
     from image.temporal import resolve_offset
-    from shell.commands import Context, run
-    from shell.session import Session, kafka_shell_source
 
     kafka_file = log is not None and Path(log).is_file() and at_offset is None and at_time is None
     if kafka_file:
@@ -49,7 +49,7 @@ def shell(
     if not command:
         if as_json:
             raise ValueError("--json needs a command (after --)")
-        from shell.interactive import Shell
+        from cli.shell.interactive import Shell
 
         where = lake_location if lake_location is not None else str(log)
         Shell(session).run(f"[ kraft-replay shell: {where}, Kafka {release.line}; help lists the commands ]")

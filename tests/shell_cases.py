@@ -9,13 +9,13 @@ import os
 from pathlib import Path
 from unittest import mock
 
+from cli.shell.args import CommandSpec, Positional
+from cli.shell.commands import KAFKA_COMMANDS, SPECS, Context, run
+from cli.shell.session import Session, kafka_shell_source
 from image.node.java import JavaException, java_sorted
 from image.node.nodes import MetadataNode
 from image.node.releases import shell_release
 from image.release import rules_for
-from shell.args import CommandSpec, Positional
-from shell.commands import KAFKA_COMMANDS, SPECS, Context, run
-from shell.session import Session, kafka_shell_source
 from tests.harness.shell_driver import HELP_COLUMNS, Answer, Command
 
 KAFKA_SPECS: tuple[CommandSpec, ...] = tuple(

@@ -58,7 +58,7 @@ NO_METADATA = TreeText("", "no metadata records: Kafka's shell waits for an imag
 
 def has_metadata(path: Path) -> bool:
     """Whether the file holds a metadata record (read as Kafka's shell reads it)."""
-    from shell.session import kafka_shell_source
+    from cli.shell.session import kafka_shell_source
 
     return kafka_shell_source(str(path))[1] >= 0
 

@@ -78,7 +78,7 @@ def _install(root: Path) -> Path:
     source.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for package in ("cli", "generator", "image", "metadata", "replica", "shell"):
+    for package in ("cli", "generator", "image", "metadata", "replica"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)

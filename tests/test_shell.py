@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from cli.shell.args import ArgumentError, commands_help, parse
+from cli.shell.commands import Context, run
+from cli.shell.session import Session, leaves
 from image.node.java import java_double, java_sorted, parse_int, uuid_from_string, zoned_utc
 from image.node.releases import SHELL_RELEASES, shell_release
 from image.release import RELEASES, UnsupportedRelease
 from image.replay import replay_to
 from image.sources import log_source
 from metadata.readers import read_log
-from shell.args import ArgumentError, commands_help, parse
-from shell.commands import Context, run
-from shell.session import Session, leaves
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.shell_cases import KAFKA_SPECS, open_file, our_answers
 from tests.shell_texts import TREE_COMMAND, shell_files, tree_texts
@@ -137,10 +137,10 @@ def test_tree_of_every_file_equals_the_text_kafkas_shell_printed(fixture):
 
 def _empty_tree(version: str) -> str:
     """``tree /image`` of the release's empty image."""
+    from cli.shell.nodes import ShellNodePrinter
     from image.image import empty_image
     from image.node.nodes import MetadataImageNode
     from image.release import rules_for
-    from shell.nodes import ShellNodePrinter
 
     out = io.StringIO()
     image = empty_image(rules_for(version))
@@ -243,8 +243,8 @@ def _session(source, offset):
 
 def _texts(images, path, offset):
     """Every file under ``path`` in the reference engine's image at ``offset``: its text by path."""
+    from cli.shell.nodes import RootShellNode
     from image.node.nodes import MetadataImageNode
-    from shell.nodes import RootShellNode
 
     release = shell_release()
     image = images[offset]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.shell.args import ArgumentError, commands_help, parse
 from generator import LOG_DIR_NAME, generate
-from shell.args import ArgumentError, commands_help, parse
 from tests.harness.kafka_dist import line_version, release_line
 from tests.harness.shell_driver import HELP_COLUMNS, Command, FileAnswers, ls_columns, run_shell
 from tests.harness.testing import dist_for
@@ -180,7 +180,7 @@ def test_ls_lays_entries_out_in_columns_as_kafkas_interactive_ls():
     whose code every release line shares): our layout equals Kafka's for listings of every kind and many widths."""
     import io
 
-    from shell.commands import print_entries
+    from cli.shell.commands import print_entries
 
     listings = [
         [str(i) for i in range(100)],

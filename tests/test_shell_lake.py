@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from cli.shell.commands import Context, run
+from cli.shell.session import Session
 from image.lake_source import ArrowSource
 from image.node.releases import shell_release
 from image.sources import log_source
 from metadata.lake_files import LakeFiles
-from shell.commands import Context, run
-from shell.session import Session
 from tests.kafka_logs import kafka_fixture_name
 
 pytestmark = pytest.mark.spark

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from cli.shell.args import ArgumentError, CommandSpec, Positional, command_help, commands_help, parse
+from cli.shell.nodes import ShellNodePrinter
+from cli.shell.paths import NodeInfo, absolute_components, complete_path, effective_paths, visit
+from cli.shell.session import Session, TreeDiff, point_text
 from image.node.java import JavaException, java_sorted, parse_int
-from shell.args import ArgumentError, CommandSpec, Positional, command_help, commands_help, parse
-from shell.nodes import ShellNodePrinter
-from shell.paths import NodeInfo, absolute_components, complete_path, effective_paths, visit
-from shell.session import Session, TreeDiff, point_text
 
 WELCOME = "Welcome to kraft-replay's metadata shell: Kafka's metadata shell at any point of the log."
 
@@ -219,7 +219,7 @@ def _history(ctx: Context, values: dict[str, Any]) -> None:
     argument = values["numEntriesToShow"]
     count = None if argument is None else parse_int(argument)
     if count is None:
-        from shell.history import node_history
+        from cli.shell.history import node_history
 
         node_history(ctx, argument if argument is not None else ".")
         return
@@ -440,7 +440,7 @@ HANDLERS: dict[str, Callable[[Context, dict[str, Any]], None]] = {
 def completions(session: Session, line: str) -> list[str]:
     """What tab completes the last word of ``line`` with (JLine's ``MetadataShellCompleter``): a command name, or a
     path (a directory ends with ``/``, a file with a space) for the commands that take paths."""
-    from shell.interactive import split_line
+    from cli.shell.interactive import split_line
 
     words = split_line(line, partial=True)
     if line.endswith((" ", "\t")) or not words:

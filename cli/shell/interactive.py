@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from cli.shell.commands import Context, ExitShell, completions, run
+from cli.shell.session import Session
 from image.node.java import JavaException
 from image.times import iso_time
-from shell.commands import Context, ExitShell, completions, run
-from shell.session import Session
 
 HISTORY_LENGTH = 1000
 """Lines of history kept across sessions."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cli.shell.paths import absolute_components
 from image.node.java import parse_int
 from image.times import iso_time
-from shell.paths import absolute_components
 
 if TYPE_CHECKING:
+    from cli.shell.commands import Context
     from image.history import History
-    from shell.commands import Context
 
 
 def node_history(ctx: Context, target: str) -> None:

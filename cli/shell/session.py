@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from cli.shell.nodes import RootShellNode
+from cli.shell.paths import absolute_components
 from image.features import METADATA_VERSION, METADATA_VERSIONS
 from image.image import MetadataImage, empty_image
 from image.node.java import java_order, java_sorted, parse_int, uuid_from_string
@@ -34,8 +36,6 @@ from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
 from image.temporal import MemorySource, TemporalSource, provenance_at, resolve_offset
 from image.times import iso_time, parse_time
-from shell.nodes import RootShellNode
-from shell.paths import absolute_components
 
 IMAGES_KEPT = 4
 """Trees of this many points are kept (``at`` back and forth, ``diff`` against a point)."""
