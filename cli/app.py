@@ -62,6 +62,14 @@ WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Where to write: auto (in process for a lake on a local path whose input fits one machine, "
+        "unless a Spark master is named; or KRAFT_REPLAY_ENGINE), local (in process, no JVM) or spark.",
+    ),
+]
 LimitOpt = Annotated[
     int,
     typer.Option(
@@ -140,10 +148,19 @@ def spark():
     return get_spark(_state["master"])
 
 
-def lake(location: str):
+def writes_on_spark(location: str, engine: str = "auto") -> bool:
+    """Whether a command writing or checking the lake at ``location`` runs on Spark
+    (:func:`metadata.lake_state.choose_engine`)."""
+    from metadata.lake_state import choose_engine
+
+    return choose_engine(location, engine, _state["master"]) == "spark"
+
+
+def lake(location: str, engine: str = "auto"):
+    """The lake at ``location`` for a command that writes or checks it: in process, or on Spark."""
     from metadata.lake import Lake
 
-    return Lake(location, spark())
+    return Lake(location, spark() if writes_on_spark(location, engine) else None)
 
 
 class _PandasForSparkOnly:

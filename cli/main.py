@@ -19,6 +19,7 @@ import typer
 from cli.app import (
     DEFAULT_LIMIT,
     AllOpt,
+    EngineOpt,
     JsonOpt,
     LakeOpt,
     LimitOpt,
@@ -33,6 +34,7 @@ from cli.app import (
     shown_rows,
     source,
     spark,
+    writes_on_spark,
 )
 
 
@@ -46,21 +48,35 @@ def ingest(
     follow: Annotated[bool, typer.Option(help="Keep ingesting (a live log dir) until SIGINT/SIGTERM.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
     wait: WaitOpt = 600.0,
+    engine: EngineOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
-    """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
+    """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent): in process for a
+    lake on a local path whose input fits one machine, else on Spark."""
     from cli.lake_commands import follow_ingest, waiting
     from image.ingest import ingest as run
     from metadata.readers import ReadOptions
 
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
+    session = spark() if writes_on_spark(lake_location, engine) else None
+    engine = "spark" if session is not None else engine
     if follow:
-        follow_ingest([str(p) for p in paths], lake_location, interval, as_json, options=options, wait=wait)
+        follow_ingest(
+            [str(p) for p in paths],
+            lake_location,
+            interval,
+            as_json,
+            options=options,
+            wait=wait,
+            engine=engine,
+            spark=session,
+        )
         return
     report = run(
         [str(p) for p in paths],
         lake_location,
-        spark=spark(),
+        engine=engine,
+        spark=session,
         options=options,
         progress=not as_json,
         wait=wait,

@@ -13,7 +13,6 @@ module should take rather than Spark.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -30,6 +29,7 @@ import pyarrow.dataset as ds
 
 from metadata import lake_damage
 from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
+from metadata.tables import INGESTS_SCHEMA
 
 _COMMIT_RE = re.compile(r"\d{20}\.json")
 _CHECKPOINT_RE = re.compile(r"\d{20}\.checkpoint(\.\d+\.\d+)?\.parquet|\d{20}\.checkpoint\.[\w-]+\.(parquet|json)")
@@ -170,24 +170,33 @@ class LakeFiles:
             return None
         return max((h["version"] for h in history if h.get("operation") == "VACUUM END"), default=None)
 
-    @cached_property
-    def _state(self) -> LakeState:
+    def ingests(self) -> pa.Table:
+        """Every row of ``_ingests`` (its newest version), ``committed_at`` in µs UTC whichever engine wrote it
+        (Spark writes INT96, read as ns without a zone; delta-rs µs with one); :class:`LakeError` if there is none."""
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        files = [_join(self.path(INGESTS), a["path"]) for a in _add_actions(ingests)]
-        table = self._read_files(INGESTS, files, None, None, None)
-        at = table.schema.get_field_index("committed_at")
-        if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
-            unit = pa.timestamp("us", table.schema.field(at).type.tz)  # so that rows hold datetime objects
-            table = table.set_column(at, "committed_at", table.column(at).cast(unit, safe=False))
-        rows = table.to_pylist()
-        if not rows:
+        parts = []
+        for action in _add_actions(ingests):
+            table = self._read_files(INGESTS, [_join(self.path(INGESTS), action["path"])], None, None, None)
+            at = table.schema.get_field_index("committed_at")
+            if at >= 0:
+                when = table.column(at)
+                if when.type.tz is None:
+                    when = pc.assume_timezone(when, "UTC")
+                table = table.set_column(at, "committed_at", when.cast(pa.timestamp("us", "UTC"), safe=False))
+            parts.append(
+                pa.Table.from_arrays([table[f.name].cast(f.type) for f in INGESTS_SCHEMA], schema=INGESTS_SCHEMA)
+            )
+        if not parts:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
+        return pa.concat_tables(parts)
+
+    @cached_property
+    def _state(self) -> LakeState:
+        rows = self.ingests().to_pylist()
         newest = max(rows, key=lambda r: r["seq"])
         newest["versions"] = dict(newest["versions"])
-        if isinstance(newest["committed_at"], dt.datetime) and newest["committed_at"].tzinfo is None:
-            newest["committed_at"] = newest["committed_at"].replace(tzinfo=dt.timezone.utc)
         return LakeState(**newest)
 
     def state(self) -> LakeState:

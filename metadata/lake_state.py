@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlparse
 
 INGESTS = "_ingests"
@@ -46,3 +47,35 @@ def reachable(location: str) -> bool:
     """A lake on a local path or a ``file:`` URI: read in process (:mod:`metadata.lake_files`), no Spark needed."""
     scheme = urlparse(location).scheme
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+MASTER_VARIABLES = ("SPARK_REMOTE", "KRAFT_REPLAY_MASTER")
+
+
+def spark_named(master: str | None = None) -> bool:
+    """Whether the user named a Spark master (option or environment)."""
+    return master is not None or any(os.environ.get(v) for v in MASTER_VARIABLES)
+
+
+Engine = Literal["local", "spark"]
+
+LOCAL_MAX_BYTES = int(os.environ.get("KRAFT_REPLAY_LOCAL_MAX_BYTES", str(256 << 20)))
+"""Input bytes (what an ingest decodes: segment ranges the lake already holds are not counted) up to which an
+ingest runs in process; above it, Spark. 256 MiB is 2.5 times Kafka's default retention of the metadata log
+(``metadata.max.retention.bytes``, 100 MiB: ≈ 1.5 M records), so any log kept by default ingests in process;
+``KRAFT_REPLAY_LOCAL_MAX_BYTES`` sets another."""
+
+
+def choose_engine(lake: str, engine: str = "auto", master: str | None = None, input_bytes: int = 0) -> Engine:
+    """Where an ingest (or ``optimize``, ``check``) runs: ``engine`` or ``KRAFT_REPLAY_ENGINE`` when forced
+    (``local`` needs a lake on a local path); else in process for a lake on a local path whose input is at most
+    :data:`LOCAL_MAX_BYTES`, unless a Spark master is named."""
+    forced = engine if engine != "auto" else os.environ.get("KRAFT_REPLAY_ENGINE", "auto")
+    if forced not in ("auto", "local", "spark"):
+        raise ValueError(f"unknown engine {forced!r} (auto, local or spark)")
+    if forced == "local" and not reachable(lake):
+        raise ValueError(f"the local engine writes a lake on a local path or file: URI, not {lake}")
+    if forced != "auto":
+        return forced  # type: ignore[return-value]
+    local = reachable(lake) and not spark_named(master) and input_bytes <= LOCAL_MAX_BYTES
+    return "local" if local else "spark"

@@ -1,4 +1,5 @@
-"""Ingest into Delta: counts, idempotence, increments, atomic failure, dump-log text, CLI."""
+"""Ingest into Delta (in process: the engine of a lake on a local path): counts, idempotence, increments, atomic
+failure, dump-log text, CLI. (An ingest on Spark is compared with one in process in tests/test_engines.py.)"""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 from typer.testing import CliRunner
 
 from cli.main import app
 from cli.render import iso_time
 from metadata.ingest import IngestError, ingest
 from metadata.lake import Lake, LakeTransaction
+from metadata.lake_files import LakeFiles
 from metadata.query import dump, log_info
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
@@ -21,7 +26,14 @@ SAMPLE = ROOT / "data" / "sample"
 REPORT = json.loads((SAMPLE / "generate-report.json").read_text())
 KAFKA_BASIC = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "basic"
 
-pytestmark = pytest.mark.spark
+
+def table(lake: Lake | str, name: str) -> pa.Table:
+    """Table ``name`` of the lake's committed state, read in process."""
+    return LakeFiles(lake if isinstance(lake, str) else lake.uri).read(name)
+
+
+def distinct_offsets(rows: pa.Table) -> int:
+    return len(pc.unique(rows["offset"]))
 
 
 def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
@@ -42,27 +54,26 @@ def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
 
 def test_typed_tables_hold_every_record_with_defaults_applied(sample_lake):
     lake, _ = sample_lake
-    changes = lake.table("partition_changes")
-    assert changes.count() == REPORT["by_type"]["PARTITION_CHANGE_RECORD"]
+    changes = table(lake, "partition_changes").to_pylist()
+    assert len(changes) == REPORT["by_type"]["PARTITION_CHANGE_RECORD"]
     # an ISR-only change keeps leader = -2 ("no change") and null replicas ("unchanged")
-    isr_only = changes.where("isr IS NOT NULL AND leader = -2 AND replicas IS NULL").count()
-    assert isr_only > 0
-    assert lake.table("topics").count() == REPORT["by_type"]["TOPIC_RECORD"]
-    brokers = lake.table("broker_changes")
-    assert brokers.count() == REPORT["by_type"].get("BROKER_REGISTRATION_CHANGE_RECORD", 0) + REPORT["by_type"].get(
+    assert any(r["isr"] is not None and r["leader"] == -2 and r["replicas"] is None for r in changes)
+    assert table(lake, "topics").num_rows == REPORT["by_type"]["TOPIC_RECORD"]
+    brokers = table(lake, "broker_changes")
+    assert brokers.num_rows == REPORT["by_type"].get("BROKER_REGISTRATION_CHANGE_RECORD", 0) + REPORT["by_type"].get(
         "UNREGISTER_BROKER_RECORD", 0
     )
-    assert set(r[0] for r in lake.table("transaction_markers").select("type").distinct().collect()) == {
+    assert set(table(lake, "transaction_markers")["type"].to_pylist()) == {
         "BEGIN_TRANSACTION_RECORD",
         "END_TRANSACTION_RECORD",
         "ABORT_TRANSACTION_RECORD",
     }
 
 
-def test_reingest_adds_nothing(sample_lake, spark):
+def test_reingest_adds_nothing(sample_lake):
     lake, _ = sample_lake
     before = lake.state()
-    again = ingest([str(SAMPLE)], lake.uri, spark=spark, progress=False)
+    again = ingest([str(SAMPLE)], lake.uri, progress=False)
     assert again.records_added == 0 and again.snapshot_records_added == 0
     # every segment but the last holds only stored offsets: not decoded again
     segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
@@ -70,7 +81,7 @@ def test_reingest_adds_nothing(sample_lake, spark):
     assert again.records_decoded == REPORT["total_records"] - int(segments[-1].stem)
     after = lake.state()
     assert after.seq == before.seq + 1 and after.versions == before.versions
-    assert lake.table("records").count() == REPORT["total_records"]
+    assert table(lake, "records").num_rows == REPORT["total_records"]
 
 
 def test_dump_selects_offsets_and_types(sample_lake):
@@ -80,7 +91,7 @@ def test_dump_selects_offsets_and_types(sample_lake):
     assert all("partitionId" in r.data and "topicId" in r.data for r in rows)
 
 
-def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_valid(spark, tmp_path):
+def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_valid(tmp_path):
     log_dir = SAMPLE / "__cluster_metadata-0"
     segments = sorted(log_dir.glob("*.log"))
     location = str(tmp_path / "lake")
@@ -88,32 +99,31 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     first = ingest(
         [str(s) for s in segments[2:]] + [str(next(log_dir.glob("*.checkpoint")))],
         location,
-        spark=spark,
         progress=False,
     )
     assert first.first_offset == int(segments[2].stem)
-    second = ingest([str(log_dir)], location, spark=spark, progress=False)
+    second = ingest([str(log_dir)], location, progress=False)
     assert second.records_added == REPORT["total_records"] - first.records_added
     # offsets below the stored ones are decoded and added; segment 2 lies inside them and is skipped
     assert second.bytes_skipped == segments[2].stat().st_size
     assert second.snapshot_records_added == 0
-    assert Lake(location, spark).table("records").count() == REPORT["total_records"]
+    assert table(location, "records").num_rows == REPORT["total_records"]
 
 
-def test_a_snapshot_found_twice_is_stored_once_from_its_first_path(spark, tmp_path):
+def test_a_snapshot_found_twice_is_stored_once_from_its_first_path(tmp_path):
     snapshot = next((SAMPLE / "__cluster_metadata-0").glob("*.checkpoint"))
     copy = tmp_path / "b-copy" / snapshot.name
     copy.parent.mkdir()
     shutil.copy(snapshot, copy)
     location = str(tmp_path / "lake")
-    report = ingest([str(copy), str(snapshot)], location, spark=spark, progress=False)
+    report = ingest([str(copy), str(snapshot)], location, progress=False)
     assert report.snapshots == [snapshot.stem]
-    rows = Lake(location, spark).table("snapshots").select("position", "source_file").collect()
+    rows = table(location, "snapshots").to_pylist()
     assert len(rows) == len({r["position"] for r in rows}) == report.snapshot_records_added
     assert {r["source_file"] for r in rows} == {min(str(copy), str(snapshot))}
 
 
-def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, spark, tmp_path):
+def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, tmp_path):
     lake, _ = sample_lake
     damaged_dir = tmp_path / "__cluster_metadata-0"
     shutil.copytree(SAMPLE / "__cluster_metadata-0", damaged_dir)
@@ -123,16 +133,16 @@ def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, spark, tmp_path):
     last.write_bytes(bytes(raw))
     before = lake.state()
     with pytest.raises(IngestError, match=rf"{last.name}.*byte \d+, offset \d+: CRC mismatch"):
-        ingest([str(damaged_dir)], lake.uri, spark=spark, progress=False)
+        ingest([str(damaged_dir)], lake.uri, progress=False)
     assert lake.state() == before
     assert not (Path(lake.uri) / "_staging").exists()  # the staged records are gone too
 
 
-def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark, tmp_path, monkeypatch):
+def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(tmp_path, monkeypatch):
     segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
     location = str(tmp_path / "lake")
-    ingest([str(segments[0])], location, spark=spark, progress=False)
-    lake = Lake(location, spark)
+    ingest([str(segments[0])], location, progress=False)
+    lake = Lake(location)
     before = lake.state()
 
     def crash(self, commit):
@@ -140,18 +150,18 @@ def test_interrupted_ingest_is_invisible_and_the_rerun_does_not_duplicate(spark,
 
     monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
-        ingest([str(segments[1])], location, spark=spark, progress=False)
+        ingest([str(segments[1])], location, progress=False)
     monkeypatch.undo()
     assert lake.state() == before
     assert lake.current_version("records") > before.versions["records"]  # the torn write is on disk ...
-    assert lake.table("records").count() == before.high_water_mark + 1  # ... but nobody reads it
-    rerun = ingest([str(segments[0]), str(segments[1])], location, spark=spark, progress=False)
+    assert table(lake, "records").num_rows == before.high_water_mark + 1  # ... but nobody reads it
+    rerun = ingest([str(segments[0]), str(segments[1])], location, progress=False)
     assert rerun.records_added == int(segments[2].stem) - int(segments[1].stem)
-    records = lake.table("records")
-    assert records.count() == records.select("offset").distinct().count() == int(segments[2].stem)
+    records = table(lake, "records")
+    assert records.num_rows == distinct_offsets(records) == int(segments[2].stem)
 
 
-def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spark, tmp_path, monkeypatch):
+def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(tmp_path, monkeypatch):
     """Nothing commits the first ingest: its tables are on disk but no state names them; the rerun
     deletes them and creates them again (no rows twice)."""
     location = str(tmp_path / "lake")
@@ -161,26 +171,24 @@ def test_tables_an_interrupted_first_ingest_created_are_deleted_by_the_rerun(spa
 
     monkeypatch.setattr(LakeTransaction, "commit", crash)
     with pytest.raises(RuntimeError, match="killed"):
-        ingest([str(SAMPLE)], location, spark=spark, progress=False)
+        ingest([str(SAMPLE)], location, progress=False)
     monkeypatch.undo()
-    lake = Lake(location, spark)
+    lake = Lake(location)
     assert not lake.exists() and lake.current_version("records") == 0
-    rerun = ingest([str(SAMPLE)], location, spark=spark, progress=False)
+    rerun = ingest([str(SAMPLE)], location, progress=False)
     assert rerun.records_added == REPORT["total_records"]
     assert lake.current_version("records") == 0  # a new table, not a second version of the torn one
-    records = lake.table("records")
-    assert records.count() == records.select("offset").distinct().count() == REPORT["total_records"]
-    topics = lake.table("topics")
-    assert topics.count() == topics.select("offset").distinct().count() == REPORT["by_type"]["TOPIC_RECORD"]
-    properties = {
-        r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{lake.path('records')}`").collect()
-    }
+    records = table(lake, "records")
+    assert records.num_rows == distinct_offsets(records) == REPORT["total_records"]
+    topics = table(lake, "topics")
+    assert topics.num_rows == distinct_offsets(topics) == REPORT["by_type"]["TOPIC_RECORD"]
+    properties = DeltaTable(lake.path("records")).metadata().configuration
     assert properties["delta.dataSkippingStatsColumns"] == "offset,timestamp"
 
 
-def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tmp_path):
-    binary = ingest([str(KAFKA_BASIC / "__cluster_metadata-0")], str(tmp_path / "bin"), spark=spark, progress=False)
-    text = ingest([str(KAFKA_BASIC / "dump-log.txt")], str(tmp_path / "txt"), spark=spark, progress=False)
+def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(tmp_path):
+    binary = ingest([str(KAFKA_BASIC / "__cluster_metadata-0")], str(tmp_path / "bin"), progress=False)
+    text = ingest([str(KAFKA_BASIC / "dump-log.txt")], str(tmp_path / "txt"), progress=False)
     assert (text.records_decoded, text.by_type, text.control_records) == (
         binary.records_decoded,
         binary.by_type,
@@ -197,9 +205,8 @@ def test_dump_log_text_ingest_equals_binary_ingest_of_a_real_kafka_log(spark, tm
         "payload",
         "control_type",
     ]
-    a = Lake(str(tmp_path / "bin"), spark).table("records").select(*cols)
-    b = Lake(str(tmp_path / "txt"), spark).table("records").select(*cols)
-    assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+    a, b = (table(str(tmp_path / name), "records").select(cols).sort_by("offset") for name in ("bin", "txt"))
+    assert a.equals(b)
 
 
 def test_cli_ingest_log_info_and_dump(sample_lake, tmp_path):
@@ -250,20 +257,17 @@ def test_cli_log_info_and_dump_for_people(sample_lake):
     assert [line.split()[2] for line in record_lines(five)] == ["TOPIC_RECORD"] * 5
 
 
+@pytest.mark.spark
 def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path):
     """delta-rs names a table's files by its canonical location (symlinks resolved): the deletion vectors that
-    an incremental ingest's MERGEs leave in the versions tables still apply when the lake is named through a
-    symlink (they were silently ignored, and closed versions read as current)."""
-    import pyarrow as pa
-    from deltalake import DeltaTable
-
+    an incremental ingest's MERGEs on Spark leave in the versions tables still apply when the lake is named
+    through a symlink (they were silently ignored, and closed versions read as current)."""
     from image.ingest import ingest as ingest_with_versions
-    from metadata.lake_files import LakeFiles
 
     segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
     location = tmp_path / "lake"
     for segment in segments[:2]:
-        ingest_with_versions([str(segment)], str(location), spark=spark, progress=False)
+        ingest_with_versions([str(segment)], str(location), engine="spark", spark=spark, progress=False)
     link = tmp_path / "link"
     link.symlink_to(location)
     real, linked = LakeFiles(str(location)), LakeFiles(str(link))
