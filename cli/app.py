@@ -163,32 +163,15 @@ def lake(location: str, engine: str = "auto"):
     return Lake(location, spark() if writes_on_spark(location, engine) else None)
 
 
-class _PandasForSparkOnly:
-    """An import finder refusing ``pandas`` while PySpark is not loaded.
-
-    pyarrow treats pandas as optional and imports it the first time it checks whether an object is a pandas
-    one (any ``pa.array``, ``pa.table`` or the load of ``pyarrow.dataset``): 0.3–0.4 s of a read that takes
-    about a second otherwise. A read in process never hands pyarrow a pandas object, so the CLI installs this
-    finder for those reads (:func:`source`) and pyarrow takes pandas as absent; whatever truly needs pandas
-    (``Table.to_pandas``) imports it again by itself once PySpark, its only user here, is loaded (``replay
-    --save`` starts Spark after an in-process read). Library callers are not affected: only the CLI installs it.
-    """
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.partition(".")[0] == "pandas" and "pyspark" not in sys.modules:
-            raise ModuleNotFoundError(f"No module named {name!r} (not needed by a read in process)", name=name)
-
-
-_NO_PANDAS = _PandasForSparkOnly()
-
-
 def source(lake_location: str | None, log: Path | None):
     """Where a read command's answers come from (:func:`image.sources.open_source`)."""
     from image.sources import choose_reader, open_source
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
-    if reader == "arrow" and "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:  # read in process
-        sys.meta_path.insert(0, _NO_PANDAS)
+    if reader == "arrow":  # read in process
+        from metadata.lake_state import refuse_pandas
+
+        refuse_pandas()
     return open_source(
         lake=lake_location,
         log=str(log) if log is not None else None,

@@ -60,6 +60,10 @@ def ingest(
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
     session = spark() if writes_on_spark(lake_location, engine) else None
     engine = "spark" if session is not None else engine
+    if session is None:  # (an input beyond the threshold starts Spark all the same, and then pandas loads)
+        from metadata.lake_state import refuse_pandas
+
+        refuse_pandas()
     if follow:
         follow_ingest(
             [str(p) for p in paths],

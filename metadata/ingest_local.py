@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from metadata.columns import DECODED_SCHEMA
 from metadata.ingest import IngestError, Task
 from metadata.lake import Lake, LakeState, LakeTransaction, per_table
+from metadata.lake_state import refuse_pandas, refusing_pandas
 from metadata.readers import ReadOptions
 from metadata.staging import decode_task
 from metadata.tables import RECORDS_SCHEMA, TYPED_TABLES, snapshot_rows, typed_rows
@@ -44,7 +45,11 @@ class LocalSteps:
         if self.parallelism > 1 and len(jobs) > 1 and size >= PARALLEL_BYTES:
             # spawned, not forked: delta-rs has started threads in this process
             context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(min(self.parallelism, len(jobs)), mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                min(self.parallelism, len(jobs)),
+                mp_context=context,
+                initializer=refuse_pandas if refusing_pandas() else None,
+            ) as pool:
                 results = list(pool.map(decode_task, *zip(*jobs)))
         else:
             results = [decode_task(*job) for job in jobs]

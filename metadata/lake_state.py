@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 INGESTS = "_ingests"
@@ -79,3 +80,34 @@ def choose_engine(lake: str, engine: str = "auto", master: str | None = None, in
         return forced  # type: ignore[return-value]
     local = reachable(lake) and not spark_named(master) and input_bytes <= LOCAL_MAX_BYTES
     return "local" if local else "spark"
+
+
+class _PandasForSparkOnly:
+    """An import finder refusing ``pandas`` while PySpark is not loaded.
+
+    pyarrow treats pandas as optional and imports it the first time it checks whether an object is a pandas
+    one (any ``pa.array``, ``pa.table`` or the load of ``pyarrow.dataset``): 0.3–0.4 s of a command that takes
+    about a second otherwise. A read or an ingest in process never hands pyarrow a pandas object, so the CLI
+    installs this finder for them (:func:`refuse_pandas`) and pyarrow takes pandas as absent; whatever truly needs
+    pandas (``Table.to_pandas``) imports it again by itself once PySpark, its only user here, is loaded (``replay
+    --save`` starts Spark after an in-process read). Library callers are not affected: only the CLI (and the
+    decoding workers of an ingest it runs in process) install it.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "pandas" and "pyspark" not in sys.modules:
+            raise ModuleNotFoundError(f"No module named {name!r} (not needed in process)", name=name)
+
+
+_NO_PANDAS = _PandasForSparkOnly()
+
+
+def refuse_pandas() -> None:
+    """Install :class:`_PandasForSparkOnly` in this process (once; nothing if pandas is loaded already)."""
+    if "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:
+        sys.meta_path.insert(0, _NO_PANDAS)
+
+
+def refusing_pandas() -> bool:
+    """Whether this process refuses pandas (:func:`refuse_pandas`)."""
+    return _NO_PANDAS in sys.meta_path

@@ -69,7 +69,11 @@ def start(
     paths: list[Path], location: str, fault: str | None = None, lease: int = LEASE_SECONDS, engine: str = "local"
 ) -> subprocess.Popen:
     """``kraft-replay ingest PATHS --lake LOCATION --engine ENGINE --json`` in its own process."""
-    env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(lease), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
+    env = environment(
+        spark=engine == "spark",
+        KRAFT_REPLAY_LEASE_SECONDS=str(lease),
+        **({"KRAFT_REPLAY_FAULT": fault} if fault else {}),
+    )
     return subprocess.Popen(
         [*KRAFT_REPLAY, "ingest", *map(str, paths), "--lake", location, "--engine", engine, "--json"],
         env=env,
