@@ -289,8 +289,9 @@ class LakeFiles:
 
 
 def _schema(name: str) -> pa.Schema | None:
-    """The Arrow schema the lake's table ``name`` is read with (None: as the files say)."""
-    from metadata.version_tables import table_schemas
+    """The Arrow schema the lake's table ``name`` is read with, whichever engine wrote its files (delta-rs's
+    MERGE, UPDATE and DELETE rewrite strings as ``string_view``); None: as the files say."""
+    from metadata.tables import table_schemas
 
     return table_schemas().get(name)
 
