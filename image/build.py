@@ -17,10 +17,13 @@ ingest on Spark, :mod:`image.spark.build`): the same predicates, the same rows.
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import os
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,11 +37,13 @@ from image.image import MetadataImage
 from image.lake_source import ArrowSource
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
+from image.sharding import TOPIC_ID, TOPIC_NAME, ShardPlan, record_shard
 from image.temporal import TemporalSource, restart_point
 from image.versions import Key, Rejection, Span, VersionRecorder, key_values, replay_with_snapshots, state_values
 from metadata.ingest import LakeChange
 from metadata.lake import Compactor, Lake, LakeState, LakeTransaction, per_table
-from metadata.lake_files import DataFile
+from metadata.lake_files import DataFile, LakeFiles
+from metadata.lake_state import refuse_pandas, refusing_pandas
 from metadata.log import LogRecord, Snapshot
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS, closing_schema, table_schemas, version_schema
 
@@ -215,12 +220,33 @@ def lake_source(lake: Lake, state: LakeState) -> TemporalSource:
     return SparkSource(lake, state)
 
 
-def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | None, staging: str) -> Row:
-    """The build as one shard on the driver: the sequential replay (:func:`~image.versions.replay_with_snapshots`)
-    of what a Spark pass would ship — the log from ``restart`` without NoOps and control records, the
-    snapshots to load, the versions current at ``stored_at`` — into the same staged files."""
+PARALLEL_BUILD_OFFSETS = 100_000
+"""A build in process from the empty image of at least this many offsets replays as one shard per core, each in a
+worker process (:func:`_record_shard`): the Spark pass's sharding (:mod:`image.sharding`) on this machine's cores."""
+
+
+def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | None, staging: str) -> list[Row]:
+    """The build on this machine, into the staged files a Spark pass writes; the summary of each shard. One shard
+    in this process: the sequential replay (:func:`~image.versions.replay_with_snapshots`) of what a Spark pass
+    would ship — the log from ``restart`` without NoOps and control records, the snapshots to load, the versions
+    current at ``stored_at``. A large build from the empty image of a lake read in process: one shard per core in
+    worker processes, planned as a Spark pass plans them (:func:`plan_inputs`)."""
     source = lake_source(lake, state)
     started = time.monotonic()
+    workers = os.cpu_count() or 1
+    if (
+        stored_at is None
+        and workers > 1
+        and lake.in_process
+        and state.high_water_mark - max(restart, 0) >= PARALLEL_BUILD_OFFSETS
+    ):
+        weights, edges = plan_inputs(lake, state, restart, snapshots_to_load(source, restart), None)
+        plan = ShardPlan.make(weights, edges, workers)
+        context = multiprocessing.get_context("spawn")  # delta-rs runs threads in this process: no fork
+        initializer = refuse_pandas if refusing_pandas() else None
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer) as pool:
+            jobs = [(lake.uri, state, restart, staging, plan, shard) for shard in range(workers)]
+            return list(pool.map(_record_shard, *zip(*jobs)))
     stored = {}
     if stored_at is not None:
         stored = {
@@ -229,14 +255,31 @@ def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | 
     image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored else None
     sink = TaskSink(Files(staging, 0))
     recorder = VersionRecorder(sink, image or MetadataImage.EMPTY, stored or None)
+    log, snapshots = _replay_inputs(source, state, restart)
+    replay_with_snapshots(recorder, log, snapshots)
+    sink.flush()
+    return [sink.summary(0, len(log) + sum(len(s.records) for s in snapshots), started)]
+
+
+def _replay_inputs(source: TemporalSource, state: LakeState, restart: int) -> tuple[list[LogRecord], list[Snapshot]]:
+    """What a build replays: the log from ``restart`` without NoOps and control records, the snapshots to load."""
     log = [r for r in source.log_records(max(restart, 0), state.high_water_mark) if replayed(r)]
     snapshots = [
         Snapshot([r for r in source.snapshot_records(end, epoch) if replayed(r)], end, epoch, ts)
         for end, epoch, ts in snapshots_to_load(source, restart)
     ]
-    replay_with_snapshots(recorder, log, snapshots)
+    return log, snapshots
+
+
+def _record_shard(location: str, state: LakeState, restart: int, staging: str, plan: ShardPlan, shard: int) -> Row:
+    """A worker process of :func:`record_here`: shard ``shard`` of ``plan``, read from the lake at ``state``, into
+    its own staged files."""
+    started = time.monotonic()
+    log, snapshots = _replay_inputs(ArrowSource(LakeFiles(location, state)), state, restart)
+    sink = TaskSink(Files(staging, shard))
+    replayed_records = record_shard(log, snapshots, plan, shard, sink)
     sink.flush()
-    return sink.summary(0, len(log) + sum(len(s.records) for s in snapshots), started)
+    return sink.summary(shard, replayed_records, started)
 
 
 def replayed(record: LogRecord) -> bool:
@@ -299,8 +342,68 @@ def build_versions(
         return build_on_spark(
             lake, state, restart=restart, shards=shards, stored_at=stored_at, staging=staging, seed=seed
         )
-    summary = record_here(lake, state, restart=restart, stored_at=stored_at, staging=staging)
-    return build_report(restart, 1, [summary], started)
+    summaries = record_here(lake, state, restart=restart, stored_at=stored_at, staging=staging)
+    return build_report(restart, len(summaries), summaries, started)
+
+
+def plan_inputs(
+    lake: Lake, state: LakeState, restart: int, snapshot_ids: Sequence[tuple[int, int, int]], stored_at: int | None
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """What the shard plan needs, from the typed tables rather than the records' payloads: the (topic id, name)
+    pairs of every TopicRecord of the log (a superset of the replayed ones: coupling more topics is still
+    exact), of the snapshots to load and of the versions the replay resumes from; and the weight of each topic
+    id, its partition records from ``restart`` on (the bulk of any log; other keys weigh little and go to
+    shards by hash). Read in process for a local lake, else with small Spark aggregations."""
+    files = lake.files(state)
+    weights: dict[str, int] = {}
+    pairs: list[tuple[str, str]] = []
+    typed = [t for t in ("partitions", "partition_changes") if t in state.versions]
+    chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in snapshot_ids)
+    if files is not None:
+        if "topics" in state.versions:
+            t = files.read("topics", columns=["topic_id", "name"])
+            pairs += zip(t["topic_id"].to_pylist(), t["name"].to_pylist())
+        for table in typed:
+            ids = files.read(
+                table,
+                columns=["topic_id"],
+                where=pc.field("offset") >= restart,
+                prune=lambda f: f.may_hold("offset", lo=restart),
+            )["topic_id"]
+            for r in pc.value_counts(ids).to_pylist():
+                weights[TOPIC_ID + r["values"]] = weights.get(TOPIC_ID + r["values"], 0) + r["counts"]
+        if snapshot_ids:
+            ends = pa.array([e for e, _, _ in snapshot_ids], pa.int64())
+            t = files.read(
+                "snapshots",
+                columns=["snapshot_end_offset", "snapshot_epoch", "payload"],
+                where=(pc.field("type") == "TOPIC_RECORD") & pc.field("snapshot_end_offset").isin(ends),
+            ).to_pylist()
+            wanted = {(e, p) for e, p, _ in snapshot_ids}
+            payloads = [r["payload"] for r in t if (r["snapshot_end_offset"], r["snapshot_epoch"]) in wanted]
+            pairs += [(d["topicId"], d["name"]) for d in map(json.loads, payloads)]
+    else:
+        from pyspark.sql import functions as F
+
+        if "topics" in state.versions:
+            pairs += [
+                (r["topic_id"], r["name"]) for r in lake.table("topics", state).select("topic_id", "name").collect()
+            ]
+        if typed:
+            union = lake.table(typed[0], state).select("offset", "topic_id")
+            for table in typed[1:]:
+                union = union.unionByName(lake.table(table, state).select("offset", "topic_id"))
+            for r in union.where(F.col("offset") >= restart).groupBy("topic_id").count().collect():
+                weights[TOPIC_ID + r["topic_id"]] = r["count"]
+        if snapshot_ids:
+            rows = lake.table("snapshots", state).where(f"type = 'TOPIC_RECORD' AND ({chosen})").select("payload")
+            pairs += [(d["topicId"], d["name"]) for d in (json.loads(r["payload"]) for r in rows.collect())]
+    if stored_at is not None:
+        source = lake_source(lake, state)
+        for part in ("topics", "topicNames"):
+            if PART_TABLES[part] in state.versions:
+                pairs += [(r["topicId"], r["name"]) for r in source.rows_at(part, stored_at)]
+    return weights, [(TOPIC_ID + i, TOPIC_NAME + n) for i, n in pairs]
 
 
 # --- the writes -----------------------------------------------------------------------------------

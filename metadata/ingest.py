@@ -26,7 +26,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,7 +34,15 @@ from pydantic import BaseModel
 
 from metadata.lake import COMPACT_AT_FILES, INGESTS, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
 from metadata.lake_state import choose_engine
-from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
+from metadata.readers import (
+    InputFile,
+    InputKind,
+    ReadOptions,
+    batch_offset_at,
+    discover,
+    first_batch_after,
+    plan_ranges,
+)
 from metadata.staging import remove, staging_dir
 
 if TYPE_CHECKING:
@@ -141,7 +149,11 @@ def split_size(total_bytes: int, parallelism: int) -> int:
 
 
 def plan(
-    paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2, stored: tuple[int, int] | None = None
+    paths: Sequence[str],
+    split_bytes: int | None = None,
+    parallelism: int = 2,
+    stored: tuple[int, int] | None = None,
+    stored_snapshots: Collection[tuple[int, int]] = (),
 ) -> tuple[list[Task], list[Task]]:
     """(decode tasks, skipped tasks) for ``paths``; ``split_bytes`` defaults to :func:`split_size` of
     the inputs' total size.
@@ -149,14 +161,22 @@ def plan(
     ``stored`` = (first, last) offsets the lake holds without a gap: segment ranges whose offsets all
     lie inside it are skipped, so a re-run, or the next ingest of a growing log, decodes only what
     is new. A range's offsets run from its first batch to the batch that starts the next range or the
-    next segment of its directory; the last range of the last segment is always decoded.
+    next segment of its directory; a range whose end is unknown (the last of its directory) is decoded from its
+    first batch holding an offset beyond ``last`` (found by hopping over batch headers: a live segment's
+    growth is all that is decoded again), and skipped if it holds none. A snapshot whose (end offset, epoch) is in
+    ``stored_snapshots`` (``bootstrap.checkpoint``: (0, -1)) is skipped.
     """
     files = [f for path in paths for f in discover(path)]
     split = split_bytes or split_size(sum(f.size for f in files), parallelism)
     tasks = [(f, start, end) for f in files for start, end in plan_ranges(f, split)]
     unique = list({(f.path, s, e): (f, s, e) for f, s, e in tasks}.values())  # a file named twice is read once
+    if stored_snapshots:
+        skip = [t for t in unique if _snapshot_id(t[0]) in stored_snapshots]
+        unique = [t for t in unique if _snapshot_id(t[0]) not in stored_snapshots]
+    else:
+        skip = []
     if stored is None:
-        return unique, []
+        return unique, skip
     segments = sorted(
         {f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
         key=lambda f: (os.path.dirname(f.path), f.base_offset),
@@ -165,7 +185,6 @@ def plan(
         a.path: b for a, b in zip(segments, segments[1:]) if os.path.dirname(a.path) == os.path.dirname(b.path)
     }
     keep: list[Task] = []
-    skip: list[Task] = []
     for task in unique:
         f, start, end = task
         if f.kind is InputKind.SEGMENT:
@@ -177,11 +196,39 @@ def plan(
                 if f.path in following
                 else None
             )
-            if lo is not None and after is not None and stored[0] <= lo and after - 1 <= stored[1]:
+            inside = lo is not None and stored[0] <= lo <= stored[1]
+            if inside and after is not None and after - 1 <= stored[1]:
                 skip.append(task)
                 continue
+            if inside and after is None:  # the end of its directory's log: decode only what lies beyond
+                new = first_batch_after(f, start, end, stored[1])
+                if new is None:
+                    skip.append(task)
+                    continue
+                if new > start:
+                    skip.append((f, start, new))
+                    task = (f, new, end)
         keep.append(task)
     return keep, skip
+
+
+def _snapshot_id(f: InputFile) -> tuple[int, int] | None:
+    """The (end offset, epoch) a snapshot file is stored under (``bootstrap.checkpoint``: epoch -1); else None."""
+    if f.kind is InputKind.BOOTSTRAP:
+        return 0, -1
+    return (f.end_offset, f.epoch) if f.kind is InputKind.SNAPSHOT else None  # type: ignore[return-value]
+
+
+def _stored_snapshots(lake: Lake, state: LakeState) -> set[tuple[int, int]]:
+    """The (end offset, epoch) of every snapshot the committed state holds."""
+    if "snapshots" not in state.versions:
+        return set()
+    files = lake.files(state)
+    if files is not None:
+        ids = files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch"])
+        return set(zip(ids["snapshot_end_offset"].to_pylist(), ids["snapshot_epoch"].to_pylist()))
+    rows = lake.table("snapshots", state).select("snapshot_end_offset", "snapshot_epoch").distinct().collect()
+    return {(r[0], r[1]) for r in rows}
 
 
 def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
@@ -220,7 +267,7 @@ def _steps(
 
         steps: Steps = LocalSteps(Lake(lake_location), progress)
         committed = steps.lake.committed()
-        tasks, skipped = plan(paths, split_bytes, steps.parallelism, _stored_span(steps.lake, committed))
+        tasks, skipped = _plan(steps, committed, paths, split_bytes)
         if choose_engine(lake_location, engine, input_bytes=_bytes(tasks)) == "local":
             return steps, committed, tasks, skipped
     from metadata.ingest_spark import SparkSteps
@@ -228,8 +275,18 @@ def _steps(
 
     steps = SparkSteps(Lake(lake_location, spark or get_spark()), progress)
     committed = steps.lake.committed()
-    tasks, skipped = plan(paths, split_bytes, steps.parallelism, _stored_span(steps.lake, committed))
+    tasks, skipped = _plan(steps, committed, paths, split_bytes)
     return steps, committed, tasks, skipped
+
+
+def _plan(
+    steps: Steps, committed: LakeState, paths: Sequence[str], split_bytes: int | None
+) -> tuple[list[Task], list[Task]]:
+    """:func:`plan` against what the committed state holds."""
+    lake = steps.lake
+    return plan(
+        paths, split_bytes, steps.parallelism, _stored_span(lake, committed), _stored_snapshots(lake, committed)
+    )
 
 
 def ingest(

@@ -75,13 +75,40 @@ def test_reingest_adds_nothing(sample_lake):
     before = lake.state()
     again = ingest([str(SAMPLE)], lake.uri, progress=False)
     assert again.records_added == 0 and again.snapshot_records_added == 0
-    # every segment but the last holds only stored offsets: not decoded again
-    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
-    assert again.bytes_skipped == sum(p.stat().st_size for p in segments[:-1])
-    assert again.records_decoded == REPORT["total_records"] - int(segments[-1].stem)
+    # every segment and the snapshot hold only what the lake holds: none is decoded again (the last segment's
+    # batch headers say so)
+    files = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log")) + sorted(SAMPLE.rglob("*.checkpoint"))
+    assert again.bytes_skipped == sum(p.stat().st_size for p in files) and again.bytes_read == 0
+    assert again.records_decoded == 0
     after = lake.state()
     assert after.seq == before.seq + 1 and after.versions == before.versions
     assert table(lake, "records").num_rows == REPORT["total_records"]
+
+
+def test_a_growing_last_segment_is_decoded_from_its_first_new_batch(tmp_path):
+    """The next ingest of a log whose last segment grew decodes only the batches beyond the stored offsets (a live
+    log's growth, an ``ingest --follow`` round)."""
+    segment = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))[0]
+    live = tmp_path / "__cluster_metadata-0"
+    live.mkdir()
+    data = segment.read_bytes()
+    cut = len(data) // 2
+    from metadata.readers import discover, first_batch_after
+
+    boundary = first_batch_after(discover(segment)[0], 0, None, 100)
+    assert boundary is not None and 0 < boundary < cut
+    (live / segment.name).write_bytes(data[:boundary])
+    first = ingest([str(live)], str(tmp_path / "lake"), progress=False)
+    (live / segment.name).write_bytes(data)
+    second = ingest([str(live)], str(tmp_path / "lake"), progress=False)
+    assert second.bytes_skipped == boundary and second.bytes_read == len(data) - boundary
+    assert (
+        second.records_decoded
+        == second.records_added
+        == int(sorted(SAMPLE.rglob("*.log"))[1].stem) - (first.high_water_mark + 1)
+    )
+    records = table(str(tmp_path / "lake"), "records")
+    assert records.num_rows == distinct_offsets(records) == second.high_water_mark + 1
 
 
 def test_dump_selects_offsets_and_types(sample_lake):
@@ -104,8 +131,10 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     assert first.first_offset == int(segments[2].stem)
     second = ingest([str(log_dir)], location, progress=False)
     assert second.records_added == REPORT["total_records"] - first.records_added
-    # offsets below the stored ones are decoded and added; segment 2 lies inside them and is skipped
-    assert second.bytes_skipped == segments[2].stat().st_size
+    # offsets below the stored ones are decoded and added; segments 2 and 3 lie inside them and are skipped, and
+    # the stored snapshot is not read again
+    snapshot = next(log_dir.glob("*.checkpoint"))
+    assert second.bytes_skipped == sum(p.stat().st_size for p in [*segments[2:], snapshot])
     assert second.snapshot_records_added == 0
     assert table(location, "records").num_rows == REPORT["total_records"]
 
@@ -123,8 +152,10 @@ def test_a_snapshot_found_twice_is_stored_once_from_its_first_path(tmp_path):
     assert {r["source_file"] for r in rows} == {min(str(copy), str(snapshot))}
 
 
-def test_failed_ingest_leaves_the_lake_unchanged(sample_lake, tmp_path):
-    lake, _ = sample_lake
+def test_failed_ingest_leaves_the_lake_unchanged(first_segment_lake, tmp_path):
+    """A corrupt batch among what the lake lacks stops the ingest before the lake is touched."""
+    shutil.copytree(first_segment_lake, tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     damaged_dir = tmp_path / "__cluster_metadata-0"
     shutil.copytree(SAMPLE / "__cluster_metadata-0", damaged_dir)
     last = sorted(damaged_dir.glob("*.log"))[-1]
@@ -279,3 +310,29 @@ def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path
 
     for name in names:
         assert rows(linked, name) == rows(real, name), name
+
+
+def test_a_large_build_in_process_is_sharded_over_worker_processes(tmp_path, monkeypatch):
+    """A build in process from the empty image beyond ``PARALLEL_BUILD_OFFSETS`` replays one shard per core in
+    worker processes: the same versions, rejections and provenance as one sequential replay (the crafted log,
+    every part and the delta-boundary quirks)."""
+    import image.build
+    from image.ingest import ingest as ingest_with_versions
+    from metadata.version_tables import TABLES
+    from tests.lakes import write_crafted
+
+    log = write_crafted(tmp_path)
+    ingest_with_versions([str(log)], str(tmp_path / "one"), progress=False)
+    monkeypatch.setattr(image.build, "PARALLEL_BUILD_OFFSETS", 0)
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    shards = []
+    build_report = image.build.build_report
+    monkeypatch.setattr(image.build, "build_report", lambda *a: shards.append(a[1]) or build_report(*a))
+    report = ingest_with_versions([str(log)], str(tmp_path / "sharded"), progress=False)
+    assert report.seq == 1 and shards == [3]
+
+    def versions(name: str) -> dict[str, list[str]]:
+        files = LakeFiles(str(tmp_path / name))
+        return {t: sorted(repr(sorted(r.items())) for r in files.read(t).to_pylist()) for t in TABLES if files.has(t)}
+
+    assert versions("sharded") == versions("one")

@@ -3,7 +3,7 @@ Python workers, and the Delta writes of an ingest on Spark (:mod:`image.build` s
 
 One pass (three jobs, four stages, whatever the log's size or number of topics and transactions):
 
-1. **Plan** (no job for a lake on a local path: :func:`_plan_inputs`): the (topic id, name) pairs of the
+1. **Plan** (no job for a lake on a local path: :func:`image.build.plan_inputs`): the (topic id, name) pairs of the
    TopicRecords and the topics' partition record counts, from the typed tables;
    :class:`~image.sharding.ShardPlan` turns them into a shard per topic component.
 2. **Route and sort**: the records to replay (offset ≥ the restart point; no NoOps or control records),
@@ -27,14 +27,12 @@ is exactly that of one sequential replay for any number of shards.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -50,6 +48,7 @@ from image.build import (
     build_report,
     key_match,
     lake_source,
+    plan_inputs,
     rewind_steps,
     snapshots_to_load,
 )
@@ -58,8 +57,6 @@ from image.parts import Row
 from image.provenance import MetadataProvenance
 from image.sharding import (
     EVERY_SHARD,
-    TOPIC_ID,
-    TOPIC_NAME,
     ShardPlan,
     partition_keys,
     route_key_sql,
@@ -229,7 +226,7 @@ def build_on_spark(
     snap_records = _snapshot_records(lake, state, snapshot_ids)
     stored = _stored_rows(lake, state, stored_at) if stored_at is not None else None
 
-    weights, edges = _plan_inputs(lake, state, restart, snapshot_ids, stored_at)
+    weights, edges = plan_inputs(lake, state, restart, snapshot_ids, stored_at)
     plan = ShardPlan.make(weights, edges, shards, seed)
     keys = partition_keys(shards)
     mapping = spark.createDataFrame([(k, s) for k, s in plan.assignment.items()], "route string, planned int")
@@ -348,64 +345,6 @@ def _stored_rows(lake: Lake, state: LakeState, at: int) -> DataFrame | None:
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
-
-
-def _plan_inputs(
-    lake: Lake, state: LakeState, restart: int, snapshot_ids: Sequence[tuple[int, int, int]], stored_at: int | None
-) -> tuple[dict[str, int], list[tuple[str, str]]]:
-    """What the shard plan needs, from the typed tables rather than the records' payloads: the (topic id, name)
-    pairs of every TopicRecord of the log (a superset of the replayed ones: coupling more topics is still
-    exact), of the snapshots to load and of the versions the replay resumes from; and the weight of each topic
-    id, its partition records from ``restart`` on (the bulk of any log; other keys weigh little and go to
-    shards by hash). Read in process for a local lake, else with small Spark aggregations."""
-    files = lake.files(state)
-    weights: dict[str, int] = {}
-    pairs: list[tuple[str, str]] = []
-    typed = [t for t in ("partitions", "partition_changes") if t in state.versions]
-    chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in snapshot_ids)
-    if files is not None:
-        if "topics" in state.versions:
-            t = files.read("topics", columns=["topic_id", "name"])
-            pairs += zip(t["topic_id"].to_pylist(), t["name"].to_pylist())
-        for table in typed:
-            ids = files.read(
-                table,
-                columns=["topic_id"],
-                where=pc.field("offset") >= restart,
-                prune=lambda f: f.may_hold("offset", lo=restart),
-            )["topic_id"]
-            for r in pc.value_counts(ids).to_pylist():
-                weights[TOPIC_ID + r["values"]] = weights.get(TOPIC_ID + r["values"], 0) + r["counts"]
-        if snapshot_ids:
-            ends = pa.array([e for e, _, _ in snapshot_ids], pa.int64())
-            t = files.read(
-                "snapshots",
-                columns=["snapshot_end_offset", "snapshot_epoch", "payload"],
-                where=(pc.field("type") == "TOPIC_RECORD") & pc.field("snapshot_end_offset").isin(ends),
-            ).to_pylist()
-            wanted = {(e, p) for e, p, _ in snapshot_ids}
-            payloads = [r["payload"] for r in t if (r["snapshot_end_offset"], r["snapshot_epoch"]) in wanted]
-            pairs += [(d["topicId"], d["name"]) for d in map(json.loads, payloads)]
-    else:
-        if "topics" in state.versions:
-            pairs += [
-                (r["topic_id"], r["name"]) for r in lake.table("topics", state).select("topic_id", "name").collect()
-            ]
-        if typed:
-            union = lake.table(typed[0], state).select("offset", "topic_id")
-            for table in typed[1:]:
-                union = union.unionByName(lake.table(table, state).select("offset", "topic_id"))
-            for r in union.where(F.col("offset") >= restart).groupBy("topic_id").count().collect():
-                weights[TOPIC_ID + r["topic_id"]] = r["count"]
-        if snapshot_ids:
-            rows = lake.table("snapshots", state).where(f"type = 'TOPIC_RECORD' AND ({chosen})").select("payload")
-            pairs += [(d["topicId"], d["name"]) for d in (json.loads(r["payload"]) for r in rows.collect())]
-    if stored_at is not None:
-        source = lake_source(lake, state)
-        for part in ("topics", "topicNames"):
-            if PART_TABLES[part] in state.versions:
-                pairs += [(r["topicId"], r["name"]) for r in source.rows_at(part, stored_at)]
-    return weights, [(TOPIC_ID + i, TOPIC_NAME + n) for i, n in pairs]
 
 
 # --- the writes -----------------------------------------------------------------------------------
