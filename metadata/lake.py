@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import random
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -184,15 +186,16 @@ def explain(
     version: int | None = None,
     spark: SparkSession | None = None,
 ) -> str | None:
-    """:func:`metadata.lake_damage.explain` for a failure of any reader (Spark's: ``spark`` looks up whether a
-    VACUUM ran)."""
-    if "pyspark" not in __import__("sys").modules:
-        from metadata import lake_damage
+    """:func:`metadata.lake_damage.explain` for a failure of any reader; once PySpark is loaded, ``spark`` (default:
+    the active session) looks up whether a VACUUM ran."""
+    from metadata import lake_damage
 
-        return lake_damage.explain(exc, lake, table, version)
-    from metadata.spark_lake import explain as spark_explain
+    vacuumed = None
+    if "pyspark" in sys.modules:
+        from metadata.spark_lake import vacuumed as vacuumed_on_spark
 
-    return spark_explain(exc, lake, table, version, spark)
+        vacuumed = functools.partial(vacuumed_on_spark, spark)
+    return lake_damage.explain(exc, lake, table, version, vacuumed)
 
 
 # ---------------------------------------------------------------- the lease

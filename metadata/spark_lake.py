@@ -20,7 +20,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from metadata import lake_damage
 from metadata.lake_state import INGESTS, LakeError, LakeState
 from metadata.spark import glob_escaped, is_connect
 from metadata.tables import table_schemas
@@ -160,6 +159,8 @@ class SparkStore:
                 .collect()
             )
         except Exception as exc:
+            from metadata.lake import explain
+
             line = explain(exc, self.uri, INGESTS, None, self.spark)
             if line is not None:
                 from metadata.lake_state import LakeDamaged
@@ -210,29 +211,18 @@ def tagged(spark: SparkSession, tag: str) -> Iterator[None]:
             spark.conf.set(_USER_METADATA, previous)
 
 
-def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
-    """The version of the newest ``VACUUM`` of the table at ``table_path``, if any (None if unknown)."""
-    if spark is None:
+def vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
+    """The version of the newest ``VACUUM`` of the table at ``table_path`` on ``spark`` (default: the active
+    session), if any (None if unknown)."""
+    session = spark or SparkSession.getActiveSession()
+    if session is None:
         return None
     with contextlib.suppress(Exception):
         rows = (
-            spark.sql(f"DESCRIBE HISTORY {sql_table(table_path)}")
+            session.sql(f"DESCRIBE HISTORY {sql_table(table_path)}")
             .where("operation = 'VACUUM END'")
             .agg(F.max("version"))
             .collect()
         )
         return rows[0][0]
     return None
-
-
-def explain(
-    exc: BaseException,
-    lake: str | None = None,
-    table: str | None = None,
-    version: int | None = None,
-    spark: SparkSession | None = None,
-) -> str | None:
-    """:func:`metadata.lake_damage.explain` for a Spark/Delta failure; ``spark`` (default: the active session)
-    looks up whether a VACUUM ran."""
-    session = spark or SparkSession.getActiveSession()
-    return lake_damage.explain(exc, lake, table, version, lambda path: _vacuumed(session, path))
