@@ -171,31 +171,57 @@ class LakeFiles:
         return max((h["version"] for h in history if h.get("operation") == "VACUUM END"), default=None)
 
     def ingests(self) -> pa.Table:
-        """Every row of ``_ingests`` (its newest version), ``committed_at`` in µs UTC whichever engine wrote it
-        (Spark writes INT96, read as ns without a zone; delta-rs µs with one); :class:`LakeError` if there is none."""
+        """Every row of ``_ingests`` (its newest version); :class:`LakeError` if there is none."""
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        parts = []
-        for action in _add_actions(ingests):
-            table = self._read_files(INGESTS, [_join(self.path(INGESTS), action["path"])], None, None, None)
-            at = table.schema.get_field_index("committed_at")
-            if at >= 0:
-                when = table.column(at)
-                if when.type.tz is None:
-                    when = pc.assume_timezone(when, "UTC")
-                table = table.set_column(at, "committed_at", when.cast(pa.timestamp("us", "UTC"), safe=False))
-            parts.append(
-                pa.Table.from_arrays([table[f.name].cast(f.type) for f in INGESTS_SCHEMA], schema=INGESTS_SCHEMA)
-            )
+        parts = [self._ingests_file(a["path"]) for a in _add_actions(ingests)]
         if not parts:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
         return pa.concat_tables(parts)
 
+    def _ingests_file(self, path: str) -> pa.Table:
+        """The rows of one data file of ``_ingests`` (its path in the table), ``committed_at`` in µs UTC whichever
+        engine wrote it (Spark writes INT96, read as ns without a zone; delta-rs µs with one)."""
+        table = self._read_files(INGESTS, [_join(self.path(INGESTS), path)], None, None, None)
+        at = table.schema.get_field_index("committed_at")
+        if at >= 0:
+            when = table.column(at)
+            if when.type.tz is None:
+                when = pc.assume_timezone(when, "UTC")
+            table = table.set_column(at, "committed_at", when.cast(pa.timestamp("us", "UTC"), safe=False))
+        return pa.Table.from_arrays([table[f.name].cast(f.type) for f in INGESTS_SCHEMA], schema=INGESTS_SCHEMA)
+
+    def _newest_commit_row(self) -> dict | None:
+        """The newest ``_ingests`` row from the newest commit alone, when it is a lake transaction's commit (it
+        names its seq in its user metadata, and adds the one file holding that row): every commit of
+        ``_ingests`` is the compare-and-set of the next seq, so that row is the newest — read in the time of one
+        small file however many ingests the lake holds. None when the newest commit is anything else."""
+        log = os.path.join(_plain(self.path(INGESTS)), "_delta_log")
+        try:
+            newest = max((f for f in os.listdir(log) if _COMMIT_RE.fullmatch(f)), default=None)
+            if newest is None:
+                return None
+            with open(os.path.join(log, newest), encoding="utf-8") as f:
+                actions = [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError):
+            return None
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        adds = [a["add"]["path"] for a in actions if "add" in a]
+        try:
+            seq = json.loads(info.get("userMetadata") or "")["seq"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if len(adds) != 1 or any("remove" in a for a in actions):
+            return None
+        rows = self._ingests_file(adds[0]).to_pylist()
+        return rows[0] if len(rows) == 1 and rows[0]["seq"] == seq else None
+
     @cached_property
     def _state(self) -> LakeState:
-        rows = self.ingests().to_pylist()
-        newest = max(rows, key=lambda r: r["seq"])
+        newest = self._newest_commit_row()
+        if newest is None:
+            newest = max(self.ingests().to_pylist(), key=lambda r: r["seq"])
         newest["versions"] = dict(newest["versions"])
         return LakeState(**newest)
 
