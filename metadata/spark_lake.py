@@ -131,7 +131,7 @@ class SparkStore:
         """Append ``rows`` with Delta's idempotent-write id (``txnAppId``, ``txnVersion``) and ``metadata`` as the
         commit's user metadata: Delta skips it when the table records ``app`` at ``version`` or later, and fails it
         (a concurrency exception) when a concurrent commit records ``app``."""
-        frame = self.spark.createDataFrame(rows.to_pylist(), spark_schema(rows.schema))
+        frame = self.spark.createDataFrame(rows.to_pylist(maps_as_pydicts="strict"), spark_schema(rows.schema))
         frame.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", version).option(
             "userMetadata", metadata
         ).save(self.path(name))

@@ -80,6 +80,18 @@ _KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
 _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only when the marker expression names ``slow`` (``-m slow``, ``-m "slow and
+    not kafka"``): a ``-m`` without it (the fast tier, ``-m "not spark and not kafka"``) leaves them out as the
+    default run does."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
     background.start(session.items)

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cli.render import iso_time
+from image.lake_source import ArrowSource
 from metadata.ingest import IngestError, ingest
 from metadata.lake import Lake, LakeTransaction
 from metadata.lake_files import LakeFiles
-from metadata.query import dump, log_info
 from tests.test_render import EPOCH_MS, more_line, record_lines, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def distinct_offsets(rows: pa.Table) -> int:
 
 def test_sample_ingest_has_exactly_the_generator_counts(sample_lake):
     lake, report = sample_lake
-    info = log_info(lake)
+    info = ArrowSource(LakeFiles(lake.uri)).log_info()
     assert info.records == REPORT["metadata_records"]
     assert info.control_records == REPORT["control_records"]
     assert info.by_type == REPORT["by_type"]
@@ -113,7 +113,7 @@ def test_a_growing_last_segment_is_decoded_from_its_first_new_batch(tmp_path):
 
 def test_dump_selects_offsets_and_types(sample_lake):
     lake, _ = sample_lake
-    rows = list(dump(lake, 100, 200, ["PARTITION_CHANGE_RECORD"]))
+    rows = list(ArrowSource(LakeFiles(lake.uri)).dump(100, 200, ["PARTITION_CHANGE_RECORD"]))
     assert rows and all(100 <= r.offset <= 200 and r.type == "PARTITION_CHANGE_RECORD" for r in rows)
     assert all("partitionId" in r.data and "topicId" in r.data for r in rows)
 

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from image.ingest import ingest
+from image.lake_source import ArrowSource
 from metadata.check import CHECKS, check_lake
 from metadata.lake import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
 from metadata.lake_files import LakeFiles
-from metadata.query import log_info
 from metadata.tables import INGESTS_SCHEMA
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
@@ -147,6 +147,7 @@ def test_the_committed_state_needs_a_log_version_that_is_gone(copy):
     assert "table records: version 1 is not in the table's Delta log any more (it holds versions 0–0)" in line
 
 
+@pytest.mark.spark
 def test_a_damaged_lake_is_one_line_from_a_real_process(copy):
     """Through the real command (its own JVM): stderr holds the one line and no Java stack trace."""
     data_file(copy, "records").unlink()
@@ -204,4 +205,4 @@ def test_check_reports_a_forked_ingest_chain(copy):
     again = pa.Table.from_pylist([asdict(state)], INGESTS_SCHEMA)
     write_deltalake(lake.path(INGESTS), again, mode="append")  # a blind append: the pre-protocol bug
     assert problems(copy, "ingests") == [f"seq {state.seq} was committed 2 times"]
-    assert log_info(lake).ingests == state.seq
+    assert ArrowSource(LakeFiles(str(copy))).log_info().ingests == state.seq
