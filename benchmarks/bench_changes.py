@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from image.frames import SCHEMAS, ImageFrames
 from metadata.spark import get_spark
+from metadata.spark_lake import spark_schema
 from metadata.tables import TYPED_TABLES
 from replica.apply_plan import apply_plan
 from replica.spark_changes import DeltaFrames
@@ -103,8 +104,8 @@ def image(spark: SparkSession, args: argparse.Namespace, *, after: bool) -> Imag
 def tables(spark: SparkSession, args: argparse.Namespace) -> dict[str, DataFrame]:
     """Typed tables of the delta: one PartitionChangeRecord (offset 2) per partition, nothing else."""
     per_topic = args.partitions // args.topics
-    out = {name: spark.createDataFrame([], t.schema()) for name, t in TYPED_TABLES.items()}
-    schema = TYPED_TABLES["partition_changes"].schema()
+    out = {name: spark.createDataFrame([], spark_schema(t.schema())) for name, t in TYPED_TABLES.items()}
+    schema = spark_schema(TYPED_TABLES["partition_changes"].schema())
     changes = spark.range(args.partitions).select(
         F.lit(2).cast("long").alias("offset"),
         F.format_string("T%021d", (F.col("id") / per_topic).cast("long")).alias("topic_id"),

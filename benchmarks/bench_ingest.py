@@ -24,12 +24,13 @@ Stages (``--stages``):
   records; self time grouped by component (builtins are charged to their main caller) + top functions.
 * ``spark``: the Spark decode stage of ``ingest`` alone: the decode tasks decoding only (each
   returns a count), and ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging).
-* ``ingest``: :func:`metadata.ingest.ingest` into a fresh lake, then the same input again (a
-  re-ingest adds nothing), with the phases of ``metadata.ingest`` timed by wrapping its functions
-  (``plan``, ``stage``, ``_groups``, taking the lake's lease, ``LakeTransaction._recover``, ``_write``,
+* ``ingest``: :func:`metadata.ingest.ingest` on Spark (records only) into a fresh lake, then the same input again
+  (a re-ingest adds nothing), with its phases timed by wrapping its functions (``plan``, the Spark steps' ``stage``,
+  ``groups``, ``check_conflicts`` and ``write``, taking the lake's lease, ``LakeTransaction._recover``,
   ``Lake.write`` per table, ``Lake.current_versions`` (in recovery, and in the commit's proof),
   ``LakeTransaction.commit`` (proof + ``_ingests`` row), ``remove``); plus a Delta commit micro-benchmark
   (appending 0 rows) to estimate how much of each append is Delta's commit protocol rather than Spark writing data.
+  (The ingest in process, beside this one as whole processes: ``benchmarks/bench_engines.py``.)
 
 Memory: driver = this process's peak RSS per stage (kernel VmHWM, reset per stage); for Spark the
 JVM's peak RSS (VmHWM of the driver/executor JVM in local mode), its peak used heap (sampled via
@@ -227,8 +228,8 @@ def _decode_only(batches):
 
 def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) -> dict:
     """The decode stage of ingest on Spark: decoding only (tasks return counts), then
-    ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging)."""
-    from metadata import staging as stg
+    ``metadata.ingest_spark.stage`` (decode + the tasks' pyarrow Parquet staging)."""
+    from metadata import ingest_spark as stg
     from metadata.readers import ReadOptions
 
     tasks = _tasks(log)
@@ -277,14 +278,15 @@ def _write_label(lake, name, *args, **kwargs) -> str:
 
 def instrument() -> Phases:
     import metadata.ingest as ing
+    from metadata.ingest_spark import SparkSteps
     from metadata.lake import Lake, LakeTransaction, _LeaseKeeper
 
     ph = Phases()
     ph.wrap(ing, "plan", "plan")
-    ph.wrap(ing, "stage", "decode + stage (Spark tasks, pyarrow Parquet)")
-    ph.wrap(ing, "_groups", "summarise overlapping inputs (Spark aggregate)")
-    ph.wrap(ing, "_check_conflicts", "overlap check")
-    ph.wrap(ing, "_write", "_write")
+    ph.wrap(SparkSteps, "stage", "decode + stage (Spark tasks, pyarrow Parquet)")
+    ph.wrap(SparkSteps, "groups", "summarise overlapping inputs (Spark aggregate)")
+    ph.wrap(SparkSteps, "check_conflicts", "overlap check")
+    ph.wrap(SparkSteps, "write", "_write")
     ph.wrap(Lake, "write", _write_label)
     ph.wrap(ing, "remove", "remove staging")
     ph.wrap(_LeaseKeeper, "acquire", "lease")
@@ -327,7 +329,7 @@ def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases)
     ph.clear()
     progress(f"ingest {log.name}: {label}")
     with MemorySampler(jvm_pid, common.jvm_heap_fn(spark)) as mem, common.timer() as t:
-        report = ingest([log.dir], lake, spark=spark, progress=False)
+        report = ingest([log.dir], lake, engine="spark", spark=spark, progress=False)
     summary = ph.summary()
     phases = phase_breakdown(summary, t["s"])
     appends = sum(summary.get(k, {}).get("calls", 0) for k in ("append records", "append typed", "append snapshots"))
@@ -353,13 +355,15 @@ def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases)
 
 def delta_commit_cost(spark, data_dir: str, repeat: int = 3) -> dict:
     """Appending 0 rows (Delta's commit protocol, no data) and 1 row to a scratch ``records``-shaped table."""
+    from metadata.spark_lake import spark_schema
     from metadata.tables import RECORDS_SCHEMA
 
+    schema = spark_schema(RECORDS_SCHEMA)
     path = str(Path(data_dir) / "delta-commit-bench")
     shutil.rmtree(path, ignore_errors=True)
-    empty = spark.createDataFrame([], RECORDS_SCHEMA)
+    empty = spark.createDataFrame([], schema)
     one = spark.createDataFrame(
-        [(0, 0, 0, 1, 0, -1, -1, False, False, None, "NO_OP_RECORD", 20, 0, "{}", None, "x")], RECORDS_SCHEMA
+        [(0, 0, 0, 1, 0, -1, -1, False, False, None, "NO_OP_RECORD", 20, 0, "{}", None, "x")], schema
     )
     one.write.format("delta").mode("append").save(path)  # create the table (not timed)
     empty_s, _ = common.best_of(lambda: empty.write.format("delta").mode("append").save(path), repeat)

@@ -9,8 +9,8 @@ Per log (``benchmarks/common.py`` logs: ``gen-N`` a churning cluster, ``idle-N``
 one topic taking the churn, and ``txn-N``, every topic creation a metadata transaction):
 
 * **records lake** — the log ingested once without the temporal image (cached under the data directory);
-* **build** — :func:`image.spark.build.build_versions` (plan jobs + the one replay pass) and
-  :func:`image.spark.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
+* **build** — :func:`image.build.build_versions` (plan jobs + the one replay pass) and
+  :func:`image.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
   ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: by default the
   sharded build is run twice in one session and both are reported, then once on the driver — the lake read
   in process, one recorder; ``--places`` chooses); Spark stages and py4j calls of the pass; driver and JVM RSS;
@@ -149,7 +149,7 @@ def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
     the driver."""
     import tempfile
 
-    from image.spark.build import build_versions, write_versions
+    from image.build import build_versions, write_versions
     from metadata.lake import Commit, Lake, LakeTransaction
 
     spark = common.spark_session()[0]

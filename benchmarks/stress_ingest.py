@@ -1,19 +1,21 @@
 """Stress test of the lake's commit protocol: N ingests of random slices of one log at once, for several rounds
-(some processes killed at a random step of their transaction), then the lake compared row for row with one
-sequential ingest of everything that was committed, and ``kraft-replay check``-ed: it must report exactly the
-problems of that sequential ingest (random slices may leave offsets that no slice holds).
+(some processes killed at a random step of their transaction), in process and on Spark mixed, then the lake
+compared row for row with one sequential ingest of everything that was committed, and ``kraft-replay check``-ed:
+it must report exactly the problems of that sequential ingest (random slices may leave offsets that no slice holds).
 
 Run from the repository root::
 
     python benchmarks/stress_ingest.py --processes 4 --rounds 3
     python benchmarks/stress_ingest.py --processes 3 --rounds 2 --kill 0.3 --records 20000 --out stress.json
+    python benchmarks/stress_ingest.py --engines local --processes 6 --rounds 5 --kill 0.3
 
-Each ingest is ``kraft-replay ingest <slice> --lake <lake> --json`` in its own process (its own Spark
-session, ``local[1]``): a slice is a random run of consecutive segments of a generated log (small segments,
-a snapshot half-way), plus the snapshot with probability 0.3. With ``--kill P`` each process is, with
-probability P, killed (``KRAFT_REPLAY_FAULT=kill@<step>``) at a random step of its transaction; the lease then
-expires after ``--lease`` seconds. A process counts as committed if it exited 0, or was killed after its
-commit. Runtime on the 2-core dev machine: about a minute per round of 4 (each process starts a JVM).
+Each ingest is ``kraft-replay ingest <slice> --lake <lake> --engine <engine> --json`` in its own process, the
+engine drawn from ``--engines`` (default ``local,spark``: in process, no JVM, or its own Spark session on
+``local[1]``): a slice is a random run of consecutive segments of a generated log (small segments, a snapshot
+half-way), plus the snapshot with probability 0.3. With ``--kill P`` each process is, with probability P, killed
+(``KRAFT_REPLAY_FAULT=kill@<step>``) at a random step of its transaction; the lease then expires after ``--lease``
+seconds. A process counts as committed if it exited 0, or was killed after its commit. Runtime on the 2-core dev
+machine: about a minute per round of 4 with Spark processes (each starts a JVM), seconds in process.
 """
 
 from __future__ import annotations
@@ -53,16 +55,22 @@ def slices(segments: list[Path], snapshot: Path | None, n: int, rng: random.Rand
     return out
 
 
-def run_round(paths: list[list[Path]], lake: str, faults: list[str | None], lease: float) -> list[dict]:
-    """Start one ingest per slice at once; wait for all; what each did."""
+def run_round(
+    paths: list[list[Path]], lake: str, faults: list[str | None], engines: list[str], lease: float
+) -> list[dict]:
+    """Start one ingest per slice at once (on its engine); wait for all; what each did."""
     procs = []
-    for slice_, fault in zip(paths, faults, strict=True):
-        env = environment(KRAFT_REPLAY_LEASE_SECONDS=str(lease), **({"KRAFT_REPLAY_FAULT": fault} if fault else {}))
+    for slice_, fault, engine in zip(paths, faults, engines, strict=True):
+        env = environment(
+            spark=engine == "spark",
+            KRAFT_REPLAY_LEASE_SECONDS=str(lease),
+            **({"KRAFT_REPLAY_FAULT": fault} if fault else {}),
+        )
         procs.append(
             (
                 time.monotonic(),
                 subprocess.Popen(
-                    [*KRAFT_REPLAY, "ingest", *map(str, slice_), "--lake", lake, "--json"],
+                    [*KRAFT_REPLAY, "ingest", *map(str, slice_), "--lake", lake, "--engine", engine, "--json"],
                     env=env,
                     cwd=common.ROOT,
                     stdout=subprocess.PIPE,
@@ -72,12 +80,13 @@ def run_round(paths: list[list[Path]], lake: str, faults: list[str | None], leas
             )
         )
     results = []
-    for (t0, proc), slice_, fault in zip(procs, paths, faults, strict=True):
+    for (t0, proc), slice_, fault, engine in zip(procs, paths, faults, engines, strict=True):
         stdout, stderr = proc.communicate(timeout=1800)
         report = json.loads(stdout) if proc.returncode == 0 else None
         results.append(
             {
                 "slice": [p.name for p in slice_],
+                "engine": engine,
                 "fault": fault,
                 "exit": proc.returncode,
                 "committed": proc.returncode == 0 or fault == "kill@committed",
@@ -98,12 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=float, default=3e4, help="size of the generated log (default 3e4)")
     ap.add_argument("--segment-bytes", type=int, default=128 << 10, help="segment size (default 128 KiB)")
     ap.add_argument("--kill", type=float, default=0.0, help="probability of killing a process at a random step")
+    ap.add_argument("--engines", default="local,spark", help="engines the processes are drawn from (default both)")
     ap.add_argument("--lease", type=float, default=45.0, help="lease duration, seconds (default 45)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data-dir", default=common.DEFAULT_DATA_DIR, help="cache of logs and lakes")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)
     rng = random.Random(a.seed)
+    choices = [e.strip() for e in a.engines.split(",") if e.strip()]
+    if not choices or set(choices) - {"local", "spark"}:
+        ap.error("--engines: local, spark or both")
 
     info = common.machine_info()
     common.print_machine(info)
@@ -120,12 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     for n in range(1, a.rounds + 1):
         paths = slices(segments, snapshot, a.processes, rng)
         faults = [f"kill@{rng.choice(STEPS)}" if rng.random() < a.kill else None for _ in paths]
+        engines = [rng.choice(choices) for _ in paths]
         progress(
-            f"round {n}: {a.processes} ingests at once"
+            f"round {n}: {a.processes} ingests at once ({', '.join(engines)})"
             + (f", faults {[f for f in faults if f]}" if any(faults) else "")
         )
         t0 = time.monotonic()
-        results = run_round(paths, lake, faults, a.lease)
+        results = run_round(paths, lake, faults, engines, a.lease)
         wall = time.monotonic() - t0
         for r, slice_ in zip(results, paths, strict=True):
             rows.append({"round": n, **r, "round_s": round(wall, 1)})
@@ -135,25 +149,26 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             progress(f"round {n}: failures {failed}")
 
+    import image.lake_check  # noqa: F401 — registers the temporal image's check
     from image.ingest import ingest
     from metadata.check import check_lake, lake_differences
     from metadata.lake import Lake
+    from metadata.lake_files import LakeFiles
 
-    spark, _ = common.spark_session()
     reference = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}-reference")
     shutil.rmtree(reference, ignore_errors=True)
     union = sorted(set(committed))
-    progress(f"reference: one sequential ingest of the {len(union)} files committed")
+    progress(f"reference: one sequential ingest (in process) of the {len(union)} files committed")
     if union:
-        ingest([str(p) for p in union], reference, spark=spark, progress=False)
-    stressed = Lake(lake, spark)
-    differences = lake_differences(stressed, Lake(reference, spark)) if union else []
+        ingest([str(p) for p in union], reference, engine="local", progress=False)
+    stressed = Lake(lake)
+    differences = lake_differences(stressed, Lake(reference)) if union else []
     report = check_lake(stressed) if stressed.exists() else None
     # random slices may leave offsets no slice holds: the sequential ingest of the union has the same gaps,
     # so the stressed lake must report exactly the reference's problems
-    expected_problems = _problems(check_lake(Lake(reference, spark))) if union else []
+    expected_problems = _problems(check_lake(Lake(reference))) if union else []
     added = sum(r["added"] or 0 for r in rows)
-    expected = Lake(reference, spark).table("records").count() if union else 0
+    expected = LakeFiles(reference).read("records", columns=["offset"]).num_rows if union else 0
     # a process killed after its commit reports nothing: then the added counts cannot add up
     survivors_only = all(r["fault"] != "kill@committed" for r in rows)
     results = {
@@ -162,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "processes": a.processes,
         "rounds": a.rounds,
         "kill": a.kill,
+        "engines": choices,
         "seed": a.seed,
         "ingests": rows,
         "seconds": round(time.monotonic() - t_all, 1),
@@ -173,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         "seqs": stressed.state().seq if stressed.exists() else 0,
         "errors": [r for r in rows if r["error"]],
     }
-    print_table("Ingests", rows, ["round", "slice", "fault", "exit", "seconds", "waited", "added", "seq", "round_s"])
+    print_table(
+        "Ingests", rows, ["round", "slice", "engine", "fault", "exit", "seconds", "waited", "added", "seq", "round_s"]
+    )
     ok = (
         not differences
         and results["check_problems"] == expected_problems

@@ -79,6 +79,14 @@ WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another writer of the lake (its lease) before giving up.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Where to write: auto (in process for a lake on a local path whose input fits one machine, "
+        "unless a Spark master is named; or KRAFT_REPLAY_ENGINE), local (in process, no JVM) or spark.",
+    ),
+]
 LimitOpt = Annotated[
     int,
     typer.Option(
@@ -157,29 +165,19 @@ def spark():
     return get_spark(_state["master"])
 
 
-def lake(location: str):
+def writes_on_spark(location: str, engine: str = "auto") -> bool:
+    """Whether a command writing or checking the lake at ``location`` runs on Spark
+    (:func:`metadata.lake_state.choose_engine`)."""
+    from metadata.lake_state import choose_engine
+
+    return choose_engine(location, engine, _state["master"]) == "spark"
+
+
+def lake(location: str, engine: str = "auto"):
+    """The lake at ``location`` for a command that writes or checks it: in process, or on Spark."""
     from metadata.lake import Lake
 
-    return Lake(location, spark())
-
-
-class _PandasForSparkOnly:
-    """An import finder refusing ``pandas`` while PySpark is not loaded.
-
-    pyarrow treats pandas as optional and imports it the first time it checks whether an object is a pandas
-    one (any ``pa.array``, ``pa.table`` or the load of ``pyarrow.dataset``): 0.3–0.4 s of a read that takes
-    about a second otherwise. A read in process never hands pyarrow a pandas object, so the CLI installs this
-    finder for those reads (:func:`source`) and pyarrow takes pandas as absent; whatever truly needs pandas
-    (``Table.to_pandas``) imports it again by itself once PySpark, its only user here, is loaded (``replay
-    --save`` starts Spark after an in-process read). Library callers are not affected: only the CLI installs it.
-    """
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.partition(".")[0] == "pandas" and "pyspark" not in sys.modules:
-            raise ModuleNotFoundError(f"No module named {name!r} (not needed by a read in process)", name=name)
-
-
-_NO_PANDAS = _PandasForSparkOnly()
+    return Lake(location, spark() if writes_on_spark(location, engine) else None)
 
 
 def source(lake_location: str | None, log: Path | None, kafka_version: str | None = None, skip_unknown: bool = False):
@@ -191,8 +189,10 @@ def source(lake_location: str | None, log: Path | None, kafka_version: str | Non
         raise ValueError("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
-    if reader == "arrow" and "pandas" not in sys.modules and _NO_PANDAS not in sys.meta_path:  # read in process
-        sys.meta_path.insert(0, _NO_PANDAS)
+    if reader == "arrow":  # read in process
+        from metadata.lake_state import refuse_pandas
+
+        refuse_pandas()
     return open_source(
         lake=lake_location,
         log=str(log) if log is not None else None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.app import JsonOpt, LakeOpt, WaitOpt, app, err, handles_errors, lake, out, print_json, spark
+from cli.app import EngineOpt, JsonOpt, LakeOpt, WaitOpt, app, err, handles_errors, lake, out, print_json
 
 if TYPE_CHECKING:
     from metadata.ingest import IngestReport
@@ -28,6 +28,7 @@ def check(
             "--only", help="Run only these checks (tables, ingests, offsets, typed, snapshots, unknown, versions)."
         ),
     ] = None,
+    engine: EngineOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Verify a lake: every committed table readable (every file), the ingest chain linear, offsets
@@ -37,7 +38,7 @@ def check(
     import image.lake_check  # noqa: F401 — registers the temporal image's check
     from metadata.check import check_lake
 
-    report = check_lake(lake(lake_location), only)
+    report = check_lake(lake(lake_location, engine), only)
     if as_json:
         print_json(report)
     else:
@@ -63,12 +64,13 @@ def optimize(
     lake_location: LakeOpt,
     tables: Annotated[list[str] | None, typer.Option("--table", help="Table(s) to compact (default all).")] = None,
     wait: WaitOpt = 600.0,
+    engine: EngineOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Compact the lake's tables (Delta OPTIMIZE) as one commit; readers of earlier versions are unaffected."""
-    target = lake(lake_location)
+    target = lake(lake_location, engine)
     before = target.state()
-    from image.spark.build import COMPACTORS
+    from image.build import COMPACTORS
 
     state = target.optimize(tables or None, wait=wait, compactors=COMPACTORS)
     changed = {n: (before.versions.get(n), v) for n, v in state.versions.items() if before.versions.get(n) != v}
@@ -115,7 +117,7 @@ def _round_line(n: int, report: IngestReport | None, error: Exception | None) ->
 def follow_ingest(paths: list[str], location: str, interval: float, as_json: bool, **options: Any) -> None:
     """``ingest --follow``: a round every ``interval`` seconds, one line each, until SIGINT/SIGTERM; the first
     signal lets the current round finish, a second abandons it (nothing of it becomes visible)."""
-    from image.spark.build import COMPACTORS, maintain_versions
+    from image.build import COMPACTORS, maintain_versions
     from metadata.ingest import follow
 
     stop = threading.Event()
@@ -146,7 +148,6 @@ def follow_ingest(paths: list[str], location: str, interval: float, as_json: boo
             interval=interval,
             stop=stop,
             on_round=on_round,
-            spark=spark(),
             progress=False,
             on_wait=waiting,
             derive=maintain_versions,

@@ -20,6 +20,7 @@ import typer
 from cli.app import (
     DEFAULT_LIMIT,
     AllOpt,
+    EngineOpt,
     JsonOpt,
     KafkaVersionOpt,
     LakeOpt,
@@ -36,6 +37,7 @@ from cli.app import (
     shown_rows,
     source,
     spark,
+    writes_on_spark,
 )
 
 
@@ -50,9 +52,11 @@ def ingest(
     interval: Annotated[float, typer.Option(help="Seconds between --follow rounds.")] = 10.0,
     kafka_version: KafkaVersionOpt = None,
     wait: WaitOpt = 600.0,
+    engine: EngineOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
-    """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent)."""
+    """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent): in process for a
+    lake on a local path whose input fits one machine, else on Spark."""
     from cli.lake_commands import follow_ingest, waiting
     from image.ingest import ingest as run
     from image.release import rules_for
@@ -60,6 +64,12 @@ def ingest(
 
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
     release = None if kafka_version is None else rules_for(kafka_version).release
+    session = spark() if writes_on_spark(lake_location, engine) else None
+    engine = "spark" if session is not None else engine
+    if session is None:  # (an input beyond the threshold starts Spark all the same, and then pandas loads)
+        from metadata.lake_state import refuse_pandas
+
+        refuse_pandas()
     if follow:
         follow_ingest(
             [str(p) for p in paths],
@@ -69,12 +79,15 @@ def ingest(
             options=options,
             wait=wait,
             kafka_version=release,
+            engine=engine,
+            spark=session,
         )
         return
     report = run(
         [str(p) for p in paths],
         lake_location,
-        spark=spark(),
+        engine=engine,
+        spark=session,
         options=options,
         progress=not as_json,
         wait=wait,

@@ -22,11 +22,11 @@ from cli.app import (
     SkipUnknownOpt,
     app,
     handles_errors,
-    lake,
     out,
     print_json,
     shown_rows,
     source,
+    spark,
 )
 
 if TYPE_CHECKING:
@@ -63,7 +63,9 @@ def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
         return store
     if lake_location is None:
         raise ValueError("the spark engine reads a lake: give --lake")
-    return SparkSource(lake(lake_location))
+    from metadata.lake import Lake
+
+    return SparkSource(Lake(lake_location, spark()))
 
 
 def _spark_engine(store: TemporalSource, save: Path | None) -> bool:

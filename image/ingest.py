@@ -1,13 +1,13 @@
 """Ingest as the CLI runs it: the log's records into the lake (:mod:`metadata.ingest`) and, in the same
-commit, the temporal image brought up to them (:func:`image.spark.build.maintain_versions`), its tables
-compacted in the point-read layout when many ingests have fragmented them."""
+commit, the temporal image brought up to them (:func:`image.build.maintain_versions`), its tables
+compacted in the point-read layout when many ingests have fragmented them — in process or on Spark."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from image.spark.build import COMPACTORS, maintain_versions
+from image.build import COMPACTORS, maintain_versions
 from metadata.ingest import IngestReport
 from metadata.ingest import ingest as ingest_records
 

@@ -4,24 +4,53 @@ sampled offsets equal a sequential replay of the stored records to those offsets
 
 from __future__ import annotations
 
-import functools
+import json
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from image.lake_source import ArrowSource
 from image.sources import reference_image
-from image.spark.source import SparkSource
 from image.temporal import image_at
 from metadata.check import CheckContext, Findings, lake_check, listed, readable
 from metadata.version_tables import PART_KEYS, PART_TABLES
 
 
-def _key(name: str) -> Column:
-    """A key column usable in a window (a map, e.g. a quota entity, as its sorted entries in JSON)."""
-    if name == "entity":
-        return F.to_json(F.array_sort(F.map_entries(F.col(name))))
-    return F.col(name)
+def _keys(rows: pa.Table, names: tuple[str, ...]) -> pa.Array:
+    """Each row's key as one string (a map, e.g. a quota entity, as its sorted entries in JSON)."""
+    parts = []
+    for name in names:
+        column = rows[name]
+        if pa.types.is_map(column.type):
+            parts.append(pa.array([json.dumps(sorted(m or [])) for m in column.to_pylist()], pa.string()))
+        else:
+            parts.append(pc.cast(column, pa.string()))
+    if not parts:
+        return pa.array([""] * rows.num_rows, pa.string())
+    return pc.binary_join_element_wise(*parts, "\x00") if len(parts) > 1 else parts[0]
+
+
+def _chain_problems(rows: pa.Table, names: tuple[str, ...]) -> list[tuple[int, int | None, int | None]]:
+    """(from, to, next from) of the versions that end before they begin or overlap the next of their key, by
+    ``from_offset``."""
+    keys = _keys(rows, names)
+    order = pc.sort_indices(pa.table({"k": keys, "f": rows["from_offset"]}), [("k", "ascending"), ("f", "ascending")])
+    key = keys.take(order).to_numpy(zero_copy_only=False)
+    start = rows["from_offset"].take(order).to_numpy(zero_copy_only=False)
+    end_column = rows["to_offset"].take(order)
+    open_ = pc.is_null(end_column).to_numpy(zero_copy_only=False)
+    end = pc.fill_null(end_column, 0).to_numpy(zero_copy_only=False)
+    following = np.zeros(len(key), dtype=bool)
+    following[:-1] = key[1:] == key[:-1]
+    after = np.zeros(len(key), dtype=start.dtype)
+    after[:-1] = start[1:]
+    bad = (~open_ & (end <= start)) | (following & (open_ | (end > after)))
+    found = sorted(
+        (int(start[i]), None if open_[i] else int(end[i]), int(after[i]) if following[i] else None)
+        for i in np.flatnonzero(bad)
+    )
+    return found
 
 
 @lake_check("versions")
@@ -37,42 +66,27 @@ def check_versions(ctx: CheckContext) -> Findings:
                 "ingest anything (even the same sources again) to build it"
             )
         return found
-    chains = []
-    for part, table in tables.items():
+    rows = []
+    for part, table in sorted(tables.items(), key=lambda t: t[1]):
         if not readable(ctx, table, found):
             continue
-        keys = [_key(k) for k in PART_KEYS[part]]
-        chain = Window.partitionBy(*keys).orderBy("from_offset")
-        chains.append(
-            ctx.table(table)
-            .withColumn("_next", F.lead("from_offset").over(chain))
-            .where(
-                (F.col("to_offset").isNotNull() & (F.col("to_offset") <= F.col("from_offset")))
-                | (F.col("_next").isNotNull() & (F.col("to_offset").isNull() | (F.col("to_offset") > F.col("_next"))))
-            )
-            .select(F.lit(table).alias("table"), "from_offset", "to_offset", "_next")
-        )
-    rows = []
-    if chains:  # every table in one job: the first three problems of each
-        first = Window.partitionBy("table").orderBy("from_offset")
-        union = functools.reduce(DataFrame.unionByName, chains)
-        rows = (
-            union.withColumn("_n", F.row_number().over(first))
-            .where("_n <= 3")
-            .orderBy("table", "from_offset")
-            .collect()
-        )
+        versions = ctx.read(table, [*PART_KEYS[part], "from_offset", "to_offset"])
+        rows += [(table, *problem) for problem in _chain_problems(versions, PART_KEYS[part])[:3]]
     bad = [
-        f"{r['table']}: a version from offset {r['from_offset']} to {r['to_offset']} overlaps the next "
-        f"(from {r['_next']})"
-        if r["_next"] is not None
-        else f"{r['table']}: a version ends (offset {r['to_offset']}) before it begins ({r['from_offset']})"
-        for r in rows
+        f"{table}: a version from offset {start} to {end} overlaps the next (from {after})"
+        if after is not None
+        else f"{table}: a version ends (offset {end}) before it begins ({start})"
+        for table, start, end, after in rows
     ]
     found.problems += listed(bad, "version chain problems")
     if bad or not all(t in ctx.readable for t in tables.values()):
         return found
-    source = ArrowSource(ctx.files) if ctx.files is not None else SparkSource(ctx.lake, ctx.state)
+    if ctx.files is not None:
+        source = ArrowSource(ctx.files)
+    else:
+        from image.spark.source import SparkSource
+
+        source = SparkSource(ctx.lake, ctx.state)
     bounds = source.bounds()
     if bounds is None:
         return found

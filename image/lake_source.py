@@ -20,16 +20,35 @@ from image.temporal import (
     arrow_aggregates,
     dump_rows,
     log_bounds,
-    undecoded_rows,
     version_filter,
 )
 from image.versions import Span
 from metadata.lake_files import DataFile, LakeFiles
-from metadata.log import LogRecord, snapshot_kind
+from metadata.log import LogRecord, payload_data, snapshot_kind
+from metadata.log_summary import undecoded_rows
 from metadata.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
 
 if TYPE_CHECKING:
     from metadata.log_summary import DumpRecord, LogInfo
+
+
+_RECORD_COLUMNS = [
+    "offset",
+    "batch_base_offset",
+    "batch_last_offset",
+    "batch_leader_epoch",
+    "timestamp",
+    "type",
+    "version",
+    "payload",
+    "control_type",
+    "is_transactional",
+    "producer_id",
+    "producer_epoch",
+    "source_file",
+    "api_key",
+]
+"""The ``records`` columns of a :class:`~metadata.log.LogRecord`, in its fields' order."""
 
 
 def visible(offset: int) -> pc.Expression:
@@ -194,10 +213,17 @@ class ArrowSource:
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         t = self.files.read(
             "records",
+            columns=_RECORD_COLUMNS,
             where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
             prune=lambda f: f.may_hold("offset", lo=first, hi=last),
-        )
-        return [LogRecord.from_row(r) for r in t.sort_by("offset").to_pylist()]
+        ).sort_by("offset")
+        # column by column (a dict per row would cost about as much as parsing the payloads)
+        return [
+            LogRecord(o, b, e, epoch, ts, kind, v, payload_data(p), control, bool(txn), pid, pepoch, source, key)
+            for o, b, e, epoch, ts, kind, v, p, control, txn, pid, pepoch, source, key in zip(
+                *(t[c].to_pylist() for c in _RECORD_COLUMNS)
+            )
+        ]
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         t = self.files.read(

@@ -29,7 +29,7 @@ from image.configs import RESOURCE_TYPES
 from image.parts import Row
 from image.release import NEWEST, ReplayRules
 from image.scram import scram_mechanism
-from image.versions import VersionLog, VersionRecorder, replay_with_snapshots
+from image.versions import VersionLog, VersionRecorder, VersionSink, replay_with_snapshots
 from metadata.log import LogRecord, Snapshot
 
 EVERY_SHARD = ""
@@ -311,38 +311,48 @@ def plan_for(
     return ShardPlan.make(weights, topic_edges([*records, *snapshot_records], rows), shards, seed)
 
 
+def record_shard(
+    log: Sequence[LogRecord],
+    snapshots: Sequence[Snapshot],
+    plan: ShardPlan,
+    shard: int,
+    sink: VersionSink,
+    rules: ReplayRules = NEWEST,
+) -> int:
+    """Shard ``shard`` of ``plan`` of :func:`image.versions.record_versions` into ``sink``: the records routed to
+    it (and those every shard replays), each snapshot's records routed to it loaded at the snapshot's end, the
+    keys of the empty image and of snapshots it owns. The records it replayed."""
+    ordered = sorted(
+        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
+        key=lambda s: s.end_offset,
+    )
+
+    def mine(record: LogRecord) -> bool:
+        if record.is_control or record.type == "NO_OP_RECORD":
+            return False
+        key = route_key(record)
+        return key == EVERY_SHARD or plan.shard(key) == shard
+
+    shard_log = [r for r in log if mine(r)]
+    shard_snapshots = [
+        Snapshot([r for r in s.records if mine(r)], s.end_offset, s.epoch, s.last_contained_timestamp) for s in ordered
+    ]
+    recorder = VersionRecorder(
+        sink,
+        rules=rules,
+        owns=lambda part, row: plan.shard(row_route_key(part, row)) == shard,
+        report_shared=shard == 0,
+    )
+    replay_with_snapshots(recorder, shard_log, shard_snapshots)
+    return len(shard_log) + sum(len(s.records) for s in shard_snapshots)
+
+
 def record_sharded(
     log: Sequence[LogRecord], snapshots: Sequence[Snapshot], plan: ShardPlan, rules: ReplayRules = NEWEST
 ) -> VersionLog:
     """:func:`image.versions.record_versions` as ``plan.shards`` independent shards, merged: what the
     Spark build does, in process (tests of the routing)."""
     merged = VersionLog()
-    ordered = sorted(
-        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
-        key=lambda s: s.end_offset,
-    )
     for shard in range(plan.shards):
-
-        def mine(record: LogRecord) -> bool:
-            return not record.is_control and (
-                plan.shard(route_key(record)) == shard or route_key(record) == EVERY_SHARD
-            )
-
-        shard_log = [r for r in log if r.type != "NO_OP_RECORD" and mine(r)]
-        shard_snapshots = [
-            Snapshot(
-                [r for r in s.records if r.type != "NO_OP_RECORD" and mine(r)],
-                s.end_offset,
-                s.epoch,
-                s.last_contained_timestamp,
-            )
-            for s in ordered
-        ]
-        recorder = VersionRecorder(
-            merged,
-            rules=rules,
-            owns=lambda part, row, shard=shard: plan.shard(row_route_key(part, row)) == shard,
-            report_shared=shard == 0,
-        )
-        replay_with_snapshots(recorder, shard_log, shard_snapshots)
+        record_shard(log, snapshots, plan, shard, merged, rules)
     return merged

@@ -21,15 +21,10 @@ from image.image import MetadataImage
 from image.release import NEWEST, ReplayRules, UnsupportedRelease, rules_for
 from image.replay import replay_to
 from image.temporal import MemorySource, TemporalSource, base_snapshot
+from metadata.lake_state import spark_named
 from metadata.log import Snapshot
 
 Reader = Literal["auto", "arrow", "spark"]
-MASTER_VARIABLES = ("SPARK_REMOTE", "KRAFT_REPLAY_MASTER")
-
-
-def spark_named(master: str | None = None) -> bool:
-    """Whether the user named a Spark master (option or environment)."""
-    return master is not None or any(os.environ.get(v) for v in MASTER_VARIABLES)
 
 
 def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None) -> Literal["arrow", "spark"]:

@@ -165,28 +165,12 @@ def log_bounds(first: int | None, last: int | None, snapshots: Sequence[Snapshot
     return first, max([last, *ends])
 
 
-def undecoded_rows(records: pa.Table) -> list[tuple[int, int, int, str | None]]:
-    """:attr:`~metadata.log_summary.RecordAggregates.undecoded` of a records table (``offset``, ``is_control``,
-    ``type``, ``api_key``, ``version``) or of a snapshots table (with ``position``, ``snapshot_end_offset``,
-    ``snapshot_epoch``)."""
-    import pyarrow.compute as pc
-
-    from metadata.log_summary import snapshot_name
-
-    raw = records.filter(pc.and_(pc.invert(records["is_control"]), pc.is_null(records["type"]))).to_pylist()
-    if "position" in records.column_names:
-        return [
-            (r["api_key"], r["version"], r["position"], snapshot_name(r["snapshot_end_offset"], r["snapshot_epoch"]))
-            for r in raw
-        ]
-    return [(r["api_key"], r["version"], r["offset"], None) for r in raw]
-
-
 def arrow_aggregates(
     records: pa.Table, newest_snapshot: int | None, undecoded: Sequence[tuple[int, int, int, str | None]] = ()
 ) -> RecordAggregates:
     """The :class:`~metadata.log_summary.RecordAggregates` of a records table (``offset``, ``timestamp``,
-    ``is_control``, ``type``, ``control_type``), with the ``undecoded`` records of :func:`undecoded_rows`."""
+    ``is_control``, ``type``, ``control_type``), with the ``undecoded`` records of
+    :func:`~metadata.log_summary.undecoded_rows`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -485,7 +469,7 @@ class MemorySource:
         )
 
     def log_info(self) -> LogInfo:
-        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end, snapshot_name
+        from metadata.log_summary import SnapshotInfo, compose, newest_snapshot_end, snapshot_name, undecoded_rows
 
         snapshots = [
             SnapshotInfo(

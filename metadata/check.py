@@ -2,7 +2,9 @@
 
 Each check is one function registered with :func:`lake_check`; it gets a :class:`CheckContext` (the lake,
 its committed state, the tables that read without error) and returns its findings. Checks run in
-registration order; a check whose tables could not be read says so instead of failing.
+registration order; a check whose tables could not be read says so instead of failing. The checks compute on
+pyarrow tables: a lake on a local path is read in process (delta-rs and pyarrow, no JVM), any other lake's
+columns are read on Spark and handed over as Arrow.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
 
-from metadata.lake import INGESTS, LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
+from metadata.lake import LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
 from metadata.lake_files import LakeFiles
-from metadata.log_summary import undecoded_records
-from metadata.query import undecoded_rows
+from metadata.log_summary import undecoded_records, undecoded_rows
 from metadata.schema import decodes
 from metadata.tables import TYPED_TABLES
 
@@ -50,8 +52,11 @@ class CheckContext:
     state: LakeState
     readable: set[str] = field(default_factory=set)  # tables read completely at their committed version
 
-    def table(self, name: str) -> DataFrame:
-        return self.lake.table(name, self.state)
+    def read(self, name: str, columns: Sequence[str]) -> pa.Table:
+        """``columns`` of table ``name`` at its committed version: in process, or on Spark."""
+        if self.files is not None:
+            return self.files.read(name, columns=columns)
+        return self.lake.table(name, self.state).select(*columns).toArrow()
 
     @cached_property
     def files(self) -> LakeFiles | None:
@@ -106,7 +111,9 @@ def check_tables(ctx: CheckContext) -> Findings:
             if ctx.files is not None:  # every file, every column, in process
                 ctx.files.read(name)
             else:  # every row and column decoded (Delta refuses a noop write of a DV table at a pinned version)
-                ctx.table(name).select(F.max(F.xxhash64(F.to_json(F.struct("*"))))).collect()
+                from pyspark.sql import functions as F
+
+                lake.table(name, state).select(F.max(F.xxhash64(F.to_json(F.struct("*"))))).collect()
         except Exception as exc:  # noqa: BLE001 — every failure is a finding
             found.problems.append(str(exc) if isinstance(exc, LakeDamaged) else _failure(exc, lake, name, version))
             continue
@@ -137,13 +144,10 @@ def check_tables(ctx: CheckContext) -> Findings:
 def check_ingests(ctx: CheckContext) -> Findings:
     """The ``_ingests`` chain is linear: seqs 1 … N, each once."""
     found = Findings()
-    rows = (
-        ctx.lake.spark.read.format("delta").load(ctx.lake.path(INGESTS)).groupBy("seq").count().orderBy("seq").collect()
-    )
-    seqs = [r["seq"] for r in rows]
-    twice = [f"seq {r['seq']} was committed {r['count']} times" for r in rows if r["count"] > 1]
+    counts = Counter(ctx.lake.store.seqs()["seq"].to_pylist())
+    twice = [f"seq {seq} was committed {n} times" for seq, n in sorted(counts.items()) if n > 1]
     found.problems += listed(twice, "seqs committed more than once")
-    missing = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
+    missing = sorted(set(range(1, max(counts, default=0) + 1)) - set(counts))
     if missing:
         found.problems.append(
             f"seqs missing from the chain: {', '.join(map(str, missing[:_SHOWN]))}"
@@ -152,48 +156,52 @@ def check_ingests(ctx: CheckContext) -> Findings:
     return found
 
 
+def _ranges(values: np.ndarray) -> list[str]:
+    """Sorted distinct integers as ranges (``3``, ``5–9``)."""
+    if not len(values):
+        return []
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    starts, ends = values[np.r_[0, breaks + 1]], values[np.r_[breaks, len(values) - 1]]
+    return [f"{a}–{b}" if a != b else str(a) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
 @lake_check("offsets")
 def check_offsets(ctx: CheckContext) -> Findings:
     """``records`` holds every offset once from its first to the high-water mark; gaps are listed."""
     found = Findings()
     if not readable(ctx, "records", found):
         return found
-    records = ctx.table("records")
-    s = records.agg(
-        F.min("offset").alias("lo"),
-        F.max("offset").alias("hi"),
-        F.count("*").alias("n"),
-        F.countDistinct("offset").alias("distinct"),
-    ).first()
-    if s["n"] == 0:
+    offsets = np.sort(ctx.read("records", ["offset"])["offset"].to_numpy(zero_copy_only=False))
+    if not len(offsets):
         return found
-    if s["distinct"] != s["n"]:
-        dupes = records.groupBy("offset").count().where("count > 1").orderBy("offset").limit(_SHOWN).collect()
+    distinct, counts = np.unique(offsets, return_counts=True)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if len(distinct) != len(offsets):
+        dupes = [f"{o} ({n} rows)" for o, n in zip(distinct[counts > 1][:_SHOWN].tolist(), counts[counts > 1].tolist())]
+        found.problems.append(f"{len(offsets) - len(distinct)} duplicate record rows, e.g. offset " + ", ".join(dupes))
+    if hi != ctx.state.high_water_mark:
         found.problems.append(
-            f"{s['n'] - s['distinct']} duplicate record rows, e.g. offset "
-            + ", ".join(f"{r['offset']} ({r['count']} rows)" for r in dupes)
+            f"the last offset in records is {hi}, the committed high-water mark {ctx.state.high_water_mark}"
         )
-    if s["hi"] != ctx.state.high_water_mark:
+    if hi - lo + 1 != len(distinct):
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        present[distinct - lo] = True
+        gaps = _ranges(np.flatnonzero(~present) + lo)
         found.problems.append(
-            f"the last offset in records is {s['hi']}, the committed high-water mark {ctx.state.high_water_mark}"
-        )
-    if s["hi"] - s["lo"] + 1 != s["distinct"]:
-        offsets = records.select("offset").distinct()
-        gaps = (
-            offsets.withColumn("prev", F.lag("offset").over(Window.orderBy("offset")))
-            .where(F.col("offset") > F.col("prev") + 1)
-            .select((F.col("prev") + 1).alias("from"), (F.col("offset") - 1).alias("to"))
-            .orderBy("from")
-        )
-        total = s["hi"] - s["lo"] + 1 - s["distinct"]
-        shown = [
-            f"{r['from']}–{r['to']}" if r["from"] != r["to"] else str(r["from"]) for r in gaps.limit(_SHOWN).collect()
-        ]
-        found.problems.append(
-            f"{total} offsets missing between {s['lo']} and {s['hi']}: {', '.join(shown)}"
-            + (" …" if gaps.count() > _SHOWN else "")
+            f"{hi - lo + 1 - len(distinct)} offsets missing between {lo} and {hi}: {', '.join(gaps[:_SHOWN])}"
+            + (" …" if len(gaps) > _SHOWN else "")
         )
     return found
+
+
+def _minus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The multiset difference ``a - b`` of two integer arrays, sorted."""
+    values, counts = np.unique(a, return_counts=True)
+    other, other_counts = np.unique(b, return_counts=True)
+    at = np.searchsorted(other, values)
+    matched = (at < len(other)) & (other[np.minimum(at, len(other) - 1)] == values)
+    left = counts - np.where(matched, other_counts[np.minimum(at, len(other) - 1)], 0)
+    return np.repeat(values, np.maximum(left, 0))
 
 
 @lake_check("typed")
@@ -206,23 +214,21 @@ def check_typed(ctx: CheckContext) -> Findings:
     unreadable = [n for n in typed if n not in ctx.readable]
     if unreadable:
         found.notes.append(f"skipped (not readable): {', '.join(unreadable)}")
-    names = [n for n in TYPED_TABLES if n not in unreadable]
-    owner = F.lit(None).cast("string")
-    for n in names:
-        owner = F.when(F.col("type").isin(*TYPED_TABLES[n].record_types), F.lit(n)).otherwise(owner)
-    expected = ctx.table("records").select("offset", owner.alias("t")).where("t IS NOT NULL")
-    actual = None
-    for n in (n for n in names if n in ctx.state.versions):
-        part = ctx.table(n).select("offset", F.lit(n).alias("t"))
-        actual = part if actual is None else actual.unionByName(part)
-    if actual is None:
-        actual = expected.limit(0)
-    for what, rows in (
-        ("lacks {n} rows of records", expected.exceptAll(actual)),
-        ("holds {n} rows not in records", actual.exceptAll(expected)),
-    ):
-        for r in rows.groupBy("t").agg(F.count("*").alias("n"), F.min("offset").alias("first")).orderBy("t").collect():
-            found.problems.append(f"table {r['t']} {what.format(n=r['n'])} (first at offset {r['first']})")
+    records = ctx.read("records", ["offset", "type"])
+    lacks, holds = [], []
+    for name in sorted(n for n in TYPED_TABLES if n not in unreadable):
+        mine = pc.is_in(records["type"], value_set=pa.array(TYPED_TABLES[name].record_types, pa.string()))
+        expected = records.filter(pc.fill_null(mine, False))["offset"].to_numpy(zero_copy_only=False)
+        actual = (
+            ctx.read(name, ["offset"])["offset"].to_numpy(zero_copy_only=False)
+            if name in ctx.state.versions
+            else np.array([], dtype=np.int64)
+        )
+        if len(missing := _minus(expected, actual)):
+            lacks.append(f"table {name} lacks {len(missing)} rows of records (first at offset {missing[0]})")
+        if len(extra := _minus(actual, expected)):
+            holds.append(f"table {name} holds {len(extra)} rows not in records (first at offset {extra[0]})")
+    found.problems += lacks + holds
     return found
 
 
@@ -232,28 +238,29 @@ def check_snapshots(ctx: CheckContext) -> Findings:
     found = Findings()
     if not readable(ctx, "snapshots", found):
         return found
-    rows = (
-        ctx.table("snapshots")
-        .groupBy("snapshot_end_offset", "snapshot_epoch")
-        .agg(
-            F.count("*").alias("n"),
-            F.countDistinct("position").alias("distinct"),
-            F.min("position").alias("lo"),
-            F.max("position").alias("hi"),
-            F.max(F.when(F.col("control_type") == "SNAPSHOT_HEADER", F.col("position"))).alias("header"),
-            F.max(F.when(F.col("control_type") == "SNAPSHOT_FOOTER", F.col("position"))).alias("footer"),
-        )
-        .orderBy("snapshot_end_offset", "snapshot_epoch")
-        .collect()
-    )
+    rows = ctx.read("snapshots", ["snapshot_end_offset", "snapshot_epoch", "position", "control_type"])
+    keys = ["snapshot_end_offset", "snapshot_epoch"]
+    shape = {
+        (r["snapshot_end_offset"], r["snapshot_epoch"]): r
+        for r in rows.group_by(keys, use_threads=False)
+        .aggregate([("position", "count"), ("position", "count_distinct"), ("position", "min"), ("position", "max")])
+        .to_pylist()
+    }
+    marks: dict[tuple[int, int, str], int] = {}
+    for r in rows.filter(
+        pc.is_in(rows["control_type"], value_set=pa.array(["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER"]))
+    ).to_pylist():
+        at = (r["snapshot_end_offset"], r["snapshot_epoch"], r["control_type"])
+        marks[at] = max(marks.get(at, r["position"]), r["position"])
     bad = []
-    for r in rows:
-        name = f"snapshot {r['snapshot_end_offset']}-{r['snapshot_epoch']}"
-        if r["distinct"] != r["n"] or r["lo"] != 0 or r["hi"] != r["n"] - 1:
-            bad.append(f"{name}: {r['n']} rows at positions {r['lo']}–{r['hi']} ({r['distinct']} distinct)")
-        if r["header"] != 0:
+    for (end, epoch), r in sorted(shape.items()):
+        n, distinct, lo, hi = r["position_count"], r["position_count_distinct"], r["position_min"], r["position_max"]
+        name = f"snapshot {end}-{epoch}"
+        if distinct != n or lo != 0 or hi != n - 1:
+            bad.append(f"{name}: {n} rows at positions {lo}–{hi} ({distinct} distinct)")
+        if marks.get((end, epoch, "SNAPSHOT_HEADER")) != 0:
             bad.append(f"{name}: no SNAPSHOT_HEADER at position 0")
-        if r["footer"] != r["hi"]:
+        if marks.get((end, epoch, "SNAPSHOT_FOOTER")) != hi:
             bad.append(f"{name}: no SNAPSHOT_FOOTER at its last position")
     found.problems += listed(bad, "snapshot problems")
     return found
@@ -266,8 +273,11 @@ def check_unknown(ctx: CheckContext) -> Findings:
     found = Findings()
     if not readable(ctx, "records", found):
         return found
-    snapshots = ctx.table("snapshots") if readable(ctx, "snapshots", found) else None
-    groups = undecoded_records(undecoded_rows(ctx.table("records"), snapshots))
+    rows = undecoded_rows(ctx.read("records", ["offset", "is_control", "type", "api_key", "version"]))
+    if readable(ctx, "snapshots", found):
+        columns = ["position", "snapshot_end_offset", "snapshot_epoch", "is_control", "type", "api_key", "version"]
+        rows += undecoded_rows(ctx.read("snapshots", columns))
+    groups = undecoded_records(rows)
     if not groups:
         return found
     found.notes.append(f"{sum(g.count for g in groups):,} records kept raw by --skip-unknown, not replayed:")

@@ -5,12 +5,13 @@ A test checks that the committed page equals this rendering, so the page cannot 
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata import version_tables
-from metadata.lake import INGESTS_SCHEMA, stats_columns
-from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
+from metadata.lake import stats_columns
+from metadata.tables import INGESTS_SCHEMA, RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
 _RECORDS_ABOUT = {
     "offset": "log offset (key)",
@@ -56,9 +57,11 @@ def _type(t: T.DataType) -> str:
     return t.simpleString()
 
 
-def _table(schema: T.StructType, about: dict[str, str]) -> list[str]:
+def _table(schema: pa.Schema, about: dict[str, str]) -> list[str]:
     lines = ["| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{f.name}` | `{_type(f.dataType)}` | {about.get(f.name, '')} |" for f in schema.fields]
+    lines += [
+        f"| `{f.name}` | `{_type(f.dataType)}` | {about.get(f.name, '')} |" for f in from_arrow_schema(schema).fields
+    ]
     return lines
 
 
@@ -147,7 +150,7 @@ def render() -> str:
     for part, table in version_tables.PART_TABLES.items():
         keys = ", ".join(f"`{k}`" for k in version_tables.PART_KEYS[part]) or "none: one row"
         out += ["", f"### {table}", "", f"Versions of `{part}`; key: {keys}. " + _stats(table), ""]
-        out += _table(from_arrow_schema(version_tables.version_schema(part)), _VERSION_ABOUT)
+        out += _table(version_tables.version_schema(part), _VERSION_ABOUT)
     for table, about in (
         (
             version_tables.PROVENANCE,
@@ -160,7 +163,7 @@ def render() -> str:
         ),
     ):
         out += ["", f"### {table}", "", f"{about} " + _stats(table), ""]
-        out += _table(from_arrow_schema(version_tables.table_schemas()[table]), _VERSION_ABOUT)
+        out += _table(version_tables.table_schemas()[table], _VERSION_ABOUT)
     out += [
         "",
         "## Outside `_ingests`",

@@ -1,53 +1,53 @@
-"""Ingest: decode inputs on Spark in parallel, stage them, then append what is new to the Delta lake.
+"""Ingest: decode inputs, stage them, then append what is new to the Delta lake — in process or on Spark.
 
 1. Discover the input files and cut large segments into byte ranges at batch boundaries.
-2. Decode on Spark: one task per file or range; each task writes its records as Parquet
-   partitioned by record type (:mod:`metadata.staging`) and returns counts, offset spans and
-   issues. The driver collects only those, never the records.
-3. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without
-   ``--skip-unknown``, conflicting records for one offset) stops here: nothing was committed.
-4. As one lake transaction (:meth:`metadata.lake.Lake.transact`: under the lake's lease, on top of
-   the committed state, retried if another writer overtakes it): append only the staged records
-   whose offset the committed ``records`` lacks (no comparison at all when every staged offset is
-   beyond the committed high-water mark) to the typed tables, four at a time, then to ``records``;
-   and to ``snapshots`` only snapshots (end offset, epoch) not yet stored. One Delta commit per
-   table (offset-filtered appends: re-runs add nothing); then commit the new table versions in
+2. Choose the engine (:func:`~metadata.lake_state.choose_engine`): a lake on a local path whose input fits one
+   machine is ingested **in process** (:mod:`metadata.ingest_local`: the decoder on this machine's cores, tables
+   written with delta-rs, no JVM); a larger input, a remote lake or a named Spark master **on Spark**
+   (:mod:`metadata.ingest_spark`). Both write the same tables and rows, through one commit protocol.
+3. Decode: one task per file or range, each returning counts, offset spans and the issues the readers reported;
+   in process the records stay in memory, on Spark each task writes them as Parquet partitioned by record type
+   (:mod:`metadata.staging`).
+4. Any fatal issue (corrupt batch without ``--allow-gaps``, unknown record type without ``--skip-unknown``,
+   conflicting records for one offset) stops here: nothing was committed.
+5. As one lake transaction (:meth:`metadata.lake.Lake.transact`: under the lake's lease, on top of the committed
+   state, retried if another writer overtakes it): append only the staged records whose offset the committed
+   ``records`` lacks (no comparison at all when every staged offset is beyond the committed high-water mark) to
+   the typed tables, four at a time, then to ``records``; and to ``snapshots`` only snapshots (end offset, epoch)
+   not yet stored. One Delta commit per table (offset-filtered appends: re-runs add nothing); what is derived
+   from the records (the temporal image) in the same transaction; then commit the new table versions in
    ``_ingests``.
 """
 
 from __future__ import annotations
 
-import operator
+import contextlib
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from functools import partial, reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
-from pyspark.sql import functions as F
 
-from metadata.lake import (
-    COMPACT_AT_FILES,
-    Commit,
-    Compactor,
-    Lake,
-    LakeState,
-    LakeTransaction,
-    Lease,
-    per_table,
+from metadata.lake import COMPACT_AT_FILES, INGESTS, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
+from metadata.lake_state import choose_engine
+from metadata.readers import (
+    InputFile,
+    InputKind,
+    ReadOptions,
+    batch_offset_at,
+    discover,
+    first_batch_after,
+    plan_ranges,
 )
-from metadata.log import BOOTSTRAP_IDS
-from metadata.progress import spark_progress
-from metadata.readers import InputFile, InputKind, ReadOptions, batch_offset_at, discover, plan_ranges
 from metadata.schema.releases import kafka_releases
-from metadata.spark import default_parallelism, get_spark
-from metadata.staging import remove, stage, staging_dir
-from metadata.tables import TYPED_TABLES, typed_rows
+from metadata.staging import remove, staging_dir
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 MAX_SPLIT_BYTES = 64 << 20
 MIN_SPLIT_BYTES = 4 << 20
@@ -81,6 +81,7 @@ class IngestReport(BaseModel):
 
     lake: str
     run_id: str
+    engine: str  # local (in process) or spark
     files: list[str]
     bytes_read: int
     bytes_skipped: int  # segment bytes not decoded: every offset in them is in the lake already
@@ -99,16 +100,61 @@ class IngestReport(BaseModel):
     seq: int | None = None  # the _ingests seq committed; None when nothing was (commit_empty=False)
 
 
+Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
+
+
+class Steps(Protocol):
+    """What an engine does with the records of one ingest (:mod:`metadata.ingest_local`,
+    :mod:`metadata.ingest_spark`): ``Staged`` is its form of decoded records (a pyarrow table, a Spark
+    DataFrame)."""
+
+    lake: Lake
+    parallelism: int
+
+    def stage(self, tasks: list[Task], options: ReadOptions, staging: str) -> tuple[Any, Sequence[Mapping]]:
+        """Decode ``tasks``: (the decoded records, the tasks' summary rows: :data:`metadata.staging.SUMMARY_SCHEMA`)."""
+
+    def log(self, staged: Any) -> Any:
+        """The log records among ``staged`` (not a snapshot's)."""
+
+    def check_conflicts(self, log: Any) -> None:
+        """:class:`IngestError` if two inputs hold different metadata records at one offset (divergent logs)."""
+
+    def dedupe(self, log: Any) -> Any:
+        """One row per offset (a segment and its dump-log text): the fullest payload, then the first file."""
+
+    def groups(self, log: Any) -> Sequence[Mapping]:
+        """Counts and offset spans of ``log`` per (file, record type, control flag), as the tasks report them."""
+
+    def new_rows(
+        self, state: LakeState, log: Any, staged: Any, stats: dict, snapshot_ids: list[tuple[int, int]]
+    ) -> tuple[Any, int, int | None, list[tuple[int, int]]]:
+        """(the log records ``state`` lacks, their count, their lowest offset, the snapshot ids it lacks)."""
+
+    def write(
+        self, txn: LakeTransaction, fresh: Any, staged: Any, by_type: dict[str, int], new_ids: list[tuple[int, int]]
+    ) -> int:
+        """Append ``fresh`` to the typed tables and ``records``, and the snapshots ``new_ids`` to ``snapshots``
+        (one commit per table); the snapshot records added."""
+
+    def release(self, fresh: Any) -> None:
+        """Free what :meth:`new_rows` kept for the writes."""
+
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Around the lake transaction (a progress bar of its Spark jobs)."""
+
+
 def split_size(total_bytes: int, parallelism: int) -> int:
     """Byte-range size giving every core about two decode tasks, within [4 MiB, 64 MiB]."""
     return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(1, 2 * parallelism))))
 
 
-Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
-
-
 def plan(
-    paths: Sequence[str], split_bytes: int | None = None, parallelism: int = 2, stored: tuple[int, int] | None = None
+    paths: Sequence[str],
+    split_bytes: int | None = None,
+    parallelism: int = 2,
+    stored: tuple[int, int] | None = None,
+    stored_snapshots: Collection[tuple[int, int]] = (),
 ) -> tuple[list[Task], list[Task]]:
     """(decode tasks, skipped tasks) for ``paths``; ``split_bytes`` defaults to :func:`split_size` of
     the inputs' total size.
@@ -116,14 +162,22 @@ def plan(
     ``stored`` = (first, last) offsets the lake holds without a gap: segment ranges whose offsets all
     lie inside it are skipped, so a re-run, or the next ingest of a growing log, decodes only what
     is new. A range's offsets run from its first batch to the batch that starts the next range or the
-    next segment of its directory; the last range of the last segment is always decoded.
+    next segment of its directory; a range whose end is unknown (the last of its directory) is decoded from its
+    first batch holding an offset beyond ``last`` (found by hopping over batch headers: a live segment's
+    growth is all that is decoded again), and skipped if it holds none. A snapshot whose (end offset, epoch) is in
+    ``stored_snapshots`` (``bootstrap.checkpoint``: (0, -1)) is skipped.
     """
     files = [f for path in paths for f in discover(path)]
     split = split_bytes or split_size(sum(f.size for f in files), parallelism)
     tasks = [(f, start, end) for f in files for start, end in plan_ranges(f, split)]
     unique = list({(f.path, s, e): (f, s, e) for f, s, e in tasks}.values())  # a file named twice is read once
+    if stored_snapshots:
+        skip = [t for t in unique if _snapshot_id(t[0]) in stored_snapshots]
+        unique = [t for t in unique if _snapshot_id(t[0]) not in stored_snapshots]
+    else:
+        skip = []
     if stored is None:
-        return unique, []
+        return unique, skip
     segments = sorted(
         {f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
         key=lambda f: (os.path.dirname(f.path), f.base_offset),
@@ -132,7 +186,6 @@ def plan(
         a.path: b for a, b in zip(segments, segments[1:]) if os.path.dirname(a.path) == os.path.dirname(b.path)
     }
     keep: list[Task] = []
-    skip: list[Task] = []
     for task in unique:
         f, start, end = task
         if f.kind is InputKind.SEGMENT:
@@ -144,11 +197,39 @@ def plan(
                 if f.path in following
                 else None
             )
-            if lo is not None and after is not None and stored[0] <= lo and after - 1 <= stored[1]:
+            inside = lo is not None and stored[0] <= lo <= stored[1]
+            if inside and after is not None and after - 1 <= stored[1]:
                 skip.append(task)
                 continue
+            if inside and after is None:  # the end of its directory's log: decode only what lies beyond
+                new = first_batch_after(f, start, end, stored[1])
+                if new is None:
+                    skip.append(task)
+                    continue
+                if new > start:
+                    skip.append((f, start, new))
+                    task = (f, new, end)
         keep.append(task)
     return keep, skip
+
+
+def _snapshot_id(f: InputFile) -> tuple[int, int] | None:
+    """The (end offset, epoch) a snapshot file is stored under (``bootstrap.checkpoint``: epoch -1); else None."""
+    if f.kind is InputKind.BOOTSTRAP:
+        return 0, -1
+    return (f.end_offset, f.epoch) if f.kind is InputKind.SNAPSHOT else None  # type: ignore[return-value]
+
+
+def _stored_snapshots(lake: Lake, state: LakeState) -> set[tuple[int, int]]:
+    """The (end offset, epoch) of every snapshot the committed state holds."""
+    if "snapshots" not in state.versions:
+        return set()
+    files = lake.files(state)
+    if files is not None:
+        ids = files.read("snapshots", columns=["snapshot_end_offset", "snapshot_epoch"])
+        return set(zip(ids["snapshot_end_offset"].to_pylist(), ids["snapshot_epoch"].to_pylist()))
+    rows = lake.table("snapshots", state).select("snapshot_end_offset", "snapshot_epoch").distinct().collect()
+    return {(r[0], r[1]) for r in rows}
 
 
 def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
@@ -160,29 +241,53 @@ def _stored_span(lake: Lake, state: LakeState) -> tuple[int, int] | None:
     if stored is not None and all(f.stats.get("offset", (None,))[0] is not None for f in stored):
         # the files' statistics: the table is only appended to and compacted (no deletion vectors)
         first, count = min((f.stats["offset"][0] for f in stored), default=None), sum(f.rows for f in stored)
+    elif files is not None:
+        import pyarrow.compute as pc
+
+        offsets = files.read("records", columns=["offset"])["offset"]
+        first, count = pc.min(offsets).as_py(), len(offsets)
     else:
+        from pyspark.sql import functions as F
+
         first, count = lake.table("records", state).agg(F.min("offset"), F.count(F.lit(1))).first()
     return (first, state.high_water_mark) if count and count == state.high_water_mark - first + 1 else None
 
 
-def _check_conflicts(log: DataFrame) -> None:
-    """Two inputs holding different metadata records at one offset (divergent logs) is an error."""
-    clash = (
-        log.where("NOT is_control")
-        .groupBy("offset")
-        .agg(
-            F.countDistinct(F.coalesce("payload", F.lit("")), "type").alias("n"),
-            F.collect_set("source_file").alias("files"),
-        )
-        .where("n > 1")
-        .orderBy("offset")
-        .limit(1)
-        .collect()
+def _steps(
+    lake_location: str,
+    engine: str,
+    spark: SparkSession | None,
+    paths: Sequence[str],
+    split_bytes: int | None,
+    progress: bool,
+) -> tuple[Steps, LakeState, list[Task], list[Task]]:
+    """The engine's steps for this ingest (:func:`~metadata.lake_state.choose_engine`: in process when the input
+    fits, so the plan comes first), the lake's committed state and the plan (decode tasks, skipped tasks)."""
+    if choose_engine(lake_location, engine) == "local":
+        from metadata.ingest_local import LocalSteps
+
+        steps: Steps = LocalSteps(Lake(lake_location), progress)
+        committed = steps.lake.committed()
+        tasks, skipped = _plan(steps, committed, paths, split_bytes)
+        if choose_engine(lake_location, engine, input_bytes=_bytes(tasks)) == "local":
+            return steps, committed, tasks, skipped
+    from metadata.ingest_spark import SparkSteps
+    from metadata.spark import get_spark
+
+    steps = SparkSteps(Lake(lake_location, spark or get_spark()), progress)
+    committed = steps.lake.committed()
+    tasks, skipped = _plan(steps, committed, paths, split_bytes)
+    return steps, committed, tasks, skipped
+
+
+def _plan(
+    steps: Steps, committed: LakeState, paths: Sequence[str], split_bytes: int | None
+) -> tuple[list[Task], list[Task]]:
+    """:func:`plan` against what the committed state holds."""
+    lake = steps.lake
+    return plan(
+        paths, split_bytes, steps.parallelism, _stored_span(lake, committed), _stored_snapshots(lake, committed)
     )
-    if clash:
-        raise IngestError(
-            f"offset {clash[0]['offset']} holds different records in {', '.join(clash[0]['files'])} (divergent logs?)"
-        )
 
 
 def lake_release(committed: LakeState, kafka_version: str | None) -> str:
@@ -212,6 +317,7 @@ def ingest(
     lake_location: str,
     *,
     options: ReadOptions | None = None,
+    engine: str = "auto",
     spark: SparkSession | None = None,
     split_bytes: int | None = None,
     progress: bool = True,
@@ -226,44 +332,38 @@ def ingest(
 
     ``kafka_version``: the Kafka release line whose replay rules the temporal image follows, recorded in the
     lake (a new lake: default the newest; a lake that has one keeps it, and another is an error).
-
-    The inputs are decoded and staged first; then, as one lake transaction (:meth:`Lake.transact`, which
-    waits at most ``wait`` seconds for another writer's lease), what the committed state lacks is
-    appended, ``derive`` writes what is derived from the records (the temporal image) in the same
-    transaction, a table the transaction wrote that now has more than
-    :data:`~metadata.lake.COMPACT_AT_FILES` data files is compacted (``compactors``: per table, else Delta
-    ``OPTIMIZE``), and all is committed. ``commit_empty=False``: when the inputs hold nothing new,
-    nothing is committed (``seq`` None in the report).
+    ``engine``: ``local`` (in process), ``spark``, or ``auto`` (``KRAFT_REPLAY_ENGINE``, else in process for a
+    lake on a local path whose input fits one machine, unless a Spark master is named in the environment;
+    :func:`~metadata.lake_state.choose_engine`); ``spark``: the session to use when Spark runs.
+    The inputs are decoded first; then, as one lake transaction (:meth:`Lake.transact`, which waits at most
+    ``wait`` seconds for another writer's lease), what the committed state lacks is appended, ``derive`` writes
+    what is derived from the records (the temporal image) in the same transaction, a table the transaction
+    wrote that now has more than :data:`~metadata.lake.COMPACT_AT_FILES` data files is compacted
+    (``compactors``: per table, else Delta ``OPTIMIZE``), and all is committed. ``commit_empty=False``: when the
+    inputs hold nothing new, nothing is committed (``seq`` None in the report).
     """
     options = options or ReadOptions()
     started = time.monotonic()
-    spark = spark or get_spark()
-    lake = Lake(lake_location, spark)
-    committed = lake.committed()  # what the lake holds already (the lease is taken only to write)
+    steps, committed, tasks, skipped = _steps(lake_location, engine, spark, paths, split_bytes, progress)
+    lake = steps.lake
     release = lake_release(committed, kafka_version)
-    tasks, skipped = plan(paths, split_bytes, default_parallelism(spark), _stored_span(lake, committed))
     run_id = uuid.uuid4().hex
     staging = staging_dir(lake.uri, run_id)
     try:
         _make_dir(staging)
-        with spark_progress(spark, "decoding", enabled=progress):
-            staged, summary = stage(spark, tasks, options, staging)
+        staged, summary = steps.stage(tasks, options, staging)
         issues = [r for r in summary if r["issue_severity"] is not None]
         fatal = [i["issue"] for i in issues if i["issue_severity"] == "fatal"]
         if fatal:
             raise IngestError(fatal[0] + (f" (and {len(fatal) - 1} more)" if len(fatal) > 1 else ""))
-        log = staged.where("snapshot_end_offset IS NULL")
+        log = steps.log(staged)
         spans, by_type, stats = _summarise(
             [r for r in summary if r["issue_severity"] is None and r["snapshot_end_offset"] is None]
         )
         if any(b["lo"] <= a["hi"] for a, b in zip(spans, spans[1:])):  # inputs overlap: check, then dedupe
-            _check_conflicts(log)
-            # the same offset from several inputs (a segment and its dump-log text): keep the fullest row
-            pick = Window.partitionBy("offset").orderBy(
-                F.length(F.coalesce("payload", F.lit(""))).desc(), "source_file"
-            )
-            log = log.withColumn("_n", F.row_number().over(pick)).where("_n = 1").drop("_n")
-            _, by_type, stats = _summarise(_groups(log))
+            steps.check_conflicts(log)
+            log = steps.dedupe(log)
+            _, by_type, stats = _summarise(steps.groups(log))
         snapshot_ids = sorted(
             {
                 (r["snapshot_end_offset"], r["snapshot_epoch"])
@@ -275,7 +375,11 @@ def ingest(
         seq: int | None = None
 
         def body(txn: LakeTransaction) -> Commit:
-            added, snap_added, snapshots, first_added, new_ids = _write(txn, log, staged, stats, by_type, snapshot_ids)
+            fresh, added, first_added, new_ids = steps.new_rows(txn.base, log, staged, stats, snapshot_ids)
+            try:
+                snap_added = steps.write(txn, fresh if added else None, staged, by_type, new_ids)
+            finally:
+                steps.release(fresh)
             hwm = max(txn.base.high_water_mark, stats["hi"] if stats["hi"] is not None else -1)
             if derive is not None:
                 derive(
@@ -288,22 +392,18 @@ def ingest(
                     )
                 )
             txn.compact(txn.written, compactors, at_files=COMPACT_AT_FILES)
-            written.update(
-                added=added,
-                snap_added=snap_added,
-                snapshots=snapshots,
-                hwm=hwm,
-            )
+            names = ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
+            written.update(added=added, snap_added=snap_added, snapshots=names, hwm=hwm)
             return Commit(
                 inputs=[os.path.abspath(p) for p in paths],
                 records_added=added,
-                snapshots_added=len(snapshots),
-                high_water_mark=written["hwm"],
+                snapshots_added=len(names),
+                high_water_mark=hwm,
                 kafka_version=release,
             )
 
-        if commit_empty or _holds_news(lake, committed, log, staged, stats, snapshot_ids):
-            with spark_progress(spark, "writing Delta tables", enabled=progress):
+        if commit_empty or _holds_news(steps, committed, log, staged, stats, snapshot_ids):
+            with steps.writing():
                 seq = lake.transact(body, run_id=run_id, wait=wait, on_wait=on_wait).seq
         gaps = [
             f"non-consecutive offsets: {a['file']} ends at {a['hi']}, {b['file']} starts at {b['lo']}"
@@ -315,6 +415,7 @@ def ingest(
     return IngestReport(
         lake=lake.uri,
         run_id=run_id,
+        engine="spark" if lake.on_spark else "local",
         files=sorted({t[0].path for t in tasks + skipped}),
         bytes_read=_bytes(tasks),
         bytes_skipped=_bytes(skipped),
@@ -334,6 +435,22 @@ def ingest(
     )
 
 
+Inputs = tuple[tuple[str, int, int], ...]
+"""What a round of ``--follow`` found: every input file's (path, size, modification time in ns)."""
+
+
+def _inputs(paths: Sequence[str]) -> Inputs:
+    """The input files as they are now (a directory listing and a ``stat`` per file: no file is read)."""
+    found = []
+    for path in paths:
+        for f in discover(path):
+            try:
+                found.append((f.path, f.size, os.stat(f.path).st_mtime_ns))
+            except FileNotFoundError:  # removed meanwhile (retention): the next round sees the change
+                found.append((f.path, -1, -1))
+    return tuple(sorted(found))
+
+
 def follow(
     paths: Sequence[str],
     lake_location: str,
@@ -346,13 +463,41 @@ def follow(
     """Ingest ``paths`` (a live log directory) every ``interval`` seconds until ``stop`` is set; the number
     of rounds. Each round is :func:`ingest` committing only what is new (``commit_empty=False``); a round
     that fails (bad input, another writer's lease held past ``wait``) is reported to ``on_round`` and the
-    next one tries again. A round interrupted midway leaves nothing visible (see :mod:`metadata.lake`)."""
+    next one tries again. A round interrupted midway leaves nothing visible (see :mod:`metadata.lake`).
+
+    A round whose input files are what the last round that succeeded read (the same files, sizes and
+    modification times) while the lake's ``_ingests`` is at the version that round left finds nothing new
+    without reading a file: a committed state only grows, so what held nothing new then holds nothing new now.
+    It reads a directory listing, a ``stat`` per file and the ``_ingests`` log listing (milliseconds), and
+    reports what that round reported, with nothing decoded or added."""
     rounds = 0
+    seen: tuple[Inputs, int | None] | None = None  # the inputs a round read, the _ingests version it left
+    last: IngestReport | None = None
+    lake = Lake(lake_location)
     while not stop.is_set():
         rounds += 1
+        started = time.monotonic()
         try:
-            report = ingest(paths, lake_location, commit_empty=False, **options)
+            inputs = _inputs(paths)
+            if last is not None and seen == (inputs, lake.current_version(INGESTS)):
+                report = last.model_copy(
+                    update={
+                        "run_id": uuid.uuid4().hex,
+                        "bytes_read": 0,
+                        "bytes_skipped": sum(size for _, size, _ in inputs),
+                        "records_decoded": 0,
+                        "records_added": 0,
+                        "snapshot_records_added": 0,
+                        "snapshots": [],
+                        "seconds": time.monotonic() - started,
+                        "seq": None,
+                    }
+                )
+            else:
+                report = ingest(paths, lake_location, commit_empty=False, **options)
+                seen, last = (inputs, lake.current_version(INGESTS)), report
         except Exception as exc:  # noqa: BLE001 — a live log's next round may succeed
+            seen = None
             on_round(rounds, None, exc)
         else:
             on_round(rounds, report, None)
@@ -371,113 +516,17 @@ def _make_dir(path: str) -> None:
     os.makedirs(path, exist_ok=True)
 
 
-def _new_rows(
-    lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, snapshot_ids: list[tuple[int, int]]
-) -> tuple[DataFrame, int, int | None, list[tuple[int, int]]]:
-    """(the log records ``state`` lacks, their count, their lowest offset, the snapshot ids it lacks): no
-    comparison at all when every staged offset is beyond the committed high-water mark."""
-    fresh, added, first = log, stats["n"], stats["lo"]
-    if stats["n"] and stats["lo"] <= state.high_water_mark:  # some offsets may be stored: only those the lake lacks
-        stored = lake.table("records", state).where(F.col("offset").between(stats["lo"], stats["hi"]))
-        fresh = log.join(stored.select("offset"), "offset", "left_anti").persist()
-        added, first = fresh.agg(F.count(F.lit(1)), F.min("offset")).first()
-    stored_ids = (
-        {
-            (r[0], r[1])
-            for r in lake.table("snapshots", state).select("snapshot_end_offset", "snapshot_epoch").distinct().collect()
-        }
-        if snapshot_ids
-        else set()
-    )
-    return fresh, added, first if added else None, [i for i in snapshot_ids if i not in stored_ids]
-
-
 def _holds_news(
-    lake: Lake, state: LakeState, log: DataFrame, staged: DataFrame, stats: dict, snapshot_ids: list[tuple[int, int]]
+    steps: Steps, state: LakeState, log: Any, staged: Any, stats: dict, snapshot_ids: list[tuple[int, int]]
 ) -> bool:
     """Whether the staged inputs hold records or snapshots the committed ``state`` lacks (a committed state
     only grows: nothing new for it is nothing new for any later one)."""
-    fresh, added, _, new_ids = _new_rows(lake, state, log, staged, stats, snapshot_ids)
-    fresh.unpersist()
+    fresh, added, _, new_ids = steps.new_rows(state, log, staged, stats, snapshot_ids)
+    steps.release(fresh)
     return bool(added or new_ids)
 
 
-def _write(
-    txn: LakeTransaction,
-    log: DataFrame,
-    staged: DataFrame,
-    stats: dict,
-    by_type: dict[str, int],
-    snapshot_ids: list[tuple[int, int]],
-) -> tuple[int, int, list[str], int | None, list[tuple[int, int]]]:
-    """Offset-filtered appends: only records (and snapshots) the committed state lacks are written.
-
-    One Delta commit per table. The typed tables and snapshots (mostly driver-side Delta work on
-    little data) are appended four at a time, then ``records`` alone: it keeps every core busy, and
-    the small appends beside it only slow each other down (measured on 2 cores).
-    """
-    fresh, added, first_added, new_ids = _new_rows(txn.lake, txn.base, log, staged, stats, snapshot_ids)
-    small: list[tuple[str, Callable[[], DataFrame]]] = []  # typed tables and snapshots
-    if added:
-        small += [
-            (n, partial(typed_rows, n, fresh))
-            for n, t in TYPED_TABLES.items()
-            if any(r in by_type for r in t.record_types)
-        ]
-    snapshot_rows = _snapshot_rows(staged, new_ids).persist() if new_ids else None
-    if snapshot_rows is not None:
-        small.append(("snapshots", lambda: snapshot_rows))
-    per_table(lambda a: txn.write(a[0], a[1]()), small)
-    if added:
-        txn.write("records", fresh)
-    snap_added = 0
-    if snapshot_rows is not None:
-        snap_added = snapshot_rows.count()
-        snapshot_rows.unpersist()
-    fresh.unpersist()
-    names = ["bootstrap.checkpoint" if p < 0 else f"{e:020d}-{p:010d}" for e, p in new_ids]
-    return added, snap_added, names, first_added if added else None, new_ids
-
-
-def _snapshot_rows(staged: DataFrame, ids: list[tuple[int, int]]) -> DataFrame:
-    """Rows of the ``snapshots`` table for the staged snapshots ``ids`` (end offset, epoch)."""
-    snaps = staged.where(" OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p in ids))
-    header = snaps.where("control_type = 'SNAPSHOT_HEADER'").select(
-        "snapshot_end_offset",
-        "snapshot_epoch",
-        F.get_json_object("payload", "$.lastContainedLogTimestamp").cast("long").alias("last_contained_timestamp"),
-    )
-    first_copy = Window.partitionBy("snapshot_end_offset", "snapshot_epoch", "position").orderBy("source_file")
-    return (
-        snaps.drop("position")
-        .withColumnRenamed("offset", "position")
-        .join(header, ["snapshot_end_offset", "snapshot_epoch"], "left")
-        .withColumn("kind", F.when(_bootstrap_id(), "bootstrap").otherwise("snapshot"))
-        # a snapshot found twice (a copy elsewhere): the rows of its first path
-        .withColumn("_n", F.row_number().over(first_copy))
-        .where("_n = 1")
-        .drop("_n")
-    )
-
-
-def _bootstrap_id() -> Column:
-    """Whether a snapshots row's id is a bootstrap file's (:func:`~metadata.log.snapshot_kind`)."""
-    return reduce(
-        operator.or_,
-        ((F.col("snapshot_end_offset") == end) & (F.col("snapshot_epoch") == epoch) for end, epoch in BOOTSTRAP_IDS),
-    )
-
-
-def _groups(log: DataFrame) -> list[Row]:
-    """Counts and offset spans of ``log`` per (file, record type, control flag), as staging reports them."""
-    return (
-        log.groupBy("source_file", "type", "is_control")
-        .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"))
-        .collect()
-    )
-
-
-def _summarise(groups: Sequence[Row | dict]) -> tuple[list[dict], dict[str, int], dict]:
+def _summarise(groups: Sequence[Mapping]) -> tuple[list[dict], dict[str, int], dict]:
     """Per-file offset spans (by first offset), counts by type and totals of the log's groups."""
     files: dict[str, dict] = {}
     for r in groups:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import random
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -33,51 +35,39 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import pyarrow as pa
 from pydantic import BaseModel
-from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from metadata import lake_damage, version_tables
+from metadata import version_tables
 from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
-from metadata.spark import get_spark, glob_escaped, is_connect
-from metadata.tables import RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
+from metadata.tables import INGESTS_SCHEMA, table_schemas
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
     from metadata.lake_files import LakeFiles
+
+__all__ = ["INGESTS", "INGESTS_SCHEMA", "LakeDamaged", "LakeError", "LakeState", "table_schemas"]
 
 Item = TypeVar("Item")
 LEASE = "_lease"
 
-INGESTS_SCHEMA = T.StructType(
-    [
-        T.StructField("seq", T.LongType(), False),
-        T.StructField("run_id", T.StringType()),
-        T.StructField("committed_at", T.TimestampType()),
-        T.StructField("inputs", T.ArrayType(T.StringType())),
-        T.StructField("records_added", T.LongType()),
-        T.StructField("snapshots_added", T.LongType()),
-        T.StructField("high_water_mark", T.LongType()),
-        T.StructField("versions", T.MapType(T.StringType(), T.LongType())),
-        T.StructField("kafka_version", T.StringType()),
-    ]
-)
-_LEASE_SCHEMA = T.StructType([T.StructField("epoch", T.LongType())])  # the lease table never holds a row
+_LEASE_SCHEMA = pa.schema([pa.field("epoch", pa.int64())])  # the lease table never holds a row
 
 # Delta transaction ids ("txnAppId") of the two compare-and-set commits: the lease epoch, the _ingests seq
 _LEASE_APP = "kraft-replay-lease"
 _INGESTS_APP = "kraft-replay-ingests"
-# commits that leave a table's rows as they were (compaction, vacuum)
 COMPACT_AT_FILES = int(os.environ.get("KRAFT_REPLAY_COMPACT_FILES", "64"))
 """An ingest compacts a table it wrote when the table has more data files than this (many small appends)."""
 
 TABLE_THREADS = 4
 """How many tables a transaction writes at once: each write is a few small Delta jobs, mostly driver work."""
+
+CHECKPOINT_INTERVAL = "100"
+"""Commits between Delta checkpoints of every table kraft-replay creates (Delta's default is 10: see
+docs/lake-protocol.md)."""
 
 
 def per_table(operation: Callable[[Item], object], items: Iterable[Item]) -> None:
@@ -90,7 +80,6 @@ Compactor = Callable[["LakeTransaction", str], None]
 """Compacts one table inside a lake transaction (default: :func:`optimize_table`)."""
 
 NEUTRAL_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
-_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def stats_columns(name: str) -> str:
@@ -101,14 +90,15 @@ def stats_columns(name: str) -> str:
     return {"records": "offset,timestamp", "snapshots": "snapshot_end_offset,snapshot_epoch"}.get(name, "offset")
 
 
-def table_schemas() -> dict[str, T.StructType]:
-    """Every data table of a lake and its schema."""
-    return {
-        "records": RECORDS_SCHEMA,
-        "snapshots": SNAPSHOTS_SCHEMA,
-        **{name: t.schema() for name, t in TYPED_TABLES.items()},
-        **{name: from_arrow_schema(schema) for name, schema in version_tables.table_schemas().items()},
-    }
+def table_properties(name: str) -> dict[str, str]:
+    """The Delta table properties a table ``name`` is created with, by either engine: the checkpoint interval;
+    for a data table its statistics columns; for a versions table deletion vectors (versions are ended in place)."""
+    properties = {"delta.checkpointInterval": CHECKPOINT_INTERVAL}
+    if name in table_schemas():
+        properties["delta.dataSkippingStatsColumns"] = stats_columns(name)
+    if name in version_tables.TABLES:
+        properties["delta.enableDeletionVectors"] = "true"
+    return properties
 
 
 class Commit(BaseModel):
@@ -130,60 +120,6 @@ class LakeConflict(RuntimeError):
     """Another writer committed to a table or to ``_ingests`` during a transaction (it is retried)."""
 
 
-def _quoted(path: str) -> str:
-    """``path`` as a SQL identifier (``delta.<quoted>`` names a path-based table)."""
-    return "`" + path.replace("`", "``") + "`"
-
-
-def sql_table(path: str) -> str:
-    """The SQL name of the Delta table at ``path`` (``delta.`<path>```)."""
-    return f"delta.{_quoted(path)}"
-
-
-def delta_version(spark: SparkSession, path: str) -> int | None:
-    """Latest version of the Delta table at ``path``; None if there is none."""
-    root, name = path.rstrip("/").rsplit("/", 1)
-    return delta_versions(spark, root, [name])[name]
-
-
-def delta_versions(spark: SparkSession, root: str, names: Sequence[str]) -> dict[str, int | None]:
-    """Latest version of the Delta table ``<root>/<name>`` for each of ``names``; None where there is none.
-
-    A classic session lists each ``_delta_log`` through Hadoop's FileSystem (milliseconds, no Spark job).
-    Spark Connect offers no file system: there one file listing of all of them, the file index of a
-    glob over the ``_delta_log`` directories (``inputFiles``, no Spark job either).
-    """
-    if not is_connect(spark) or not names:
-        return {name: _listed_version(spark, f"{root}/{name}") for name in names}
-    pattern = f"{glob_escaped(root)}/{{{','.join(glob_escaped(n) for n in names)}}}/_delta_log"
-    try:
-        files = spark.read.format("text").load(pattern).inputFiles()
-    except AnalysisException as exc:
-        if exc.getCondition() != "PATH_NOT_FOUND":  # only "no table at all" means no versions
-            raise
-        files = []
-    found: dict[str, int | None] = dict.fromkeys(names)
-    for file in files:
-        directory, log, commit = unquote(file).rsplit("/", 3)[-3:]
-        version = _commit_version(commit)
-        if log == "_delta_log" and version is not None and directory in found:
-            found[directory] = max(found[directory] or 0, version)
-    return found
-
-
-def _commit_version(name: str) -> int | None:
-    """The version of a Delta commit file name (``00000000000000000007.json``), else None."""
-    return int(name[:20]) if len(name) == 25 and name.endswith(".json") and name[:20].isdigit() else None
-
-
-def _listed_version(spark: SparkSession, path: str) -> int | None:
-    log, fs = _hadoop(spark, f"{path}/_delta_log")
-    if not fs.exists(log):
-        return None
-    versions = [v for st in fs.listStatus(log) if (v := _commit_version(st.getPath().getName())) is not None]
-    return max(versions) if versions else None
-
-
 class CommitInfo(BaseModel):
     """What a Delta commit says about itself (its ``commitInfo`` action)."""
 
@@ -192,39 +128,8 @@ class CommitInfo(BaseModel):
     user_metadata: str | None
 
 
-def commit_infos(spark: SparkSession, path: str, first: int, last: int) -> list[CommitInfo]:
-    """The commits ``first`` … ``last`` of the Delta table at ``path``, oldest first.
-
-    A classic session reads the commit files through Hadoop's FileSystem (no Spark job); Spark Connect
-    asks ``DESCRIBE HISTORY`` (newest first, so with a limit reaching back to ``first``).
-    """
-    if first > last:
-        return []
-    if not is_connect(spark):
-        return [_read_commit_info(spark, path, v) for v in range(first, last + 1)]
-    limit = last - first + 1
-    while True:
-        rows = (
-            spark.sql(f"DESCRIBE HISTORY delta.{_quoted(path)} LIMIT {limit}")
-            .select("version", "operation", "userMetadata")
-            .collect()
-        )
-        if not rows or min(r[0] for r in rows) <= first or len(rows) < limit:
-            break
-        limit *= 4
-    return sorted(
-        (CommitInfo(version=r[0], operation=r[1], user_metadata=r[2]) for r in rows if first <= r[0] <= last),
-        key=lambda c: c.version,
-    )
-
-
-def _read_commit_info(spark: SparkSession, path: str, version: int) -> CommitInfo:
-    file, fs = _hadoop(spark, f"{path}/_delta_log/{version:020d}.json")
-    stream = fs.open(file)
-    try:
-        text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
+def commit_info(version: int, text: str) -> CommitInfo:
+    """The :class:`CommitInfo` of the commit file ``text`` of ``version`` (empty if it has no ``commitInfo``)."""
     for line in text.splitlines():
         action = json.loads(line) if line.strip() else {}
         if "commitInfo" in action:
@@ -233,49 +138,47 @@ def _read_commit_info(spark: SparkSession, path: str, version: int) -> CommitInf
     return CommitInfo(version=version, operation=None, user_metadata=None)
 
 
-def delete_table(spark: SparkSession, path: str) -> None:
-    """Delete the table directory at ``path`` with its files. Spark Connect offers no file system: there
-    the table stays, and the write that creates it again replaces it (``createOrReplace``); its old
-    files remain until a ``VACUUM``."""
-    if not is_connect(spark):
-        directory, fs = _hadoop(spark, path)
-        fs.delete(directory, True)
+class Store(Protocol):
+    """The Delta operations the commit protocol rests on, for one lake: in process with delta-rs for a lake on a
+    local path (:class:`metadata.delta_lake.LocalStore`, whichever engine computes the writes), through Delta on
+    Spark otherwise (:class:`metadata.spark_lake.SparkStore`)."""
 
+    def versions(self, names: Sequence[str]) -> dict[str, int | None]:
+        """Latest version of each table; None where there is none."""
 
-def _hadoop(spark: SparkSession, path: str):
-    """(Hadoop Path, its FileSystem) of a classic session."""
-    hpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    def commits(self, name: str, first: int, last: int) -> list[CommitInfo]:
+        """The commits ``first`` … ``last`` of a table, oldest first."""
+
+    def append(self, name: str, rows: pa.Table, *, app: str, version: int, metadata: str) -> None:
+        """Append with an idempotent-write id: skipped when the table records ``app`` at ``version`` or later,
+        failed when a concurrent commit records ``app``."""
+
+    def restore(self, name: str, version: int, tag: str) -> None:
+        """A new version of the table with the content of ``version``."""
+
+    def delete(self, name: str) -> None:
+        """Delete a table with its files (where the storage allows)."""
+
+    def newest(self) -> LakeState:
+        """The newest row of ``_ingests``."""
+
+    def data_files(self, name: str) -> int:
+        """Data files of the table's newest version."""
+
+    def seqs(self) -> pa.Table:
+        """Every ``seq`` of ``_ingests``."""
 
 
 def is_conflict(exc: BaseException) -> bool:
-    """Whether ``exc`` is Delta's optimistic-concurrency failure (a concurrent commit won)."""
+    """Whether ``exc`` is Delta's optimistic-concurrency failure (a concurrent commit won), on Spark or delta-rs."""
     text = f"{type(exc).__name__} {exc} {getattr(exc, 'java_exception', '')}"
     return bool(
         re.search(
             r"DELTA_CONCURRENT_|DELTA_PROTOCOL_CHANGED|DELTA_METADATA_CHANGED|Concurrent\w*Exception|"
-            r"ProtocolChangedException|MetadataChangedException",
+            r"ProtocolChangedException|MetadataChangedException|CommitFailedError",
             text,
         )
     )
-
-
-# ---------------------------------------------------------------- damage: one line naming what and what to do
-
-
-def _vacuumed(spark: SparkSession | None, table_path: str) -> int | None:
-    """The version of the newest ``VACUUM`` of the table at ``table_path``, if any (None if unknown)."""
-    if spark is None:
-        return None
-    with contextlib.suppress(Exception):
-        rows = (
-            spark.sql(f"DESCRIBE HISTORY delta.{_quoted(table_path)}")
-            .where("operation = 'VACUUM END'")
-            .agg(F.max("version"))
-            .collect()
-        )
-        return rows[0][0]
-    return None
 
 
 def explain(
@@ -285,10 +188,16 @@ def explain(
     version: int | None = None,
     spark: SparkSession | None = None,
 ) -> str | None:
-    """:func:`metadata.lake_damage.explain` for a Spark/Delta failure; ``spark`` (default: the active
-    session) looks up whether a VACUUM ran."""
-    session = spark or SparkSession.getActiveSession()
-    return lake_damage.explain(exc, lake, table, version, lambda path: _vacuumed(session, path))
+    """:func:`metadata.lake_damage.explain` for a failure of any reader; once PySpark is loaded, ``spark`` (default:
+    the active session) looks up whether a VACUUM ran."""
+    from metadata import lake_damage
+
+    vacuumed = None
+    if "pyspark" in sys.modules:
+        from metadata.spark_lake import vacuumed as vacuumed_on_spark
+
+        vacuumed = functools.partial(vacuumed_on_spark, spark)
+    return lake_damage.explain(exc, lake, table, version, vacuumed)
 
 
 # ---------------------------------------------------------------- the lease
@@ -373,17 +282,19 @@ class _LeaseKeeper:
             time.sleep(min(_POLL_SECONDS * random.uniform(0.7, 1.3), max(0.0, deadline - time.monotonic())))
 
     def _cas(self, lease: Lease) -> bool:
-        """Commit ``lease`` if the lease's epoch is still ``lease.epoch - 1``: an empty append whose Delta
-        transaction version is the epoch (Delta skips it when that version is recorded already, and fails
-        it when a concurrent commit records it). True if the newest lease is now ``lease``."""
+        """Commit ``lease`` if the lease's epoch is still ``lease.epoch - 1``: an empty append whose idempotent-write
+        version is the epoch (skipped when that version is recorded already, failed when a concurrent commit records
+        it). True if the newest lease is now ``lease``."""
         try:
-            self.lake.spark.createDataFrame([], _LEASE_SCHEMA).write.format("delta").mode("append").option(
-                "txnAppId", _LEASE_APP
-            ).option("txnVersion", lease.epoch).option("userMetadata", lease.model_dump_json()).save(
-                self.lake.path(LEASE)
+            self.lake.store.append(
+                LEASE,
+                _LEASE_SCHEMA.empty_table(),
+                app=_LEASE_APP,
+                version=lease.epoch,
+                metadata=lease.model_dump_json(),
             )
         except Exception as exc:
-            if is_conflict(exc):
+            if isinstance(exc, LakeConflict) or is_conflict(exc):
                 return False
             raise
         now = self.current()
@@ -515,9 +426,9 @@ class LakeTransaction:
         for name in names:
             committed, current = base.versions.get(name), latest[name]
             if committed is None:
-                if current is not None and not is_connect(lake.spark):
-                    delete_table(lake.spark, lake.path(name))
-                    current = None
+                if current is not None:
+                    lake.store.delete(name)
+                    current = lake.current_version(name)
             elif current is None:
                 raise LakeDamaged(
                     f"lake {lake.uri}: table {name} (version {committed} committed by ingest "
@@ -531,43 +442,47 @@ class LakeTransaction:
                     "_delta_log from a backup, or re-ingest the sources into a new lake"
                 )
             elif current > committed and not all(
-                c.operation in NEUTRAL_OPERATIONS
-                for c in commit_infos(lake.spark, lake.path(name), committed + 1, current)
+                c.operation in NEUTRAL_OPERATIONS for c in lake.commits(name, committed + 1, current)
             ):
                 restores[name] = committed
             if current is not None:
                 self._start[name] = current
-        per_table(
-            lambda name: lake.spark.sql(
-                f"RESTORE TABLE delta.{_quoted(lake.path(name))} TO VERSION AS OF {restores[name]}"
-            ).collect(),
-            restores,
-        )
+        per_table(lambda name: lake.store.restore(name, restores[name], self.tag), restores)
         self._touched.update(restores)
 
     def table(self, name: str) -> DataFrame:
-        """Table ``name`` as committed (before this transaction's writes)."""
+        """Table ``name`` as committed (before this transaction's writes), on Spark."""
         return self.lake.table(name, self.base)
 
     def state(self) -> LakeState:
         """The committed state with this attempt's writes so far: what a later step of the transaction
-        reads (``lake.table(name, txn.state())``)."""
+        reads (``lake.table(name, txn.state())``, ``lake.files(txn.state())``)."""
         latest = self.lake.current_versions(sorted(self._touched))
         return replace(self.base, versions={**self.base.versions, **{n: v for n, v in latest.items() if v is not None}})
 
-    def write(self, name: str, rows: DataFrame, *, create: bool | None = None) -> None:
-        """Append ``rows`` to table ``name`` in one Delta commit; or (``create``, by default when no commit
-        names the table) write it as a new table, replacing whatever an interrupted write left there."""
+    def write(self, name: str, rows: pa.Table | DataFrame, *, create: bool | None = None) -> None:
+        """Write ``rows`` (a pyarrow table: in process; a Spark DataFrame: on Spark) to table ``name`` in one Delta
+        commit: appended; or (``create``, by default when no commit names the table) as a new table, replacing
+        whatever an interrupted write left there."""
         self._lease.check()
-        self.lake.write(name, rows, create=name not in self.base.versions if create is None else create)
+        self.lake.write(name, rows, create=name not in self.base.versions if create is None else create, tag=self.tag)
         self._wrote(name)
 
     def apply(self, name: str, operation: Callable[[str], R]) -> R:
-        """Run ``operation`` (any Delta operation) on the path of table ``name`` as part of this transaction."""
+        """Run ``operation`` (any Delta operation) on the path of table ``name`` as part of this transaction (an
+        in-process operation tags its commit with :attr:`commit_properties`; one on Spark is tagged by the
+        session)."""
         self._lease.check()
-        result = operation(self.lake.path(name))
+        result = operation(self.lake.path(name) if self.lake.on_spark else self.lake.store.path(name))
         self._wrote(name)
         return result
+
+    @property
+    def commit_properties(self) -> Any:
+        """delta-rs commit properties carrying this attempt's tag (for :meth:`apply` in process)."""
+        from metadata.delta_lake import tagged
+
+        return tagged(self.tag)
 
     def compact(
         self, names: Sequence[str], compactors: Mapping[str, Compactor] | None = None, *, at_files: int | None = None
@@ -608,7 +523,7 @@ class LakeTransaction:
                 continue  # no commit (an empty append, a DELETE that matched nothing)
             foreign = [
                 c
-                for c in commit_infos(self.lake.spark, self.lake.path(name), start + 1, end)
+                for c in self.lake.commits(name, start + 1, end)
                 if c.user_metadata != self.tag and c.operation not in NEUTRAL_OPERATIONS
             ]
             if foreign:
@@ -621,7 +536,7 @@ class LakeTransaction:
 
     def commit(self, commit: Commit) -> LakeState:
         """Make the writes visible: the ``_ingests`` row of seq ``base.seq + 1``, a compare-and-set on the
-        seq (Delta's transaction version of ``_ingests``): it commits only if no one committed that seq."""
+        seq (the idempotent-write version of ``_ingests``): it commits only if no one committed that seq."""
         fault_point("written")
         self._lease.check()
         state = LakeState(
@@ -636,43 +551,32 @@ class LakeTransaction:
         self._lease.check()
         marker = json.dumps({"seq": state.seq, "run_id": self.run_id})
         before = self.lake.current_version(INGESTS)
+        row = pa.Table.from_pylist([asdict(state)], INGESTS_SCHEMA)
         try:
-            self.lake.spark.createDataFrame([asdict(state)], INGESTS_SCHEMA).write.format("delta").mode(
-                "append"
-            ).option("txnAppId", _INGESTS_APP).option("txnVersion", state.seq).option("userMetadata", marker).save(
-                self.lake.path(INGESTS)
-            )
+            self.lake.store.append(INGESTS, row, app=_INGESTS_APP, version=state.seq, metadata=marker)
         except Exception as exc:
-            if is_conflict(exc):
+            if isinstance(exc, LakeConflict) or is_conflict(exc):
                 raise LakeConflict(f"another writer committed ingest {state.seq} first") from None
             raise
         after = self.lake.current_version(INGESTS)
         first = 0 if before is None else before + 1
-        if after is None or not any(
-            c.user_metadata == marker for c in commit_infos(self.lake.spark, self.lake.path(INGESTS), first, after)
-        ):
+        if after is None or not any(c.user_metadata == marker for c in self.lake.commits(INGESTS, first, after)):
             raise LakeConflict(f"another writer committed ingest {state.seq} first")
         fault_point("committed")
         return state
 
 
 def optimize_table(txn: LakeTransaction, name: str) -> None:
-    """Delta ``OPTIMIZE`` of table ``name`` (bin-packing small files) as a write of ``txn``."""
-    txn.apply(name, lambda path: txn.lake.spark.sql(f"OPTIMIZE {sql_table(path)}").collect())
+    """Delta ``OPTIMIZE`` of table ``name`` (bin-packing small files) as a write of ``txn``: on Spark, or with
+    delta-rs in process."""
+    if txn.lake.on_spark:
+        from metadata.spark_lake import sql_table
 
+        txn.apply(name, lambda path: txn.lake.spark.sql(f"OPTIMIZE {sql_table(path)}").collect())
+    else:
+        from metadata.delta_lake import open_table
 
-@contextlib.contextmanager
-def _tagged(spark: SparkSession, tag: str) -> Iterator[None]:
-    """Delta commits made meanwhile carry ``tag`` as their user metadata (how a transaction knows its own)."""
-    previous = spark.conf.get(_USER_METADATA, None)
-    spark.conf.set(_USER_METADATA, tag)
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_USER_METADATA)
-        else:
-            spark.conf.set(_USER_METADATA, previous)
+        txn.apply(name, lambda path: open_table(path).optimize.compact(commit_properties=txn.commit_properties))
 
 
 def _now() -> dt.datetime:
@@ -680,7 +584,11 @@ def _now() -> dt.datetime:
 
 
 class Lake:
-    """A kraft-replay lake at ``location`` (a directory or any URI Spark can write)."""
+    """A kraft-replay lake at ``location`` (a directory or any URI Spark can write).
+
+    ``spark``: the session of an ingest on Spark (its writes are Spark's, tagged through the session); without
+    one, a lake on a local path is written in process (pyarrow tables, delta-rs), and any other lake on a Spark
+    session made when first needed. The protocol's own commits go through :attr:`store`."""
 
     def __init__(self, location: str, spark: SparkSession | None = None) -> None:
         self.uri = lake_uri(location)
@@ -688,10 +596,43 @@ class Lake:
 
     @cached_property
     def spark(self) -> SparkSession:
+        from metadata.spark import get_spark
+
         return self._spark or get_spark()
 
     def path(self, name: str) -> str:
         return f"{self.uri}/{name}"
+
+    @cached_property
+    def in_process(self) -> bool:
+        """Whether this process reads and commits the lake's files itself (delta-rs and pyarrow, no Spark job): the
+        lake is on a local path and this process is Spark's driver if a session is given (a Spark Connect server
+        may see paths its client does not)."""
+        from metadata.lake_state import reachable
+
+        if not reachable(self.uri):
+            return False
+        if self._spark is None:
+            return True
+        from metadata.spark import is_connect
+
+        return not is_connect(self._spark)
+
+    @property
+    def on_spark(self) -> bool:
+        """Whether this lake's table writes run on Spark (a session was given, or only Spark reaches the lake)."""
+        return self._spark is not None or not self.in_process
+
+    @cached_property
+    def store(self) -> Store:
+        """The Delta operations of the commit protocol: in process for a lake on a local path, else on Spark."""
+        if self.in_process:
+            from metadata.delta_lake import LocalStore
+
+            return LocalStore(self.uri)
+        from metadata.spark_lake import SparkStore
+
+        return SparkStore(self.uri, self.spark)
 
     def exists(self) -> bool:
         return self.current_version(INGESTS) is not None
@@ -700,7 +641,7 @@ class Lake:
         """The committed state; :class:`LakeError` if there is no lake here."""
         if not self.exists():
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        return self._newest()
+        return self.store.newest()
 
     def committed(self) -> LakeState:
         """The committed state, or the empty state of a lake no ingest has committed to yet."""
@@ -715,50 +656,30 @@ class Lake:
                 high_water_mark=-1,
                 versions={},
             )
-        return self._newest()
+        return self.store.newest()
 
     def committed_seq(self) -> int:
-        """The newest committed seq, from the newest ``_ingests`` commit's metadata when it has it (no
-        Spark job); 0 for a lake no ingest has committed to."""
+        """The newest committed seq, from the newest ``_ingests`` commit's metadata when it has it (no table
+        read); 0 for a lake no ingest has committed to."""
         version = self.current_version(INGESTS)
         if version is None:
             return 0
-        info = commit_infos(self.spark, self.path(INGESTS), version, version)
+        info = self.commits(INGESTS, version, version)
         with contextlib.suppress(ValueError, TypeError, KeyError):
             return int(json.loads(info[0].user_metadata)["seq"])
-        return self._newest().seq
-
-    def _newest(self) -> LakeState:
-        """The newest row of ``_ingests`` (which exists): read in process when :attr:`in_process` (no
-        Spark job), else on Spark."""
-        if self.in_process:
-            from metadata.lake_files import LakeFiles
-
-            return LakeFiles(self.uri).state()
-        try:
-            row = (
-                self.spark.read.format("delta")
-                .load(self.path(INGESTS))
-                .orderBy("seq", ascending=False)
-                .limit(1)
-                .collect()
-            )
-        except Exception as exc:
-            self._raise_damage(exc, INGESTS)
-            raise
-        if not row:
-            raise LakeError(f"no kraft-replay lake at {self.uri}: _ingests holds no committed ingest")
-        return LakeState(**row[0].asDict(recursive=True))
+        return self.store.newest().seq
 
     def table(self, name: str, state: LakeState | None = None) -> DataFrame:
-        """Table ``name`` as of the committed state (time travel to the recorded version); a table no
+        """Table ``name`` on Spark as of the committed state (time travel to the recorded version); a table no
         ingest has written yet reads as empty."""
+        from metadata.spark_lake import spark_schema
+
         state = state or self.state()
         schemas = table_schemas()
         if name not in state.versions:
             if name not in schemas:
                 raise LakeError(f"a kraft-replay lake has no table {name!r}")
-            return self.spark.createDataFrame([], schemas[name])
+            return self.spark.createDataFrame([], spark_schema(schemas[name]))
         try:
             return self.spark.read.format("delta").option("versionAsOf", state.versions[name]).load(self.path(name))
         except Exception as exc:
@@ -767,7 +688,7 @@ class Lake:
 
     def _raise_damage(self, exc: BaseException, table: str | None = None, version: int | None = None) -> None:
         """Raise :class:`LakeDamaged` (one line) if ``exc`` comes from a damaged lake; else return."""
-        line = explain(exc, self.uri, table, version, self.spark)
+        line = explain(exc, self.uri, table, version, self._spark)
         if line is not None:
             raise LakeDamaged(line) from exc
 
@@ -785,21 +706,20 @@ class Lake:
         version = self.current_version(LEASE)
         if version is None:
             return None
-        info = commit_infos(self.spark, self.path(LEASE), version, version)
+        info = self.commits(LEASE, version, version)
         return Lease.model_validate_json(info[0].user_metadata) if info and info[0].user_metadata else None
 
     def current_version(self, name: str) -> int | None:
         """Latest Delta version of table ``name``; None if there is none."""
         return self.current_versions([name])[name]
 
-    @cached_property
-    def in_process(self) -> bool:
-        """Whether this process reads the lake's files itself (delta-rs and pyarrow, no Spark job): the lake
-        is on a local path and this process is Spark's driver (a Spark Connect server may see paths its
-        client does not)."""
-        from metadata.lake_state import reachable
+    def current_versions(self, names: Sequence[str]) -> dict[str, int | None]:
+        """Latest Delta version of each of the tables ``names``."""
+        return self.store.versions(names)
 
-        return reachable(self.uri) and not is_connect(self.spark)
+    def commits(self, name: str, first: int, last: int) -> list[CommitInfo]:
+        """The commits ``first`` … ``last`` of table ``name``, oldest first."""
+        return self.store.commits(name, first, last)
 
     def scan(self, name: str, state: LakeState) -> DataFrame:
         """Table ``name`` at ``state`` for a Spark job that reads it whole: for a lake read in process whose table
@@ -809,11 +729,10 @@ class Lake:
         files = self.files(state)
         if files is None or name not in state.versions or files.masked(name) or not files.files(name):
             return self.table(name, state)
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         from metadata.spark import glob_escaped
+        from metadata.spark_lake import spark_schema
 
-        schema = from_arrow_schema(files.schema(name))
+        schema = spark_schema(files.schema(name))
         return self.spark.read.schema(schema).parquet(*(glob_escaped(f.uri) for f in files.files(name)))
 
     def files(self, state: LakeState) -> LakeFiles | None:
@@ -823,45 +742,22 @@ class Lake:
         return LakeFiles(self.uri, state) if self.in_process else None
 
     def data_files(self, name: str) -> int:
-        """How many data files the newest version of table ``name`` holds (0: no table): delta-rs
-        (milliseconds) when :attr:`in_process`, else Delta's ``DESCRIBE DETAIL`` (a Spark job)."""
-        if self.in_process:
-            from deltalake import DeltaTable
-            from deltalake.exceptions import TableNotFoundError
+        """How many data files the newest version of table ``name`` holds (0: no table)."""
+        return self.store.data_files(name)
 
-            try:
-                return len(DeltaTable(self.path(name)).file_uris())
-            except TableNotFoundError:
-                return 0
-        detail = self.spark.sql(f"DESCRIBE DETAIL {sql_table(self.path(name))}").first()
-        return 0 if detail is None else detail["numFiles"]
-
-    def current_versions(self, names: Sequence[str]) -> dict[str, int | None]:
-        """Latest Delta version of each of the tables ``names`` (:func:`delta_versions`)."""
-        return delta_versions(self.spark, self.uri, names)
-
-    def write(self, name: str, rows: DataFrame, *, create: bool) -> None:
-        """Write ``rows`` (cast to the table's schema, for the lake's own tables) to table ``name`` in one
-        Delta commit: appended, or (``create``) as a new table, with its statistics columns, replacing
-        whatever an interrupted write left there. A typed table gains the columns of record fields newer than
-        the table (a lake ingested with an older schema): its older rows read null there. Use it inside a
+    def write(self, name: str, rows: pa.Table | DataFrame, *, create: bool, tag: str | None = None) -> None:
+        """Write ``rows`` to table ``name`` in one Delta commit: appended, or (``create``) as a new table with its
+        properties (:func:`table_properties`). A pyarrow table is written in process with delta-rs (its commit
+        tagged ``tag``); a Spark DataFrame on Spark (tagged by the session). Use it inside a
         :class:`LakeTransaction`."""
-        schema = table_schemas().get(name)
-        frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]) if schema else rows
-        if create:
-            writer = (
-                frame.writeTo(f"delta.{_quoted(self.path(name))}")
-                .using("delta")
-                .tableProperty("delta.dataSkippingStatsColumns", stats_columns(name))
-            )
-            if name in version_tables.TABLES:  # versions are ended in place (MERGE): deletion vectors
-                writer = writer.tableProperty("delta.enableDeletionVectors", "true")
-            writer.createOrReplace()
+        if isinstance(rows, pa.Table):
+            from metadata.delta_lake import write
+
+            write(self.store.path(name), name, rows, create=create, tag=tag)
         else:
-            writer = frame.write.format("delta").mode("append")
-            if name in TYPED_TABLES:
-                writer = writer.option("mergeSchema", "true")
-            writer.save(self.path(name))
+            from metadata.spark_lake import write_frame
+
+            write_frame(self.path(name), name, rows, create=create)
 
     def transact(
         self,
@@ -890,7 +786,7 @@ class Lake:
                 fault_point("lease")
                 try:
                     txn = LakeTransaction(self, run_id, lease, tables, attempt)
-                    with _tagged(self.spark, txn.tag):
+                    with self._tagged(txn.tag):
                         if txn.base.seq != base_seq:  # committed between the look and the lease
                             raise LakeConflict(f"ingest {txn.base.seq} was committed meanwhile")
                         txn._recover()
@@ -912,6 +808,14 @@ class Lake:
             )
         finally:
             lease.release()
+
+    def _tagged(self, tag: str) -> contextlib.AbstractContextManager[None]:
+        """Spark's commits made meanwhile carry ``tag`` (the session's user metadata); nothing in process."""
+        if not self.on_spark:
+            return contextlib.nullcontext()
+        from metadata.spark_lake import tagged
+
+        return tagged(self.spark, tag)
 
     def optimize(
         self,

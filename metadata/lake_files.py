@@ -13,7 +13,6 @@ module should take rather than Spark.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -30,6 +29,7 @@ import pyarrow.dataset as ds
 
 from metadata import lake_damage
 from metadata.lake_state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
+from metadata.tables import INGESTS_SCHEMA
 
 _COMMIT_RE = re.compile(r"\d{20}\.json")
 _CHECKPOINT_RE = re.compile(r"\d{20}\.checkpoint(\.\d+\.\d+)?\.parquet|\d{20}\.checkpoint\.[\w-]+\.(parquet|json)")
@@ -170,24 +170,63 @@ class LakeFiles:
             return None
         return max((h["version"] for h in history if h.get("operation") == "VACUUM END"), default=None)
 
-    @cached_property
-    def _state(self) -> LakeState:
+    def ingests(self) -> pa.Table:
+        """Every row of ``_ingests`` (its newest version); :class:`LakeError` if there is none."""
         ingests = self._table(INGESTS)
         if ingests is None:
             raise LakeError(f"no kraft-replay lake at {self.uri} (run `kraft-replay ingest ... --lake {self.uri}`)")
-        files = [_join(self.path(INGESTS), a["path"]) for a in _add_actions(ingests)]
-        table = self._read_files(INGESTS, files, None, None, None)
-        at = table.schema.get_field_index("committed_at")
-        if at >= 0 and pa.types.is_timestamp(table.schema.field(at).type):  # Spark's INT96 reads as ns: to µs,
-            unit = pa.timestamp("us", table.schema.field(at).type.tz)  # so that rows hold datetime objects
-            table = table.set_column(at, "committed_at", table.column(at).cast(unit, safe=False))
-        rows = table.to_pylist()
-        if not rows:
+        parts = [self._ingests_file(a["path"]) for a in _add_actions(ingests)]
+        if not parts:
             raise LakeError(f"lake at {self.uri} has no committed ingest")
-        newest = max(rows, key=lambda r: r["seq"])
+        return pa.concat_tables(parts)
+
+    def _ingests_file(self, path: str) -> pa.Table:
+        """The rows of one data file of ``_ingests`` (its path in the table), ``committed_at`` in µs UTC whichever
+        engine wrote it (Spark writes INT96, read as ns without a zone; delta-rs µs with one)."""
+        table = self._read_files(INGESTS, [_join(self.path(INGESTS), path)], None, None, None)
+        at = table.schema.get_field_index("committed_at")
+        if at >= 0:
+            when = table.column(at)
+            if when.type.tz is None:
+                when = pc.assume_timezone(when, "UTC")
+            table = table.set_column(at, "committed_at", when.cast(pa.timestamp("us", "UTC"), safe=False))
+        columns = [  # a column newer than the lake (an older lake's rows lack ``kafka_version``): null
+            table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in INGESTS_SCHEMA
+        ]
+        return pa.Table.from_arrays(columns, schema=INGESTS_SCHEMA)
+
+    def _newest_commit_row(self) -> dict | None:
+        """The newest ``_ingests`` row from the newest commit alone, when it is a lake transaction's commit (it
+        names its seq in its user metadata, and adds the one file holding that row): every commit of
+        ``_ingests`` is the compare-and-set of the next seq, so that row is the newest — read in the time of one
+        small file however many ingests the lake holds. None when the newest commit is anything else."""
+        log = os.path.join(_plain(self.path(INGESTS)), "_delta_log")
+        try:
+            newest = max((f for f in os.listdir(log) if _COMMIT_RE.fullmatch(f)), default=None)
+            if newest is None:
+                return None
+            with open(os.path.join(log, newest), encoding="utf-8") as f:
+                actions = [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError):
+            return None
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        adds = [a["add"]["path"] for a in actions if "add" in a]
+        try:
+            seq = json.loads(info.get("userMetadata") or "")["seq"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if len(adds) != 1 or any("remove" in a for a in actions):
+            return None
+        rows = self._ingests_file(adds[0]).to_pylist()
+        return rows[0] if len(rows) == 1 and rows[0]["seq"] == seq else None
+
+    @cached_property
+    def _state(self) -> LakeState:
+        newest = self._newest_commit_row()
+        if newest is None:
+            newest = max(self.ingests().to_pylist(), key=lambda r: r["seq"])
         newest["versions"] = dict(newest["versions"])
-        if isinstance(newest["committed_at"], dt.datetime) and newest["committed_at"].tzinfo is None:
-            newest["committed_at"] = newest["committed_at"].replace(tzinfo=dt.timezone.utc)
         return LakeState(**newest)
 
     def state(self) -> LakeState:
@@ -280,8 +319,9 @@ class LakeFiles:
 
 
 def _schema(name: str) -> pa.Schema | None:
-    """The Arrow schema the lake's table ``name`` is read with (None: as the files say)."""
-    from metadata.version_tables import table_schemas
+    """The Arrow schema the lake's table ``name`` is read with, whichever engine wrote its files (delta-rs's
+    MERGE, UPDATE and DELETE rewrite strings as ``string_view``); None: as the files say."""
+    from metadata.tables import table_schemas
 
     return table_schemas().get(name)
 

@@ -10,11 +10,14 @@ holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from metadata.schema.releases import record_description
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class SnapshotInfo(BaseModel):
@@ -138,3 +141,18 @@ def compose(location: str, records: RecordAggregates, snapshots: list[SnapshotIn
         missing_offsets=missing,
         undecoded=undecoded_records(records.undecoded),
     )
+
+
+def undecoded_rows(records: pa.Table) -> list[tuple[int, int, int, str | None]]:
+    """:attr:`~metadata.log_summary.RecordAggregates.undecoded` of a records table (``offset``, ``is_control``,
+    ``type``, ``api_key``, ``version``) or of a snapshots table (with ``position``, ``snapshot_end_offset``,
+    ``snapshot_epoch``)."""
+    import pyarrow.compute as pc
+
+    raw = records.filter(pc.and_(pc.invert(records["is_control"]), pc.is_null(records["type"]))).to_pylist()
+    if "position" in records.column_names:
+        return [
+            (r["api_key"], r["version"], r["position"], snapshot_name(r["snapshot_end_offset"], r["snapshot_epoch"]))
+            for r in raw
+        ]
+    return [(r["api_key"], r["version"], r["offset"], None) for r in raw]

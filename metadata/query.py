@@ -68,12 +68,12 @@ def _log_info(lake: Lake) -> LogInfo:
         t1=s["t1"],
         kinds=[(r["is_control"], r["t"], r["count"]) for r in by_kind],
         after_snapshot=s["after"] or 0,
-        undecoded=undecoded_rows(records, lake.table("snapshots", state)),
+        undecoded=_undecoded_on_spark(records, lake.table("snapshots", state)),
     )
     return compose(lake.uri, aggregates, snapshots, state.seq)
 
 
-def undecoded_rows(records: DataFrame, snapshots: DataFrame | None) -> list[tuple[int, int, int, str | None]]:
+def _undecoded_on_spark(records: DataFrame, snapshots: DataFrame | None) -> list[tuple[int, int, int, str | None]]:
     """:attr:`~metadata.log_summary.RecordAggregates.undecoded` of a lake's ``records`` and ``snapshots``: the
     records kept raw by ``ingest --skip-unknown``."""
     raw = ~F.col("is_control") & F.col("type").isNull()

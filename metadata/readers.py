@@ -973,6 +973,28 @@ def batch_offset_at(f: InputFile, position: int) -> int | None:
     return _PREFIX.unpack(head)[0] if len(head) == _PREFIX.size else None
 
 
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes
+
+
+def first_batch_after(f: InputFile, start: int, end: int | None, offset: int) -> int | None:
+    """Byte position, in ``[start, end)`` of segment ``f`` (``start`` a batch boundary), of the first batch holding
+    an offset beyond ``offset`` — or whose header cannot be read (a torn tail, damage: the decoder reports it from
+    there); None if every batch of the range ends at or before ``offset``. Hops over batch headers only."""
+    buf = open_bytes(f.path)
+    size = len(buf) if end is None else end
+    pos = start
+    while pos + _LAST_OFFSET_DELTA_AT + _LAST_OFFSET_DELTA.size <= size:
+        base_offset, batch_length = _PREFIX.unpack_from(buf, pos)
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            return pos
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)
+        if base_offset + delta > offset:
+            return pos
+        pos += LOG_OVERHEAD + batch_length
+    return pos if pos < size else None
+
+
 def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
     """Byte ranges of a segment cut at batch boundaries, each about ``split_bytes`` long, so that a
     large segment decodes in several tasks. Found by hopping over batch headers only; a stretch of

@@ -1,7 +1,9 @@
 """The SparkSession kraft-replay runs on, with the Delta Lake connector.
 
 Delta's jars come from Maven Central through Spark's own resolver
-(``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache.
+(``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache, in a child process
+whose output (Ivy's resolution report, proxy warnings) goes to a log file, while one line on stderr says
+what is happening (:func:`_resolve_jars`); the jar paths are remembered, and later starts skip resolution.
 ``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master, or
 ``SPARK_API_MODE=connect``) selects Spark Connect instead: ``sc://host:port`` is a running Connect
 server, which must have Delta's jars and SQL extension configured itself; ``local[N]`` starts a
@@ -90,12 +92,8 @@ def get_spark(
                 "spark.sql.shuffle.partitions",
                 str(shuffle_partitions or os.environ.get("KRAFT_REPLAY_SHUFFLE_PARTITIONS", 8)),
             )
-            if cached:
-                builder = builder.config("spark.jars", ",".join(cached))
-            else:
-                from delta import configure_spark_with_delta_pip
-
-                builder = configure_spark_with_delta_pip(builder)
+            cached = cached or _resolve_jars()
+            builder = builder.config("spark.jars", ",".join(cached))
         if remote is None:
             spark = builder.getOrCreate()
             spark.sparkContext.setLogLevel(os.environ.get("KRAFT_REPLAY_SPARK_LOG_LEVEL", "ERROR"))
@@ -104,8 +102,6 @@ def get_spark(
                 warnings.simplefilter("ignore", UserWarning)
                 spark = _CONNECT = builder.getOrCreate()
             atexit.register(spark.stop)  # the session (and a local server) ends with its client, not mid-response
-        if not (server or cached):
-            _remember_jars(spark.conf.get("spark.jars", ""))
         return spark
 
 
@@ -180,3 +176,54 @@ def _remember_jars(jars: str) -> None:
     if found:
         _jar_cache().parent.mkdir(parents=True, exist_ok=True)
         _jar_cache().write_text("\n".join(found))
+
+
+class ResolutionError(RuntimeError):
+    """Spark's resolver could not fetch the Delta Lake connector (the message names its log file)."""
+
+
+def _resolve_jars() -> list[str]:
+    """Resolve the Delta Lake connector's jars once (the first Spark start on a machine): in a child process
+    (:func:`resolve_here`) whose output — Ivy's report, proxy and repository warnings — goes to
+    ``~/.cache/kraft-replay/delta-<version>-resolve.log`` instead of this terminal, with one progress line on
+    stderr; a failure names the log. The jar paths, remembered by the child."""
+    import subprocess
+
+    version = importlib.metadata.version("delta-spark")
+    log = _jar_cache().with_name(f"delta-{version}-resolve.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.write(
+        f"resolving the Delta Lake connector (io.delta:delta-spark {version}) from Maven Central, "
+        f"first Spark start only (log: {log}) …\n"
+    )
+    sys.stderr.flush()
+    with open(log, "w") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", "from metadata.spark import resolve_here; resolve_here()"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+    jars = _cached_jars()
+    if done.returncode != 0 or not jars:
+        raise ResolutionError(
+            f"could not resolve the Delta Lake connector io.delta:delta-spark {version} from Maven Central "
+            f"(exit {done.returncode}; Spark's resolver wrote {log}): check the network or proxy settings"
+        )
+    return jars
+
+
+def resolve_here() -> None:
+    """The child of :func:`_resolve_jars`: start a session with Spark's resolver fetching Delta's jars, remember
+    their paths, stop."""
+    from delta import configure_spark_with_delta_pip
+
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .appName("kraft-replay resolving Delta")
+        .config("spark.ui.enabled", "false")
+    )
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    _remember_jars(spark.conf.get("spark.jars", ""))
+    spark.stop()

@@ -1,6 +1,7 @@
-"""Staging: the decode tasks of an ingest write the decoded records as Parquet themselves.
+"""Staging: the decode tasks of an ingest, and where they put what they decode.
 
-Each Spark task (``mapInArrow`` over :func:`stage_tasks`) decodes one file or byte range with
+On Spark, each task (``mapInArrow`` over :func:`stage_tasks`, :mod:`metadata.ingest_spark`) decodes one file or
+byte range with
 :func:`~metadata.columns.decode_to_arrow` and writes the rows with pyarrow, partitioned by record
 type in the Hive layout Spark reads (``<staging>/type=<T>/part-<task>.parquet``). The records
 cross into the JVM once, when Spark reads them for the Delta appends, and never through the
@@ -11,6 +12,9 @@ names depend only on the task, so a retried task overwrites its own output.
 The workers write to a local path (the inputs are local files too): the staging directory is
 under the lake when the lake is a local path, else under ``KRAFT_REPLAY_STAGING`` or the
 temporary directory.
+
+In process (:mod:`metadata.ingest_local`), :func:`decode_task` decodes one file or range into memory with the
+same summary; an ingest's build of the temporal image stages its versions under the same directory.
 """
 
 from __future__ import annotations
@@ -26,13 +30,9 @@ from urllib.parse import urlparse
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import types as T
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata.columns import DECODED_SCHEMA, decode_to_arrow
 from metadata.readers import InputFile, Issue, ReadOptions
-from metadata.spark import glob_escaped
 
 SUMMARY_SCHEMA = pa.schema(
     [
@@ -54,16 +54,17 @@ _FILE_SCHEMA = DECODED_SCHEMA.remove(_TYPE)  # the partition column lives in the
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 ROW_GROUP = 1 << 17
 
-TASK_SCHEMA = T.StructType(
+TASK_SCHEMA = pa.schema(
     [
-        T.StructField("task", T.IntegerType()),
-        T.StructField("file", T.StringType()),
-        T.StructField("start", T.LongType()),
-        T.StructField("end", T.LongType()),
-        T.StructField("options", T.StringType()),
-        T.StructField("staging", T.StringType()),
+        ("task", pa.int32()),
+        ("file", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("options", pa.string()),
+        ("staging", pa.string()),
     ]
 )
+"""One decode task: a file (:meth:`InputFile.to_json`), its byte range, the read options, the staging directory."""
 
 
 _LAKE_ROOT = "_staging"  # under a local lake
@@ -114,15 +115,7 @@ class _Writer:
     def _split(self) -> None:
         rows = pa.Table.from_batches(self.chunk, DECODED_SCHEMA)
         self.chunk = []
-        for row in (
-            rows.group_by(_KEYS, use_threads=False)
-            .aggregate([("offset", "count"), ("offset", "min"), ("offset", "max")])
-            .to_pylist()
-        ):
-            key = tuple(row[k] for k in _KEYS)
-            span = self.spans.setdefault(key, [0, row["offset_min"], row["offset_max"]])
-            span[0] += row["offset_count"]
-            span[1], span[2] = min(span[1], row["offset_min"]), max(span[2], row["offset_max"])
+        count_spans(rows, self.spans)
         types = rows.column("type").combine_chunks().dictionary_encode()
         codes = types.indices.fill_null(-1).to_numpy()
         order = np.argsort(codes, kind="stable")  # by type, offset order kept within a type
@@ -160,17 +153,31 @@ class _Writer:
             os.replace(temporary, final)
 
     def summary(self, issues: list[Issue]) -> pa.RecordBatch:
-        rows = [dict(zip(_KEYS, key), n=n, lo=lo, hi=hi) for key, (n, lo, hi) in self.spans.items()]
-        rows += [{"source_file": i.file, "issue_severity": i.severity, "issue": str(i)} for i in issues]
-        return pa.RecordBatch.from_pylist(rows, SUMMARY_SCHEMA)
+        return pa.RecordBatch.from_pylist(summary_rows(self.spans, issues), SUMMARY_SCHEMA)
 
 
-def task_frame(
-    spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions, staging: str
-) -> DataFrame:
-    """One row per decode task (:data:`TASK_SCHEMA`), one Spark partition each."""
-    rows = [(i, f.to_json(), start, end, options.to_json(), staging) for i, (f, start, end) in enumerate(tasks)]
-    return spark.createDataFrame(rows, TASK_SCHEMA).repartition(max(1, len(rows)))
+Spans = dict[tuple, list[int]]
+"""Per (file, snapshot end offset, snapshot epoch, record type, control flag): [count, lowest, highest offset]."""
+
+
+def count_spans(rows: pa.Table, spans: Spans) -> None:
+    """Add the records ``rows`` (:data:`~metadata.columns.DECODED_SCHEMA`) to ``spans``."""
+    for row in (
+        rows.group_by(_KEYS, use_threads=False)
+        .aggregate([("offset", "count"), ("offset", "min"), ("offset", "max")])
+        .to_pylist()
+    ):
+        key = tuple(row[k] for k in _KEYS)
+        span = spans.setdefault(key, [0, row["offset_min"], row["offset_max"]])
+        span[0] += row["offset_count"]
+        span[1], span[2] = min(span[1], row["offset_min"]), max(span[2], row["offset_max"])
+
+
+def summary_rows(spans: Spans, issues: list[Issue]) -> list[dict]:
+    """A task's summary (:data:`SUMMARY_SCHEMA` rows): its spans, then one row per issue the readers reported."""
+    empty = dict.fromkeys(SUMMARY_SCHEMA.names)
+    rows = [{**empty, **dict(zip(_KEYS, key)), "n": n, "lo": lo, "hi": hi} for key, (n, lo, hi) in spans.items()]
+    return rows + [{**empty, "source_file": i.file, "issue_severity": i.severity, "issue": str(i)} for i in issues]
 
 
 def decoded(task: dict, issues: list[Issue]) -> Iterator[pa.RecordBatch]:
@@ -199,25 +206,14 @@ def stage_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield writer.summary(issues)
 
 
-class StagingError(RuntimeError):
-    """The staged files are not what the decode tasks wrote (a staging path the workers do not share)."""
-
-
-def stage(
-    spark: SparkSession, tasks: list[tuple[InputFile, int, int | None]], options: ReadOptions, staging: str
-) -> tuple[DataFrame, list[Row]]:
-    """Decode and stage ``tasks`` on Spark: (the staged records, the tasks' summary rows)."""
-    frame = task_frame(spark, tasks, options, staging)
-    summary = frame.mapInArrow(stage_tasks, from_arrow_schema(SUMMARY_SCHEMA)).collect()
-    schema = from_arrow_schema(DECODED_SCHEMA)
-    expected = sum(r["n"] for r in summary if r["issue_severity"] is None)
-    if not expected or any(r["issue_severity"] == "fatal" for r in summary):
-        return spark.createDataFrame([], schema), summary
-    staged = spark.read.schema(schema).parquet(f"file://{glob_escaped(os.path.abspath(staging))}")
-    found = staged.count()  # from the Parquet footers
-    if found != expected:
-        raise StagingError(
-            f"the decode tasks staged {expected} records under {staging} but {found} are "
-            "readable there: set KRAFT_REPLAY_STAGING to a directory every Spark worker shares"
-        )
-    return staged, summary
+def decode_task(file: str, start: int, end: int | None, options: str) -> tuple[pa.Table, list[dict]]:
+    """One decode task in process: the records of ``file`` (:meth:`InputFile.to_json`) from byte ``start`` to
+    ``end``, and its summary (:func:`summary_rows`), as a Spark task stages and summarises them."""
+    issues: list[Issue] = []
+    rows = pa.Table.from_batches(
+        list(decode_to_arrow(InputFile.from_json(file), ReadOptions.from_json(options), issues, start, end)),
+        DECODED_SCHEMA,
+    )
+    spans: Spans = {}
+    count_spans(rows, spans)
+    return rows, summary_rows(spans, issues)

@@ -1,5 +1,5 @@
-"""Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off); the count of
-real-Kafka tests that ran, printed at the end of the run."""
+"""Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off), lakes several
+modules read (ingested in process: no JVM); the count of real-Kafka tests that ran, printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -29,32 +29,33 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def sample_lake(spark, tmp_path_factory):
-    """The lake of one ingest of the data sample and that ingest's report, shared by the test modules that
-    only read it (a re-ingest of the same sample, which adds nothing, is allowed)."""
+def sample_lake(tmp_path_factory):
+    """The lake of one ingest (in process) of the data sample and that ingest's report, shared by the test
+    modules that only read it (a re-ingest of the same sample, which adds nothing, is allowed)."""
     from image.ingest import ingest
     from metadata.lake import Lake
 
     location = str(tmp_path_factory.mktemp("lake") / "sample")
-    report = ingest([str(SAMPLE)], location, spark=spark, progress=False)
-    return Lake(location, spark), report
+    report = ingest([str(SAMPLE)], location, engine="local", progress=False)
+    return Lake(location), report
 
 
 @pytest.fixture(scope="session")
-def first_segment_lake(spark, tmp_path_factory) -> Path:
-    """The directory of a lake of the sample's first segment (one ingest); tests copy it before changing it."""
+def first_segment_lake(tmp_path_factory) -> Path:
+    """The directory of a lake of the sample's first segment (one ingest in process); tests copy it before
+    changing it."""
     from image.ingest import ingest
 
     location = tmp_path_factory.mktemp("first-segment") / "lake"
-    ingest([str(min((SAMPLE / "__cluster_metadata-0").glob("*.log")))], str(location), spark=spark, progress=False)
+    ingest([str(min((SAMPLE / "__cluster_metadata-0").glob("*.log")))], str(location), engine="local", progress=False)
     return location
 
 
 @pytest.fixture(scope="session")
-def shared_lake(spark, tmp_path_factory):
-    """``shared_lake(name, write)``: the lake (with its temporal image, built sharded on Spark) of the log
-    directory ``write(root)`` writes under a fresh directory and returns, built once per test run for the
-    test modules that only read it; returns (lake, log directory)."""
+def shared_lake(tmp_path_factory):
+    """``shared_lake(name, write)``: the lake (with its temporal image, ingested in process) of the log directory
+    ``write(root)`` writes under a fresh directory and returns, built once per test run for the test modules that
+    only read it; returns (lake, log directory)."""
     from metadata.lake import Lake
     from tests.lakes import make_lake
 
@@ -64,9 +65,7 @@ def shared_lake(spark, tmp_path_factory):
         if name not in built:
             root = tmp_path_factory.mktemp("shared-lake")
             log = write(root)
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("KRAFT_REPLAY_BUILD", "spark")
-                built[name] = make_lake(spark, root, [log]), log
+            built[name] = make_lake(root, [log]), log
         return built[name]
 
     return lake
@@ -79,6 +78,18 @@ def shared_lake(spark, tmp_path_factory):
 _KAFKA_IDS: set[str] = set()
 _KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
 _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only when the marker expression names ``slow`` (``-m slow``, ``-m "slow and
+    not kafka"``): a ``-m`` without it (the fast tier, ``-m "not spark and not kafka"``) leaves them out as the
+    default run does."""
+    if "slow" in (config.option.markexpr or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -1,5 +1,5 @@
-"""Logs and lakes the Spark tests share: crafted and broken logs written as real segments, lakes
-ingested with their temporal image."""
+"""Logs and lakes the tests share: crafted and broken logs written as real segments, lakes ingested with their
+temporal image."""
 
 from __future__ import annotations
 
@@ -113,10 +113,10 @@ def write_crafted(root: Path) -> Path:
     return write_log(crafted_log(), root / "log", segments_at=CRAFTED_SEGMENTS)
 
 
-def make_lake(spark, root: Path, inputs: Sequence[Path], name: str = "lake") -> Lake:
-    """A lake of ``inputs`` with its temporal image."""
-    ingest([str(p) for p in inputs], str(root / name), spark=spark, progress=False)
-    return Lake(str(root / name), spark)
+def make_lake(root: Path, inputs: Sequence[Path], name: str = "lake", *, engine: str = "local", spark=None) -> Lake:
+    """A lake of ``inputs`` with its temporal image, ingested in process (``engine="spark"``: on ``spark``)."""
+    ingest([str(p) for p in inputs], str(root / name), engine=engine, spark=spark, progress=False)
+    return Lake(str(root / name))
 
 
 def crafted_log() -> LogBuilder:

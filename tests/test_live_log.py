@@ -20,20 +20,27 @@ from typing import Any
 import pytest
 
 from image.ingest import ingest
+from image.lake_source import ArrowSource
 from metadata.check import check_lake, lake_differences
 from metadata.lake import Lake
-from metadata.query import log_records
+from metadata.lake_files import LakeFiles
+from metadata.log import LogRecord
 from metadata.readers import read_log
 from tests import background
 from tests.harness.kafka_dist import RELEASES
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
-pytestmark = pytest.mark.spark
-
 SEGMENTS = sorted((ROOT / "data" / "sample" / "__cluster_metadata-0").glob("*.log"))
 # the newest release line kraft-replay decodes today (4.3+ write RegisterBrokerRecord v4: kafka_dist.NEWEST once known)
 LIVE_VERSION = os.environ.get("KRAFT_REPLAY_LIVE_KAFKA", RELEASES["4.1"])
 TORN = "truncated last batch"
+
+
+def log_records(lake: Lake) -> list[LogRecord]:
+    """The lake's committed records, read in process."""
+    source = ArrowSource(LakeFiles(lake.uri))
+    bounds = source.bounds()
+    return source.log_records(*bounds) if bounds else []
 
 
 def same_records(lake: Lake, log_dir: Path) -> list[str]:
@@ -121,7 +128,7 @@ def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
 
 
 @pytest.mark.background
-def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
+def test_follow_ingests_a_growing_log_until_sigterm(tmp_path):
     followed = background.result(__name__)
     first, torn, whole, idle = followed["rounds"]
     assert first["records_added"] == int(SEGMENTS[1].stem) and not first["warnings"]
@@ -130,12 +137,13 @@ def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
     assert whole["high_water_mark"] == int(SEGMENTS[3].stem) - 1 and not [w for w in whole["warnings"] if TORN in w]
     assert idle["seq"] is None and idle["records_added"] == 0  # a round with nothing new commits nothing
     assert followed["code"] == 0 and "stopped after" in followed["stderr"]
-    lake, live = Lake(followed["lake"], spark), followed["live"]
+    assert whole["engine"] == "local"  # a local lake's follow rounds run in process
+    lake, live = Lake(followed["lake"]), followed["live"]
     assert lake.state().seq == whole["seq"]
     assert same_records(lake, live) == []
     reference = str(tmp_path / "reference")
-    ingest([str(live)], reference, spark=spark, progress=False)
-    assert lake_differences(lake, Lake(reference, spark)) == [] and check_lake(lake).ok
+    ingest([str(live)], reference, progress=False)
+    assert lake_differences(lake, Lake(reference)) == [] and check_lake(lake).ok
     lease = lake.lease()
     assert lease is not None and lease.free(lake.state().seq)  # the last round's lease ended with it
 
@@ -143,7 +151,7 @@ def test_follow_ingests_a_growing_log_until_sigterm(spark, tmp_path):
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_repeated_ingests_of_a_live_kafka_metadata_log(spark, tmp_path):
+def test_repeated_ingests_of_a_live_kafka_metadata_log(tmp_path):
     """A real KRaft node (segments rolled every 3 s) while topics are created: every ingest holds a prefix of the
     log, a copy read mid-append gives a torn tail that is reported, and after the node stops one more ingest
     makes the lake equal the log Kafka wrote."""
@@ -161,7 +169,7 @@ def test_repeated_ingests_of_a_live_kafka_metadata_log(spark, tmp_path):
         controller_props={"metadata.log.segment.ms": "3000", "internal.metadata.log.segment.bytes": "65536"},
     )
     location = str(tmp_path / "lake")
-    lake = Lake(location, spark)
+    lake = Lake(location)
     reports = []
     with KafkaCluster(dist, spec) as cluster:
         log_dir = cluster.metadata_log_dir()
@@ -173,15 +181,15 @@ def test_repeated_ingests_of_a_live_kafka_metadata_log(spark, tmp_path):
                 shutil.copytree(log_dir, torn)
                 active = sorted(torn.glob("*.log"))[-1]
                 active.write_bytes(active.read_bytes()[: cut_mid_batch(active)])
-                report = ingest([str(torn)], location, spark=spark, progress=False)
+                report = ingest([str(torn)], location, progress=False)
                 assert [w for w in report.warnings if TORN in w], report.warnings
                 reports.append(report)
-            reports.append(ingest([str(log_dir)], location, spark=spark, progress=False))
+            reports.append(ingest([str(log_dir)], location, progress=False))
             state = lake.state()
             assert [r.offset for r in log_records(lake)] == list(range(state.high_water_mark + 1))  # a whole prefix
         assert len(list(log_dir.glob("*.log"))) > 1, "segments did not roll"
         cluster.stop()
-        reports.append(ingest([str(log_dir)], location, spark=spark, progress=False))
+        reports.append(ingest([str(log_dir)], location, progress=False))
         assert same_records(lake, log_dir) == []
     hwms = [r.high_water_mark for r in reports]
     assert hwms == sorted(hwms) and sum(r.records_added for r in reports) == hwms[-1] + 1

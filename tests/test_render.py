@@ -379,7 +379,7 @@ print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic", "rich", "crc32c")!r} if
 
 def test_reads_in_process_leave_pandas_to_spark() -> None:
     """pyarrow imports pandas the first time it checks for a pandas object (0.3–0.4 s of a read); the CLI's
-    reads in process refuse it (``cli.app._PandasForSparkOnly``) and give the same answers. Once PySpark is
+    reads in process refuse it (``metadata.lake_state._PandasForSparkOnly``) and give the same answers. Once PySpark is
     loaded (``replay --save`` starts Spark after a read), pandas imports again and pyarrow's conversions to
     pandas work."""
     log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "basic"

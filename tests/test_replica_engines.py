@@ -104,7 +104,7 @@ def test_in_process_plans_and_requests_equal_spark_for_every_broker(
         lake, path = shared_lake(name, write)
     else:
         path = write(tmp_path)
-        lake = make_lake(spark, tmp_path, [path])
+        lake = make_lake(tmp_path, [path])
     on_spark, in_process = SparkSource(lake), ArrowSource(LakeFiles(lake.uri))
     records = read_log(path)
     seen: set[str] = set()

@@ -1,6 +1,7 @@
-"""The temporal image built by ingest on Spark: the image its versions give at an offset — read in process
-(pyarrow) or on Spark — is the reference engine's replay to that offset, errors included; any sharding
-gives the same versions; ingesting a log in pieces gives the versions of one ingest."""
+"""The temporal image built by ingest (in process, and on Spark): the image its versions give at an offset — read
+in process (pyarrow) or on Spark — is the reference engine's replay to that offset, errors included; any sharding
+on Spark gives the versions of the build on the driver; ingesting a log in pieces (on either engine) gives the
+versions of one ingest."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import generate
+from image.build import build_versions
 from image.lake_source import ArrowSource
 from image.replay import replay_to
-from image.spark.build import build_versions
 from image.spark.source import SparkSource
 from image.temporal import image_at
 from metadata.lake import Lake
@@ -60,26 +61,17 @@ def temporal_tables(lake: Lake) -> dict[str, list[str]]:
     return {t: sorted(repr(sorted(r.items())) for r in files.read(t).to_pylist()) for t in TABLES}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def sharded_builds():
-    """This module's ingests build on Spark, sharded (small logs would otherwise build on the driver,
-    which the shard-invariance and piece-by-piece tests compare with it)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KRAFT_REPLAY_BUILD", "spark")
-        yield
-
-
 @pytest.fixture(scope="module")
 def crafted(shared_lake) -> tuple[Lake, Path]:
     return shared_lake("crafted", write_crafted)
 
 
 @pytest.fixture(scope="module")
-def generated(spark, tmp_path_factory) -> tuple[Lake, Path]:
+def generated(tmp_path_factory) -> tuple[Lake, Path]:
     root = tmp_path_factory.mktemp("generated")
     generate(23, 4, 6, 3, 400, root / "gen", snapshot_at=900, segment_bytes=65536)
     log = root / "gen" / "__cluster_metadata-0"
-    return make_lake(spark, root, [log]), log
+    return make_lake(root, [log]), log
 
 
 def test_crafted_log_every_offset_in_process_and_on_spark(crafted: tuple[Lake, Path]) -> None:
@@ -91,7 +83,7 @@ def test_crafted_log_every_offset_in_process_and_on_spark(crafted: tuple[Lake, P
 
 def test_broken_log_keeps_every_rejection_in_full(spark, tmp_path: Path) -> None:
     path = write_log(broken_log(), tmp_path / "log")
-    lake = make_lake(spark, tmp_path, [path])
+    lake = make_lake(tmp_path, [path])
     log = read_log(path)
     assert_images(lake, log, [], range(-1, log[-1].offset + 1), spark_offsets=[4, log[-1].offset])
     with pytest.raises(Exception) as raised:  # strict: the first rejection, as the reference engine raises it
@@ -144,9 +136,10 @@ def staged(root: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("lake_name", ["crafted", "generated"])
 def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
-    request, tmp_path: Path, lake_name: str
+    request, spark, tmp_path: Path, lake_name: str
 ) -> None:
     lake, _ = request.getfixturevalue(lake_name)
+    lake = Lake(lake.uri, spark)
     state = lake.state()
     results = []
     for shards, seed in ((1, None), (2, 7), (7, 11), (64, 3)):
@@ -166,23 +159,23 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
 
 
 @pytest.mark.parametrize(
-    "place, lake_name",
+    "engine, lake_name",
     [
         ("spark", "crafted"),
         ("spark", "generated"),
-        ("driver", "crafted"),
-        pytest.param("driver", "generated", marks=pytest.mark.slow),  # same restart code as ("spark", "generated")
+        ("local", "crafted"),
+        ("local", "generated"),
     ],
 )
 def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
-    request, spark, tmp_path: Path, place: str, lake_name: str, monkeypatch
+    request, spark, tmp_path: Path, engine: str, lake_name: str, monkeypatch
 ) -> None:
     """Each ingest continues the temporal image from where the last one stopped — the crafted log in two
     ingests, the first ending inside a metadata transaction (at 47, between its Begin and End); the generated
-    log in three, its snapshot alone in the second — built sharded on Spark or on the driver, both equal to
-    one sharded build of the whole log."""
+    log in three, its snapshot alone in the second — in process, or on Spark with the versions built sharded,
+    both equal to one ingest of the whole log in process."""
     whole, path = request.getfixturevalue(lake_name)
-    monkeypatch.setenv("KRAFT_REPLAY_BUILD", place)
+    monkeypatch.setenv("KRAFT_REPLAY_BUILD", "spark")  # on Spark, sharded even for these small logs
     segments = sorted(path.glob("*.log"))
     if lake_name == "crafted":
         pieces = [[p for p in segments if int(p.stem) < 48], [p for p in segments if int(p.stem) >= 48]]
@@ -190,5 +183,5 @@ def test_ingesting_segment_by_segment_gives_the_versions_of_one_ingest(
         pieces = [segments[: len(segments) // 2], sorted(path.glob("*.checkpoint")), segments[len(segments) // 2 :]]
     assert all(pieces), pieces
     for piece in pieces:
-        make_lake(spark, tmp_path, piece, name="pieces")
-    assert temporal_tables(Lake(str(tmp_path / "pieces"), spark)) == temporal_tables(whole)
+        make_lake(tmp_path, piece, name="pieces", engine=engine, spark=spark)
+    assert temporal_tables(Lake(str(tmp_path / "pieces"))) == temporal_tables(whole)
