@@ -22,12 +22,12 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from image.frames import SCHEMAS, ImageFrames
-from metadata.spark import get_spark
-from metadata.spark_lake import spark_schema
-from metadata.tables import TYPED_TABLES
-from replica.apply_plan import apply_plan
+from image.temporal.spark.frames import SCHEMAS, ImageFrames
+from metadata.lake.spark import get_spark
+from metadata.lake.spark_store import spark_schema
+from metadata.lake.tables import TYPED_TABLES
 from replica.spark_changes import DeltaFrames
+from replica.spark_plan import apply_plan
 
 
 def _replicas(brokers: int, rf: int) -> Column:

@@ -75,7 +75,7 @@ def measure(name: str, engine: str, args: list[str], runs: int, prepare, env: di
 def cut_log(log: Path, target: Path, keep_before: int) -> None:
     """``log`` (one directory) copied to ``target`` with its last segment cut at the first batch holding offset
     ``keep_before`` or later (snapshots kept)."""
-    from metadata.readers import discover, first_batch_after
+    from metadata.log.readers import discover, first_batch_after
 
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)

@@ -53,7 +53,7 @@ COLUMNS = [
 
 def busiest(lake: str) -> tuple[str, int, int]:
     """(topic T and partition P with the most versions, the broker N with the most versions)."""
-    from metadata.lake_files import LakeFiles
+    from metadata.lake.files import LakeFiles
 
     files = LakeFiles(lake)
     partitions = files.read("image_partitions", columns=["topic", "partitionId"]).to_pylist()

@@ -16,15 +16,15 @@ log (a NoOpRecord every 500 ms after a short generated prefix).
 
 Stages (``--stages``):
 
-* ``decode``: :func:`metadata.columns.decode_to_arrow` on one core in this process, and two
+* ``decode``: :func:`metadata.log.columns.decode_to_arrow` on one core in this process, and two
   reduced passes of the same loop to split its time: the readers with payloads as dicts
   (``iter_file_items``: batch framing, CRC, record values → dicts, NoOp runs as numpy arrays), the
   readers with payloads as JSON text (as ``decode_to_arrow`` reads), and the full Arrow output.
 * ``profile``: cProfile of the full single-core decode of the largest log of ≤ ``--profile-size``
   records; self time grouped by component (builtins are charged to their main caller) + top functions.
 * ``spark``: the Spark decode stage of ``ingest`` alone: the decode tasks decoding only (each
-  returns a count), and ``metadata.staging.stage`` (decode + the tasks' pyarrow Parquet staging).
-* ``ingest``: :func:`metadata.ingest.ingest` on Spark (records only) into a fresh lake, then the same input again
+  returns a count), and ``metadata.lake.staging.stage`` (decode + the tasks' pyarrow Parquet staging).
+* ``ingest``: :func:`metadata.lake.ingest.ingest` on Spark (records only) into a fresh lake, then the same input again
   (a re-ingest adds nothing), with its phases timed by wrapping its functions (``plan``, the Spark steps' ``stage``,
   ``groups``, ``check_conflicts`` and ``write``, taking the lake's lease, ``LakeTransaction._recover``,
   ``Lake.write`` per table, ``Lake.current_versions`` (in recovery, and in the commit's proof),
@@ -60,7 +60,7 @@ STAGES = ("decode", "profile", "spark", "ingest")
 
 
 def _tasks(log: BenchLog):
-    from metadata.ingest import plan
+    from metadata.lake.ingest import plan
 
     return plan([log.dir])[0]
 
@@ -68,8 +68,8 @@ def _tasks(log: BenchLog):
 def decode_single_core(log: BenchLog, repeat: int) -> dict:
     """readers (payloads as dicts) / readers (payloads as JSON text) / full decode_to_arrow on one core;
     best of ``repeat``."""
-    from metadata.columns import decode_to_arrow
-    from metadata.readers import ReadOptions, iter_file_items
+    from metadata.log.columns import decode_to_arrow
+    from metadata.log.readers import ReadOptions, iter_file_items
 
     tasks = _tasks(log)
     options = ReadOptions()
@@ -114,8 +114,8 @@ def decode_single_core(log: BenchLog, repeat: int) -> dict:
 def warm_up_decode() -> float | None:
     """The first ``decode_to_arrow`` of a process pays one-time imports (``pa.array`` imports pandas):
     run it on a fixture before measuring; returns that first call's seconds."""
-    from metadata.columns import decode_to_arrow
-    from metadata.readers import ReadOptions, discover
+    from metadata.log.columns import decode_to_arrow
+    from metadata.log.readers import ReadOptions, discover
 
     fixture = common.fixture_logs()[:1]
     if not fixture:
@@ -136,7 +136,7 @@ def _bucket(filename: str, func: str) -> str | None:
         return "Arrow arrays (pyarrow)"
     if "/json/" in f:
         return "JSON payload text"
-    if f.endswith("metadata/columns.py"):
+    if f.endswith("metadata/log/columns.py"):
         # flush() and _run_batch build the columns and call pa.array (not profiled itself)
         return (
             "Arrow arrays (pyarrow)"
@@ -150,7 +150,7 @@ def _bucket(filename: str, func: str) -> str | None:
     ):
         return "record values → dicts / JSON text (codec)"
     if (
-        f.endswith(("codec/batch.py", "codec/compression.py", "metadata/readers.py"))
+        f.endswith(("codec/batch.py", "codec/compression.py", "metadata/log/readers.py"))
         or "crc32c" in func
         or "numpy" in f
     ):
@@ -163,8 +163,8 @@ def _bucket(filename: str, func: str) -> str | None:
 
 
 def profile_decode(log: BenchLog) -> dict:
-    from metadata.columns import decode_to_arrow
-    from metadata.readers import ReadOptions
+    from metadata.log.columns import decode_to_arrow
+    from metadata.log.readers import ReadOptions
 
     tasks = _tasks(log)
     prof = cProfile.Profile()
@@ -219,7 +219,7 @@ def _decode_only(batches):
     """A decode task that stages nothing: decodes its files/ranges and yields one row count."""
     import pyarrow as pa
 
-    from metadata.staging import decoded
+    from metadata.lake.staging import decoded
 
     for batch in batches:
         for task in batch.to_pylist():
@@ -228,9 +228,9 @@ def _decode_only(batches):
 
 def spark_decode(spark, jvm_pid, log: BenchLog, data_dir: str, repeat: int = 1) -> dict:
     """The decode stage of ingest on Spark: decoding only (tasks return counts), then
-    ``metadata.ingest_spark.stage`` (decode + the tasks' pyarrow Parquet staging)."""
-    from metadata import ingest_spark as stg
-    from metadata.readers import ReadOptions
+    ``metadata.lake.ingest_spark.stage`` (decode + the tasks' pyarrow Parquet staging)."""
+    from metadata.lake import ingest_spark as stg
+    from metadata.log.readers import ReadOptions
 
     tasks = _tasks(log)
     options = ReadOptions()
@@ -277,9 +277,9 @@ def _write_label(lake, name, *args, **kwargs) -> str:
 
 
 def instrument() -> Phases:
-    import metadata.ingest as ing
-    from metadata.ingest_spark import SparkSteps
-    from metadata.lake import Lake, LakeTransaction, _LeaseKeeper
+    import metadata.lake.ingest as ing
+    from metadata.lake.ingest_spark import SparkSteps
+    from metadata.lake.protocol import Lake, LakeTransaction, _LeaseKeeper
 
     ph = Phases()
     ph.wrap(ing, "plan", "plan")
@@ -324,7 +324,7 @@ def phase_breakdown(summary: dict, total: float) -> dict[str, float]:
 
 
 def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases) -> dict:
-    from metadata.ingest import ingest
+    from metadata.lake.ingest import ingest
 
     ph.clear()
     progress(f"ingest {log.name}: {label}")
@@ -355,8 +355,8 @@ def run_ingest(spark, jvm_pid, log: BenchLog, lake: str, label: str, ph: Phases)
 
 def delta_commit_cost(spark, data_dir: str, repeat: int = 3) -> dict:
     """Appending 0 rows (Delta's commit protocol, no data) and 1 row to a scratch ``records``-shaped table."""
-    from metadata.spark_lake import spark_schema
-    from metadata.tables import RECORDS_SCHEMA
+    from metadata.lake.spark_store import spark_schema
+    from metadata.lake.tables import RECORDS_SCHEMA
 
     schema = spark_schema(RECORDS_SCHEMA)
     path = str(Path(data_dir) / "delta-commit-bench")
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         if fixture:
             progress("Spark warm-up on a fixture")
             spark_decode(spark, jvm_pid, fixture[0], a.data_dir)
-            from metadata.ingest import ingest
+            from metadata.lake.ingest import ingest
 
             warm = Path(a.data_dir) / "lakes" / "warmup"
             shutil.rmtree(warm, ignore_errors=True)
@@ -488,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [spark_decode(spark, jvm_pid, lg, a.data_dir, a.spark_repeat) for lg in logs]
         results["spark_decode"] = rows
         print_table(
-            "Spark decode stage (`metadata.staging.stage`, local[*])",
+            "Spark decode stage (`metadata.lake.staging.stage`, local[*])",
             rows,
             [
                 "log",
@@ -531,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             r["delta_commit_est_s"] = r["delta_commits"] * dc["empty_append_s"]
         print_table(
-            "End-to-end ingest (`metadata.ingest.ingest`)",
+            "End-to-end ingest (`metadata.lake.ingest.ingest`)",
             rows,
             [
                 "log",

@@ -24,9 +24,9 @@ Each log is replayed to its end by:
   Memory: this process's peak RSS (records list + image).
 * ``temporal``: the image at the log's end read from the temporal image of a lake ingested from the
   log (cached under ``--data-dir/lakes``; ingest time, which builds the versions, reported, not
-  counted): ``image.temporal.image_at`` on the in-process reader (``image.lake_source.ArrowSource``,
+  counted): ``image.temporal.reads.image_at`` on the in-process reader (``image.temporal.lake_source.ArrowSource``,
   no JVM), result as the image JSON.
-* ``reference-lake``: ``image.sources.reference_image``: the stored records (from the best stored
+* ``reference-lake``: ``image.temporal.sources.reference_image``: the stored records (from the best stored
   snapshot on) read from the same lake in process and replayed by the reference engine.
 
 Modes (``--modes``): ``log`` = replay the whole log from offset 0 (oracle ``--source log``);
@@ -177,7 +177,7 @@ def _check(offset: int | None, log: BenchLog) -> str:
 
 def _decode(log: BenchLog):
     """(log records, newest snapshot (records, end, epoch) or None) decoded from the files."""
-    from metadata.readers import (
+    from metadata.log.readers import (
         InputKind,
         ReadOptions,
         discover,
@@ -257,7 +257,7 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
     """The log's lake (shared with bench_ingest.py): reused when its marker matches, else ingested."""
     import shutil
 
-    from image.ingest import ingest
+    from image.temporal.ingest import ingest
 
     lake = _lake_dir(data_dir, log)
     marker = lake / "bench-lake.json"
@@ -278,10 +278,10 @@ def ensure_lake(spark, log: BenchLog, data_dir: str) -> tuple[str, float | None]
 def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | None, log_mode: bool = True) -> dict:
     """The image at the log's end from the lake, in this process: the temporal image, or a replay of the
     stored records (``reference-lake``)."""
-    from image.lake_source import ArrowSource
-    from image.sources import reference_image
-    from image.temporal import image_at
-    from metadata.lake_files import LakeFiles
+    from image.temporal.lake_source import ArrowSource
+    from image.temporal.reads import image_at
+    from image.temporal.sources import reference_image
+    from metadata.lake.files import LakeFiles
 
     mode = "auto" if log.snapshots or not log_mode else "log"  # no snapshot: the full log, like --source log
     row = {
@@ -318,8 +318,8 @@ def lake_engine(log: BenchLog, lake_path: str, engine: str, ingest_s: float | No
 def startup_records(log: BenchLog) -> int:
     """Records a start-up replay goes through: the newest snapshot's records plus the log records at or
     after its end offset (counted from batch headers only)."""
-    from metadata.codec.batch import HEADER_SIZE, read_header
-    from metadata.readers import InputKind, discover, open_bytes
+    from metadata.log.codec.batch import HEADER_SIZE, read_header
+    from metadata.log.readers import InputKind, discover, open_bytes
 
     files = discover(log.dir)
     snaps = [f for f in files if f.kind is InputKind.SNAPSHOT and f.end_offset]
@@ -398,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = results["rows"]
 
     if "reference" in engines:
-        from metadata.readers import (  # warm imports before timing
+        from metadata.log.readers import (  # warm imports before timing
             ReadOptions,
             discover,
             iter_file_rows,

@@ -125,9 +125,9 @@ def _first_answerable(source: Any) -> tuple[int, int]:
 
 def find_points(lake: str) -> tuple[list[Point], dict[int, dict[str, Any]]]:
     """The start, middle and end points of the lake, and the image JSON at each X (for the answer checks)."""
-    from image.lake_source import ArrowSource
-    from image.temporal import image_at
-    from metadata.lake_files import LakeFiles
+    from image.temporal.lake_source import ArrowSource
+    from image.temporal.reads import image_at
+    from metadata.lake.files import LakeFiles
 
     source = ArrowSource(LakeFiles(lake))
     first, last = _first_answerable(source)

@@ -59,9 +59,9 @@ def _run(session, words: list[str]) -> str:  # noqa: ANN001
 
 def measure(name: str, lake: str, points: int, runs: int) -> list[dict[str, Any]]:
     from cli.shell.session import Session
-    from image.lake_source import ArrowSource
     from image.node.releases import shell_release
-    from metadata.lake_files import LakeFiles
+    from image.temporal.lake_source import ArrowSource
+    from metadata.lake.files import LakeFiles
 
     rows: list[dict[str, Any]] = []
 

@@ -1,4 +1,4 @@
-"""Benchmark: the health timeline (``image.timeline.timeline``) over many version rows, in process.
+"""Benchmark: the health timeline (``image.views.timeline.timeline``) over many version rows, in process.
 
 Synthetic version rows built with numpy/Arrow (no log, no replay): ``--partitions`` partitions with
 ``--versions`` partition versions in total (replication factor 3 over ``--brokers`` brokers; each new
@@ -20,8 +20,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from image.timeline import points_by_count, timeline
-from image.version_rows import VersionWindow, empty
+from image.temporal.version_rows import VersionWindow, empty
+from image.views.timeline import points_by_count, timeline
 
 
 def _lists(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:

@@ -9,16 +9,16 @@ Per log (``benchmarks/common.py`` logs: ``gen-N`` a churning cluster, ``idle-N``
 one topic taking the churn, and ``txn-N``, every topic creation a metadata transaction):
 
 * **records lake** — the log ingested once without the temporal image (cached under the data directory);
-* **build** — :func:`image.build.build_versions` (plan jobs + the one replay pass) and
-  :func:`image.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
+* **build** — :func:`image.temporal.build.build_versions` (plan jobs + the one replay pass) and
+  :func:`image.temporal.build.write_versions` (the Delta writes) from the empty image, on ``local[N]`` for each
   ``--cores`` N (a fresh Python process each, so JVM start and warm-up are measured apart: by default the
   sharded build is run twice in one session and both are reported, then once on the driver — the lake read
   in process, one recorder; ``--places`` chooses); Spark stages and py4j calls of the pass; driver and JVM RSS;
-* **reference** — :func:`image.versions.record_versions`, the same recorder sequentially on the driver, and
+* **reference** — :func:`image.temporal.versions.record_versions`, the same recorder sequentially on the driver, and
   the plain reference replay (:func:`image.replay.replay_to`) on the same records (decoded once, not timed);
 * **kafka** (``--oracle``) — Kafka's own MetadataLoader replay of the log (KraftOracle, ``bench_kafka.py``);
 * **incremental** (``--incremental K``, or ``--only-incremental K`` for nothing else) — a lake holding the
-  log's first records and their versions takes one more ingest of the next K records (``image.ingest.ingest``
+  log's first records and their versions takes one more ingest of the next K records (``image.temporal.ingest.ingest``
   of a segment cut at a batch boundary) in a warm session; ``--repeat N``: N copies of that lake take it
   one after the other (the later ones measure the warmed-up session).
 """
@@ -102,7 +102,7 @@ def records_lake(log: common.BenchLog, data_dir: str) -> str:
     if marker.exists() and json.loads(marker.read_text()).get("records") == log.records:
         return str(lake)
     shutil.rmtree(lake, ignore_errors=True)
-    from metadata.ingest import ingest
+    from metadata.lake.ingest import ingest
 
     common.progress(f"ingesting {log.name} (records only)")
     ingest([log.dir], str(lake), spark=common.spark_session()[0], progress=False)
@@ -149,8 +149,8 @@ def build_once(lake_dir: str, shards: int | None, place: str) -> dict[str, Any]:
     the driver."""
     import tempfile
 
-    from image.build import build_versions, write_versions
-    from metadata.lake import Commit, Lake, LakeTransaction
+    from image.temporal.build import build_versions, write_versions
+    from metadata.lake.protocol import Commit, Lake, LakeTransaction
 
     spark = common.spark_session()[0]
     copy = tempfile.mkdtemp(prefix="bench-lake-")  # every build writes into a fresh copy of the records lake
@@ -245,8 +245,8 @@ def build_rows(
 
 def reference_rows(log: common.BenchLog) -> list[dict[str, Any]]:
     from image.replay import replay_to
-    from image.versions import record_versions
-    from metadata.readers import read_log, read_snapshots
+    from image.temporal.versions import record_versions
+    from metadata.log.readers import read_log, read_snapshots
 
     records, snapshots = read_log(log.dir), read_snapshots(log.dir)
     rows = []
@@ -316,7 +316,7 @@ def incremental_rows(log: common.BenchLog, data_dir: str, k: int, repeat: int = 
     """A lake with the log up to its last K records (and their versions) takes an ingest of those K; with
     ``repeat`` N, N copies of that lake take it one after the other in the same session (the JIT warms up
     over the first few: the later ones are the warm session's time)."""
-    from image.ingest import ingest
+    from image.temporal.ingest import ingest
 
     spark = common.spark_session()[0]
     root = Path(data_dir) / "incremental" / log.name

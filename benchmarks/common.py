@@ -630,11 +630,11 @@ def idle_log(
     n: int, data_dir: str = DEFAULT_DATA_DIR, *, seed: int = 11, segment_bytes: int = KAFKA_SEGMENT_BYTES
 ) -> BenchLog:
     """A real idle cluster's shape: a small generated prefix, then one NoOp batch every 500 ms up to
-    ``n`` records in all, written with :func:`metadata.codec.batch.encode_batch` (cached)."""
+    ``n`` records in all, written with :func:`metadata.log.codec.batch.encode_batch` (cached)."""
     from generator import generate
-    from metadata.codec.batch import encode_batch
-    from metadata.codec.records import encode_metadata_value
-    from metadata.readers import ReadOptions, discover, iter_file_rows
+    from metadata.log.codec.batch import encode_batch
+    from metadata.log.codec.records import encode_metadata_value
+    from metadata.log.readers import ReadOptions, discover, iter_file_rows
 
     params = {
         "format": _LOG_FORMAT,
@@ -719,7 +719,7 @@ def idle_log(
 
 def _committed_log(name: str, kind: str, d: Path, kafka_version: str = "4.1.1") -> BenchLog:
     """A :class:`BenchLog` of a committed log directory (its segments decoded to count the records)."""
-    from metadata.readers import ReadOptions, discover, iter_file_rows
+    from metadata.log.readers import ReadOptions, discover, iter_file_rows
 
     segs = [f for f in discover(d) if f.kind.value == "segment"]
     rows = [row for f in segs for _, row in iter_file_rows(f, [], ReadOptions())]
@@ -775,8 +775,8 @@ def bench_logs(
 
 
 def spark_session():
-    """The project's SparkSession (``metadata.spark.get_spark``) and its JVM's pid."""
-    from metadata.spark import get_spark
+    """The project's SparkSession (``metadata.lake.spark.get_spark``) and its JVM's pid."""
+    from metadata.lake.spark import get_spark
 
     spark = get_spark()
     try:

@@ -41,7 +41,7 @@ STEPS = ("lease", "recovered", "write", "written", "committed")
 
 
 def _problems(report) -> list[str]:
-    """Every problem a :func:`~metadata.check.check_lake` report lists, as ``check: problem``."""
+    """Every problem a :func:`~metadata.lake.check.check_lake` report lists, as ``check: problem``."""
     return [f"{c.name}: {p}" for c in report.checks for p in c.problems]
 
 
@@ -149,11 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             progress(f"round {n}: failures {failed}")
 
-    import image.lake_check  # noqa: F401 — registers the temporal image's check
-    from image.ingest import ingest
-    from metadata.check import check_lake, lake_differences
-    from metadata.lake import Lake
-    from metadata.lake_files import LakeFiles
+    import image.temporal.lake_check  # noqa: F401 — registers the temporal image's check
+    from image.temporal.ingest import ingest
+    from metadata.lake.check import check_lake, lake_differences
+    from metadata.lake.files import LakeFiles
+    from metadata.lake.protocol import Lake
 
     reference = str(Path(a.data_dir) / "lakes" / f"stress-{log.name}-reference")
     shutil.rmtree(reference, ignore_errors=True)

@@ -121,7 +121,7 @@ def handles_errors(fn: F) -> F:
 
 def _one_line(exc: Exception) -> str:
     if type(exc).__module__.startswith(("py4j", "pyspark", "delta")):  # a damaged lake: which table or file, what to do
-        from metadata.lake import explain
+        from metadata.lake.protocol import explain
 
         if (line := explain(exc)) is not None:
             return line
@@ -160,37 +160,37 @@ def spark():
     import logging
 
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)  # errors are printed once, below
-    from metadata.spark import get_spark
+    from metadata.lake.spark import get_spark
 
     return get_spark(_state["master"])
 
 
 def writes_on_spark(location: str, engine: str = "auto") -> bool:
     """Whether a command writing or checking the lake at ``location`` runs on Spark
-    (:func:`metadata.lake_state.choose_engine`)."""
-    from metadata.lake_state import choose_engine
+    (:func:`metadata.lake.state.choose_engine`)."""
+    from metadata.lake.state import choose_engine
 
     return choose_engine(location, engine, _state["master"]) == "spark"
 
 
 def lake(location: str, engine: str = "auto"):
     """The lake at ``location`` for a command that writes or checks it: in process, or on Spark."""
-    from metadata.lake import Lake
+    from metadata.lake.protocol import Lake
 
     return Lake(location, spark() if writes_on_spark(location, engine) else None)
 
 
 def source(lake_location: str | None, log: Path | None, kafka_version: str | None = None, skip_unknown: bool = False):
-    """Where a read command's answers come from (:func:`image.sources.open_source`), replayed under the rules of
-    Kafka ``kafka_version``; ``skip_unknown``: the ``--skip-unknown`` of a ``--log`` read."""
-    from image.sources import choose_reader, open_source
+    """Where a read command's answers come from (:func:`image.temporal.sources.open_source`), replayed under the
+    rules of Kafka ``kafka_version``; ``skip_unknown``: the ``--skip-unknown`` of a ``--log`` read."""
+    from image.temporal.sources import choose_reader, open_source
 
     if skip_unknown and log is None:
         raise ValueError("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
     if reader == "arrow":  # read in process
-        from metadata.lake_state import refuse_pandas
+        from metadata.lake.state import refuse_pandas
 
         refuse_pandas()
     return open_source(

@@ -26,9 +26,9 @@ from cli.app import (
 )
 
 if TYPE_CHECKING:
-    from image.health import Timeline
-    from image.history import History
-    from image.version_rows import Window
+    from image.temporal.version_rows import Window
+    from image.views.health import Timeline
+    from image.views.history import History
 
 history_app = typer.Typer(
     no_args_is_help=True, help="Every state of one partition, topic or broker in a window, and what changed."
@@ -53,8 +53,8 @@ def duration_ms(text: str) -> int:
 
 
 def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
-    from image.times import parse_time
-    from image.version_rows import Window
+    from image.temporal.times import parse_time
+    from image.temporal.version_rows import Window
 
     return Window(
         from_offset=from_offset,
@@ -99,8 +99,8 @@ def history_partition(
     as_json: JsonOpt = False,
 ) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
-    from image.history import partition_history
-    from image.version_rows import Selection, load
+    from image.temporal.version_rows import Selection, load
+    from image.views.history import partition_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
@@ -125,8 +125,8 @@ def history_topic(
     as_json: JsonOpt = False,
 ) -> None:
     """Every state of one topic name: created, partitions added, configs set / deleted, deleted, re-created."""
-    from image.history import topic_history
-    from image.version_rows import Selection, load
+    from image.temporal.version_rows import Selection, load
+    from image.views.history import topic_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
@@ -151,8 +151,8 @@ def history_broker(
     as_json: JsonOpt = False,
 ) -> None:
     """Every state of one broker: registered, fenced / unfenced, controlled shutdown, unregistered."""
-    from image.history import broker_history
-    from image.version_rows import Selection, load
+    from image.temporal.version_rows import Selection, load
+    from image.views.history import broker_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
@@ -213,8 +213,8 @@ def timeline_command(
 ) -> None:
     """Cluster health over a window: offline, under-replicated, under-min-ISR partitions, fenced brokers,
     leaders per broker, elections, ISR changes (default: one point per change)."""
-    from image.timeline import points_at_changes, points_by_count, points_every, timeline
-    from image.version_rows import Selection, load
+    from image.temporal.version_rows import Selection, load
+    from image.views.timeline import points_at_changes, points_by_count, points_every, timeline
 
     if points is not None and every is not None:
         raise ValueError("give --points or --every, not both")
@@ -296,8 +296,8 @@ def report_command(
 ) -> None:
     """A self-contained HTML incident report for a window: timeline plots, biggest events, leaders per
     broker before / after, and the diff of the images at its ends (opens offline)."""
-    from image.report import incident_report, render_html, report_points
-    from image.version_rows import Selection, image_diff, load
+    from image.temporal.version_rows import Selection, image_diff, load
+    from image.views.report import incident_report, render_html, report_points
 
     store = source(lake_location, log, kafka_version, skip_unknown)
     window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())

@@ -29,7 +29,7 @@ from cli.app import (
 )
 
 if TYPE_CHECKING:
-    from image.temporal import TemporalSource
+    from image.temporal.reads import TemporalSource
 
 AtOffset = Annotated[int | None, typer.Option("--at-offset", help="Image after this offset (default: the latest).")]
 AtTime = Annotated[
@@ -72,8 +72,8 @@ def _image(
     """The image JSON at ``offset`` / ``at_time`` (default: the end of the log) by ``engine`` (default:
     temporal for a lake, reference for a log read in process). Records a lenient replay skipped are listed
     on stderr; a strict one fails on the first."""
-    from image.sources import reference_image
-    from image.temporal import MemorySource, image_at, resolve_offset
+    from image.temporal.reads import MemorySource, image_at, resolve_offset
+    from image.temporal.sources import reference_image
 
     target = resolve_offset(store, offset, at_time)
     if engine is Engine.reference or (engine is None and isinstance(store, MemorySource)):
@@ -107,7 +107,7 @@ def replay(
     """The image at an offset or time: summary, or the whole image as JSON."""
     doc = _image(source(lake_location, log, kafka_version, skip_unknown), at_offset, at_time, engine, lenient)
     if save is not None:
-        from image.frames import ImageFrames
+        from image.temporal.spark.frames import ImageFrames
 
         ImageFrames.from_json(spark(), doc).save(str(save))
         err.print(f"saved image to {save}", highlight=False)
@@ -115,7 +115,7 @@ def replay(
         print_json(doc)
         return
     from cli import render
-    from image.summary import image_summary  # pydantic: only for the summary a person reads
+    from image.views.summary import image_summary  # pydantic: only for the summary a person reads
 
     out.print(render.image_summary(image_summary(doc), shown_rows(limit, show_all)))
 
@@ -159,7 +159,7 @@ def show(
 
 def _side(store: TemporalSource, offset: int | None, at_time: str | None, which: str, required: bool) -> int:
     """One end of ``diff``: an offset or a time; the end of the log if neither and not ``required``."""
-    from image.temporal import resolve_offset
+    from image.temporal.reads import resolve_offset
 
     if offset is not None and at_time is not None:
         raise ValueError(f"give --{which}-offset or --{which}-time, not both")
@@ -186,11 +186,12 @@ def diff_command(
     as_json: JsonOpt = False,
 ) -> None:
     """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
-    from image.diff import diff_json, diff_rows
+    from image.diff import diff_rows
+    from image.temporal.diff import diff_json
 
     if from_image is not None or to_image is not None:
-        from image.frames import ImageFrames
         from image.parts import json_rows
+        from image.temporal.spark.frames import ImageFrames
 
         if from_image is None or to_image is None:
             raise ValueError("give both --from-image and --to-image")

@@ -15,7 +15,7 @@ import typer
 from cli.app import EngineOpt, JsonOpt, LakeOpt, WaitOpt, app, err, handles_errors, lake, out, print_json
 
 if TYPE_CHECKING:
-    from metadata.ingest import IngestReport
+    from metadata.lake.ingest import IngestReport
 
 
 @app.command()
@@ -35,8 +35,8 @@ def check(
     contiguous, typed tables consistent with records, snapshots whole, records kept raw by --skip-unknown listed,
     the temporal image's version chains sound and equal to a replay at the log's start, middle and end. Exit
     code 1 if anything is wrong."""
-    import image.lake_check  # noqa: F401 — registers the temporal image's check
-    from metadata.check import check_lake
+    import image.temporal.lake_check  # noqa: F401 — registers the temporal image's check
+    from metadata.lake.check import check_lake
 
     report = check_lake(lake(lake_location, engine), only)
     if as_json:
@@ -70,7 +70,7 @@ def optimize(
     """Compact the lake's tables (Delta OPTIMIZE) as one commit; readers of earlier versions are unaffected."""
     target = lake(lake_location, engine)
     before = target.state()
-    from image.build import COMPACTORS
+    from image.temporal.build import COMPACTORS
 
     state = target.optimize(tables or None, wait=wait, compactors=COMPACTORS)
     changed = {n: (before.versions.get(n), v) for n, v in state.versions.items() if before.versions.get(n) != v}
@@ -117,8 +117,8 @@ def _round_line(n: int, report: IngestReport | None, error: Exception | None) ->
 def follow_ingest(paths: list[str], location: str, interval: float, as_json: bool, **options: Any) -> None:
     """``ingest --follow``: a round every ``interval`` seconds, one line each, until SIGINT/SIGTERM; the first
     signal lets the current round finish, a second abandons it (nothing of it becomes visible)."""
-    from image.build import COMPACTORS, maintain_versions
-    from metadata.ingest import follow
+    from image.temporal.build import COMPACTORS, maintain_versions
+    from metadata.lake.ingest import follow
 
     stop = threading.Event()
 

@@ -58,16 +58,16 @@ def ingest(
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent): in process for a
     lake on a local path whose input fits one machine, else on Spark."""
     from cli.lake_commands import follow_ingest, waiting
-    from image.ingest import ingest as run
     from image.release import rules_for
-    from metadata.readers import ReadOptions
+    from image.temporal.ingest import ingest as run
+    from metadata.log.readers import ReadOptions
 
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
     release = None if kafka_version is None else rules_for(kafka_version).release
     session = spark() if writes_on_spark(lake_location, engine) else None
     engine = "spark" if session is not None else engine
     if session is None:  # (an input beyond the threshold starts Spark all the same, and then pandas loads)
-        from metadata.lake_state import refuse_pandas
+        from metadata.lake.state import refuse_pandas
 
         refuse_pandas()
     if follow:
@@ -156,7 +156,7 @@ def dump(
     if snapshot is None:
         rows = read.dump(from_offset, to_offset, types or (), control)
     else:
-        from image.temporal import snapshot_dump
+        from image.temporal.reads import snapshot_dump
 
         rows = snapshot_dump(read, _snapshot_id(snapshot), from_offset, to_offset, types or (), control)
     if as_json:
@@ -170,8 +170,8 @@ def dump(
 
 def _snapshot_id(text: str) -> tuple[int, int]:
     """(end offset, epoch) of a snapshot named as ``dump --snapshot`` takes it."""
-    from metadata.log import BOOTSTRAP_CHECKPOINT_ID
-    from metadata.readers import BOOTSTRAP_NAME
+    from metadata.log.readers import BOOTSTRAP_NAME
+    from metadata.log.records import BOOTSTRAP_CHECKPOINT_ID
 
     if text == BOOTSTRAP_NAME:
         return BOOTSTRAP_CHECKPOINT_ID

@@ -1,5 +1,5 @@
 """Human output of the commands: rich renderables built from the documents the library returns —
-the image JSON and its :class:`~image.summary.ImageSummary`, the diff JSON, the changes JSON, the
+the image JSON and its :class:`~image.views.summary.ImageSummary`, the diff JSON, the changes JSON, the
 apply plan's action rows, the ZooKeeper-era request documents, and pydantic models such as
 ``LogInfo``, ``DumpRecord`` and ``IngestReport``.
 
@@ -22,13 +22,13 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from image import times
 from image.diff_keys import CHANGES, DIFF_KEYS
+from image.temporal import times
 
 if TYPE_CHECKING:
-    from image.summary import ImageSummary
-    from metadata.ingest import IngestReport
-    from metadata.log_summary import DumpRecord, LogInfo
+    from image.views.summary import ImageSummary
+    from metadata.lake.ingest import IngestReport
+    from metadata.log.summary import DumpRecord, LogInfo
 
 T = TypeVar("T")
 

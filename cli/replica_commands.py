@@ -30,8 +30,8 @@ from cli.app import (
 )
 
 if TYPE_CHECKING:
-    from image.spark.source import SparkSource
-    from image.temporal import TemporalSource
+    from image.temporal.reads import TemporalSource
+    from image.temporal.spark.source import SparkSource
     from replica.spark_changes import DeltaFrames
 
 FromOffset = Annotated[int | None, typer.Option(help="Delta start A: the image after this offset (-1 = empty).")]
@@ -57,13 +57,13 @@ def _window(
 
 def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
     """The Spark source of the lake (the one read already, or the same lake read on Spark)."""
-    from image.spark.source import SparkSource
+    from image.temporal.spark.source import SparkSource
 
     if isinstance(store, SparkSource):
         return store
     if lake_location is None:
         raise ValueError("the spark engine reads a lake: give --lake")
-    from metadata.lake import Lake
+    from metadata.lake.protocol import Lake
 
     return SparkSource(Lake(lake_location, spark()))
 
@@ -73,9 +73,9 @@ def _spark_engine(store: TemporalSource, save: Path | None) -> bool:
     otherwise the reference engine computes it in process (and pyspark is not imported to find out)."""
     if save is not None:
         return True
-    if "image.spark.source" not in sys.modules:  # nothing was read on Spark
+    if "image.temporal.spark.source" not in sys.modules:  # nothing was read on Spark
         return False
-    from image.spark.source import SparkSource
+    from image.temporal.spark.source import SparkSource
 
     return isinstance(store, SparkSource)
 
@@ -170,7 +170,7 @@ def apply_command(
         "share_coordinator": share_coordinator,
     }
     if _spark_engine(store, save):
-        from replica.apply_plan import apply_plan, plan_rows
+        from replica.spark_plan import apply_plan, plan_rows
 
         actions = apply_plan(_delta(store, lake_location, a, b), brokers=[broker], **options)
         if save is not None:

@@ -36,7 +36,7 @@ def shell(
     from image.node.java import JavaException
     from image.node.releases import shell_release
     from image.release import rules_for
-    from image.temporal import resolve_offset
+    from image.temporal.reads import resolve_offset
 
     kafka_file = log is not None and Path(log).is_file() and at_offset is None and at_time is None
     if kafka_file:

@@ -12,7 +12,7 @@ from generator.simulator import CONTROLLER_IDS, Simulator
 from generator.snapshot import write_snapshot
 from generator.state import METADATA_TOPIC_ID, ClusterState
 from generator.writer import LogWriter, RecordSink
-from metadata.codec.compression import CODECS
+from metadata.log.codec.compression import CODECS
 
 LOG_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1 << 20

@@ -13,8 +13,8 @@ import os
 from typing import Any
 
 from generator.state import TOPIC_RESOURCE, ClusterState
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import encode_control_record, encode_metadata_value
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.records import encode_control_record, encode_metadata_value
 
 SNAPSHOT_WRITE_CHUNK = 1024  # SnapshotEmitter DEFAULT_BATCH_SIZE
 MAX_BATCH_BYTES = 8 * 1024 * 1024

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from image.partition import all_migrating
 from image.uuids import MIGRATING, UNASSIGNED, uuid_sort_key
-from metadata.codec.primitives import uuid_to_str
+from metadata.log.codec.primitives import uuid_to_str
 
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 

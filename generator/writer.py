@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from image.loader import DeltaEnds
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import encode_control_record, encode_metadata_value
-from metadata.log import LogRecord
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.records import encode_control_record, encode_metadata_value
+from metadata.log.records import LogRecord
 
 LINGER_MS = 25
 MAX_RECORDS_PER_BATCH = 10_000  # QuorumController.MAX_RECORDS_PER_BATCH: records per append of an operation

@@ -18,8 +18,8 @@ from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
 from image.scram import ScramDelta
 from image.topics import TopicsDelta
-from metadata.log import LogRecord
-from metadata.schema.releases import record_description
+from metadata.log.records import LogRecord
+from metadata.log.schema.releases import record_description
 
 
 def undecoded_detail(record: LogRecord) -> str:

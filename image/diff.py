@@ -1,6 +1,6 @@
 """Diff of two images (``diff --json``), in process: what was added, removed and changed per part.
 
-Every part is matched on its key (``metadata.version_tables.PART_KEYS``): a row only before is
+Every part is matched on its key (``metadata.lake.version_tables.PART_KEYS``): a row only before is
 *removed*, only after is *added*, in both with some value column different is *changed* (the changed
 fields with their values before and after). Keys: topics by id (a rename is a change of ``name``; a
 re-created name is a removal plus an addition), partitions by (topicId, partitionId) with the topic name
@@ -10,8 +10,7 @@ key), ACLs by id, SCRAM by (mechanism, name), delegation tokens by id. Nested ``
 ``features`` lists compare as sets (the rows keep them sorted by name); every other list in order.
 
 From the temporal image only the versions that change between the two offsets are read
-(:func:`diff_json`): a key whose version holds at both offsets did not change. The Spark engine's diff
-(:mod:`image.spark.diff`) gives the same document for images too large for one process.
+(:func:`diff_json`): a key whose version holds at both offsets did not change.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ from typing import Any
 
 from image.diff_keys import CHANGES, DIFF_KEYS
 from image.parts import JSON_PARTS, Row, assemble, row_key
-from image.temporal import TemporalSource, provenance_at
-from metadata.version_tables import PART_COLUMNS
+from metadata.lake.version_tables import PART_COLUMNS
 
 
 def _sort_value(value: Any) -> Any:
@@ -79,28 +77,3 @@ def diff_rows(
         doc["summary"][part] = {c: len(entries) for c, entries in grouped.items()}
         doc[part] = {c: [e for _, e in sorted(entries, key=lambda ke: ke[0])] for c, entries in grouped.items()}
     return doc
-
-
-def diff_json(source: TemporalSource, from_offset: int, to_offset: int) -> dict[str, Any]:
-    """The diff of the images at two offsets from the temporal image: only versions that begin or end
-    between them are read."""
-    lo, hi = min(from_offset, to_offset), max(from_offset, to_offset)
-    before: dict[str, list[Row]] = {}
-    after: dict[str, list[Row]] = {}
-    for part in JSON_PARTS:
-        at_lo = source.versions(part, (lo, lo)).to_pylist(maps_as_pydicts="strict")
-        at_hi = source.versions(part, (hi, hi)).to_pylist(maps_as_pydicts="strict")
-        ending = [r for r in at_lo if r["to_offset"] is not None and r["to_offset"] <= hi]
-        starting = [r for r in at_hi if r["from_offset"] > lo]
-        if part in ("features", "producerIds"):  # always present: compare whole (a few rows)
-            ending, starting = at_lo, at_hi
-        before[part], after[part] = (ending, starting) if from_offset <= to_offset else (starting, ending)
-    provenance = {}
-    for side, offset in (("from", from_offset), ("to", to_offset)):
-        p = provenance_at(source, offset)
-        provenance[side] = {
-            "offset": p.last_contained_offset,
-            "epoch": p.last_contained_epoch,
-            "timestamp": p.last_contained_log_time_ms,
-        }
-    return diff_rows(before, after, provenance["from"], provenance["to"])

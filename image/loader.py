@@ -30,7 +30,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage, empty_image
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 
 BEGIN_TRANSACTION = "BEGIN_TRANSACTION_RECORD"
 END_TRANSACTION = "END_TRANSACTION_RECORD"

@@ -2,7 +2,7 @@
 
 This is the one place that turns image objects into the rows of the image JSON (``image/README.md``),
 turns such rows back into image objects, and assembles rows into the JSON document. The reference
-engine (``MetadataImage.to_json``), the temporal image (every key's versions, :mod:`image.versions`)
+engine (``MetadataImage.to_json``), the temporal image (every key's versions, :mod:`image.temporal.versions`)
 and every read path share it, so an image has one JSON form whichever way it was computed.
 
 ``topicNames`` is a hidden part: Kafka's ``TopicsImage.topicsByName`` index (name → topic id). It
@@ -24,7 +24,7 @@ from image.delegation_tokens import DelegationTokenData
 from image.partition import PartitionRegistration
 from image.scram import SCRAM_MECHANISMS, ScramCredentialData
 from image.topics import TopicImage
-from metadata.version_tables import PART_COLUMNS, PART_KEYS
+from metadata.lake.version_tables import PART_COLUMNS, PART_KEYS
 
 Row = dict[str, Any]
 
@@ -100,7 +100,7 @@ def topic_name_row(name: str, topic_id: str) -> Row:
 
 def assemble(rows: Mapping[str, Iterable[Row]], offset: int, epoch: int, timestamp: int) -> dict[str, Any]:
     """The image JSON from rows (any order, any extra columns) and provenance: every row's fields in
-    the order of :data:`~metadata.version_tables.PART_COLUMNS`, every list in its documented order,
+    the order of :data:`~metadata.lake.version_tables.PART_COLUMNS`, every list in its documented order,
     nested ``endPoints`` / ``features`` by name, ``features`` as a name → level map sorted by name."""
     doc: dict[str, Any] = {"offset": offset, "epoch": epoch, "timestamp": timestamp}
     for part in JSON_PARTS:

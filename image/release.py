@@ -6,8 +6,8 @@ part delta of the reference engine takes the rules of its :class:`~image.delta.M
 follows the newest release line by default (:data:`NEWEST`); ``--kafka-version X.Y`` selects another
 (:func:`rules_for`). The facts that come from Kafka's own classes of each release — the record versions it
 decodes, its metadata.version levels, the config names its ``DefaultSupportedConfigChecker`` accepts — are
-generated into ``metadata/schema/releases.json`` by ``python -m metadata.schema.update``
-(:mod:`metadata.schema.releases`); the rules that are code (a changed ``replay``) are the flags below, each
+generated into ``metadata/log/schema/releases.json`` by ``python -m metadata.log.schema.update``
+(:mod:`metadata.log.schema.releases`); the rules that are code (a changed ``replay``) are the flags below, each
 naming the Kafka change that made it.
 """
 
@@ -17,9 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from metadata.lake_state import LakeError, LakeState
-from metadata.schema import metadata_specs
-from metadata.schema.releases import KafkaRelease, SupportedConfigs, kafka_releases
+from metadata.log.schema import metadata_specs
+from metadata.log.schema.releases import KafkaRelease, SupportedConfigs, kafka_releases
 
 RELEASES: tuple[str, ...] = tuple(r.line for r in kafka_releases())
 """The Kafka release lines whose replay kraft-replay follows, oldest first (those of ``releases.json``)."""
@@ -122,14 +121,3 @@ def _rules(release: str) -> ReplayRules:
 
 NEWEST: ReplayRules = rules_for()
 """The rules of the newest supported release line: the default everywhere."""
-
-
-def lake_rules(state: LakeState) -> ReplayRules:
-    """The rules a lake's temporal image follows: its ingests' ``--kafka-version``. A lake written before
-    kraft-replay recorded one (its temporal image has no cordoned directories either) is a LakeError."""
-    if state.kafka_version is None:
-        raise LakeError(
-            "this lake was written by an earlier kraft-replay, before it followed each Kafka release's replay rules: "
-            "ingest the log into a new lake"
-        )
-    return rules_for(state.kafka_version)

@@ -9,10 +9,10 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.loader import DeltaCollector, MetadataLoader
 from image.release import NEWEST, ReplayRules
-from metadata.log import LogRecord, Snapshot
+from metadata.log.records import LogRecord, Snapshot
 
 SnapshotSource = Snapshot
-"""A snapshot to start from (:class:`metadata.log.Snapshot`)."""
+"""A snapshot to start from (:class:`metadata.log.records.Snapshot`)."""
 
 
 SnapshotArg = SnapshotSource | tuple[Iterable[LogRecord], int, int] | tuple[Iterable[LogRecord], int, int, int]

@@ -10,9 +10,9 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.parts import Row
 from image.replay import delta_between
-from image.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
-from image.temporal import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
-from metadata.log import LogRecord, Snapshot
+from image.temporal.reads import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
+from image.temporal.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
+from metadata.log.records import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
 
 
@@ -72,7 +72,7 @@ def opening_snapshot(
 def topic_scope(records: Iterable[LogRecord], rows: Mapping[str, Iterable[Row]]) -> set[str] | None:
     """The topic ids whose partitions a replay of ``records`` (from an image with these ``topics`` and
     ``topicNames`` rows) can read or write — the topics the records name, joined through every (id, name)
-    pair of the records and of the image, as :mod:`image.sharding` couples keys; None when a record reaches
+    pair of the records and of the image, as :mod:`image.temporal.sharding` couples keys; None when a record reaches
     every topic (a ClearElrRecord without a topic name)."""
     records = list(records)
     seeds = set()
@@ -133,7 +133,7 @@ def reference_delta(
 
 def delta_frames(source: Any, from_offset: int, to_offset: int) -> Any:
     """The delta (A, B] on Spark: both images as DataFrames from the temporal image, and the typed tables
-    (``source``: an :class:`image.spark.source.SparkSource`)."""
+    (``source``: an :class:`image.temporal.spark.source.SparkSource`)."""
     from replica.spark_changes import DeltaFrames
 
     snapshot = opening_snapshot(source, from_offset, to_offset)

@@ -24,7 +24,7 @@ from image.partition import PartitionRegistration
 from image.release import NEWEST, ReplayRules
 from image.replay import SnapshotArg, delta_between
 from image.topics import TopicDelta, TopicsDelta
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 
 
 class TopicPartition(NamedTuple):

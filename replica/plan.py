@@ -1,6 +1,6 @@
 """What each broker's ReplicaManager does with a delta: ``applyDelta`` and the coordinator hooks of
 ``BrokerMetadataPublisher`` (docs/local-changes.md), in process on the reference engine's objects
-(:func:`apply_plan_rows`); :mod:`replica.apply_plan` computes the same rows for every broker on Spark.
+(:func:`apply_plan_rows`); :mod:`replica.spark_plan` computes the same rows for every broker on Spark.
 
 One row per action (:data:`ACTION_FIELDS`), per broker, numbered (``step``) in the order the broker
 performs them:

@@ -33,13 +33,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from image.frames import ImageFrames
+from image.temporal.spark.frames import ImageFrames
+from image.temporal.versions import COMMITTED
 from image.uuids import MIGRATING
-from image.versions import COMMITTED
-from metadata.version_tables import PROVENANCE
+from metadata.lake.version_tables import PROVENANCE
 
 TableSource = Callable[[str], DataFrame]
-"""Typed lake table by name (e.g. ``metadata.lake.Lake(...).table``)."""
+"""Typed lake table by name (e.g. ``metadata.lake.protocol.Lake(...).table``)."""
 
 DELETE, LEADER, FOLLOWER, DIRECTORY = "delete", "leader", "follower", "directory"
 

@@ -21,7 +21,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run (Delta-enabled)."""
-    from metadata.spark import get_spark
+    from metadata.lake.spark import get_spark
 
     session = get_spark("local[2]", shuffle_partitions=2)
     yield session
@@ -32,8 +32,8 @@ def spark():
 def sample_lake(tmp_path_factory):
     """The lake of one ingest (in process) of the data sample and that ingest's report, shared by the test
     modules that only read it (a re-ingest of the same sample, which adds nothing, is allowed)."""
-    from image.ingest import ingest
-    from metadata.lake import Lake
+    from image.temporal.ingest import ingest
+    from metadata.lake.protocol import Lake
 
     location = str(tmp_path_factory.mktemp("lake") / "sample")
     report = ingest([str(SAMPLE)], location, engine="local", progress=False)
@@ -44,7 +44,7 @@ def sample_lake(tmp_path_factory):
 def first_segment_lake(tmp_path_factory) -> Path:
     """The directory of a lake of the sample's first segment (one ingest in process); tests copy it before
     changing it."""
-    from image.ingest import ingest
+    from image.temporal.ingest import ingest
 
     location = tmp_path_factory.mktemp("first-segment") / "lake"
     ingest([str(min((SAMPLE / "__cluster_metadata-0").glob("*.log")))], str(location), engine="local", progress=False)
@@ -56,7 +56,7 @@ def shared_lake(tmp_path_factory):
     """``shared_lake(name, write)``: the lake (with its temporal image, ingested in process) of the log directory
     ``write(root)`` writes under a fresh directory and returns, built once per test run for the test modules that
     only read it; returns (lake, log directory)."""
-    from metadata.lake import Lake
+    from metadata.lake.protocol import Lake
     from tests.lakes import make_lake
 
     built: dict[str, tuple[Lake, Path]] = {}

@@ -6,10 +6,10 @@ the real-Kafka fixtures' segments and checkpoints, and of small logs generated w
 compressions) or a batch's lines from a fixture's ``kafka-dump-log`` text, applies one mutator
 (:data:`BINARY_MUTATORS`, :data:`TEXT_MUTATORS`), writes the file (the mutated batch between
 unchanged neighbours; a snapshot whole), and decodes it through both paths the readers serve: rows
-with dict payloads (:func:`~metadata.readers.iter_file_rows`, what ``read_log`` uses) and Arrow
-batches (:func:`~metadata.columns.decode_to_arrow`, what ingest's tasks use); a segment also in the
+with dict payloads (:func:`~metadata.log.readers.iter_file_rows`, what ``read_log`` uses) and Arrow
+batches (:func:`~metadata.log.columns.decode_to_arrow`, what ingest's tasks use); a segment also in the
 byte ranges ingest would cut it into. Acceptable outcomes: decoded (maybe with reported issues) or one
-:class:`~metadata.errors.DecodeError` naming the file (and, for binary files, the byte position), the
+:class:`~metadata.log.errors.DecodeError` naming the file (and, for binary files, the byte position), the
 same from both paths. Anything else is a :class:`Failure`.
 """
 
@@ -27,14 +27,13 @@ from pathlib import Path
 import cramjam
 from crc32c import crc32c
 
-from metadata.codec.batch import HEADER, HEADER_SIZE, Record, encode_records, iter_records
-from metadata.codec.compression import CODECS, compress, decompress
-from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint
-from metadata.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
-from metadata.columns import decode_to_arrow
-from metadata.errors import DecodeError
-from metadata.log import BOOTSTRAP_CHECKPOINT_ID
-from metadata.readers import (
+from metadata.log.codec.batch import HEADER, HEADER_SIZE, Record, encode_records, iter_records
+from metadata.log.codec.compression import CODECS, compress, decompress
+from metadata.log.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint
+from metadata.log.codec.records import decode_control_record, decode_metadata_value, encode_metadata_value
+from metadata.log.columns import decode_to_arrow
+from metadata.log.errors import DecodeError
+from metadata.log.readers import (
     NOOP_VALUE,
     InputFile,
     InputKind,
@@ -44,6 +43,7 @@ from metadata.readers import (
     iter_file_rows,
     plan_ranges,
 )
+from metadata.log.records import BOOTSTRAP_CHECKPOINT_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA = ROOT / "tests" / "fixtures" / "kafka"
@@ -592,7 +592,7 @@ def _bombs() -> dict[str, bytes]:
 
 def _lz4_hc(descriptor: bytes) -> int:
     """The LZ4 frame header checksum byte of a frame descriptor."""
-    from metadata.codec.compression import xxhash32
+    from metadata.log.codec.compression import xxhash32
 
     return xxhash32(descriptor) >> 8 & 0xFF
 
@@ -626,7 +626,7 @@ def _valid_bombs() -> dict[str, bytes]:
     """zstd batches that decode and are as large as may be (just under the decompressed-size limit):
     the memory of the worst valid batch. One of NoOp records (the most records), one of a single
     RegisterBrokerRecord with millions of 7-byte endpoints (the most Python objects per byte)."""
-    from metadata.codec.compression import MAX_BATCH_DECOMPRESSED_BYTES
+    from metadata.log.codec.compression import MAX_BATCH_DECOMPRESSED_BYTES
 
     limit = MAX_BATCH_DECOMPRESSED_BYTES
     records = bytearray()

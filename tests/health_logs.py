@@ -3,7 +3,7 @@ history words and the timeline gauges know (LogBuilder records, one batch per st
 
 from __future__ import annotations
 
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 from tests.logbuilder import (
     LogBuilder,
     abort,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from image.ingest import ingest
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import encode_control_record, encode_metadata_value
-from metadata.lake import Lake
-from metadata.log import LogRecord
-from metadata.schema import spec_by_type_name
+from image.temporal.ingest import ingest
+from metadata.lake.protocol import Lake
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.records import encode_control_record, encode_metadata_value
+from metadata.log.records import LogRecord
+from metadata.log.schema import spec_by_type_name
 from tests.logbuilder import (
     Body,
     LogBuilder,

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from metadata.codec.batch import Record, decode_batch, encode_batch, encode_record_batch
-from metadata.codec.primitives import uvarint
-from metadata.codec.records import encode_metadata_value
-from metadata.log import LogRecord
+from metadata.log.codec.batch import Record, decode_batch, encode_batch, encode_record_batch
+from metadata.log.codec.primitives import uvarint
+from metadata.log.codec.records import encode_metadata_value
+from metadata.log.records import LogRecord
 
 Body = tuple[str, dict[str, Any]]
 VersionedBody = tuple[str, dict[str, Any], int]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from image.image import MetadataImage
 from image.uuids import MIGRATING
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 from tests.logbuilder import (
     Body,
     LogBuilder,

@@ -6,8 +6,8 @@ import base64
 
 from hypothesis import strategies as st
 
-from metadata.codec.primitives import uuid_to_str
-from metadata.schema import FieldSpec, MessageSpec
+from metadata.log.codec.primitives import uuid_to_str
+from metadata.log.schema import FieldSpec, MessageSpec
 
 _INTS = {
     "int8": (-128, 127),

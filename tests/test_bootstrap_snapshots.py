@@ -27,11 +27,11 @@ import cli.main  # noqa: F401 — registers every command
 from cli.app import app
 from image.parts import PART_KEYS
 from image.replay import replay_to
-from image.sources import log_source
-from image.temporal import image_at, resolve_offset
-from metadata.codec.batch import HEADER_SIZE, LOG_OVERHEAD
-from metadata.log import BOOTSTRAP_CHECKPOINT_ID, BOOTSTRAP_SNAPSHOT_ID
-from metadata.readers import METADATA_DIR, discover, read_checkpoints, read_log, read_snapshots
+from image.temporal.reads import image_at, resolve_offset
+from image.temporal.sources import log_source
+from metadata.log.codec.batch import HEADER_SIZE, LOG_OVERHEAD
+from metadata.log.readers import METADATA_DIR, discover, read_checkpoints, read_log, read_snapshots
+from metadata.log.records import BOOTSTRAP_CHECKPOINT_ID, BOOTSTRAP_SNAPSHOT_ID
 from tests.lakes import CRAFTED_SEGMENTS, crafted_log, write_log, write_snapshot
 
 ROOT = Path(__file__).resolve().parent
@@ -259,7 +259,7 @@ class Ingested:
     :data:`SPARK_BUILT`, a lake of it built on Spark."""
 
     def __init__(self, spark, root: Path, name: str) -> None:
-        from image.ingest import ingest
+        from image.temporal.ingest import ingest
 
         self.log = DIRECTORIES[name](root)
         self.lake = str(root / "lake")
@@ -341,8 +341,8 @@ def test_every_read_of_the_lake_gives_what_the_log_gives(ingested, name: str) ->
 @pytest.mark.parametrize("name", SPARK_BUILT)
 def test_the_temporal_image_built_on_spark_equals_the_one_built_on_the_driver(ingested, name: str) -> None:
     """The same tables, row for row, whichever builds the temporal image; ``check`` finds both lakes whole."""
-    from metadata.check import lake_differences
-    from metadata.lake import Lake
+    from metadata.lake.check import lake_differences
+    from metadata.lake.protocol import Lake
 
     case = ingested[name]
     assert case.spark_built is not None
@@ -356,7 +356,7 @@ def test_the_temporal_image_built_on_spark_equals_the_one_built_on_the_driver(in
 def test_the_lake_stores_the_bootstrap_files_as_bootstrap(ingested, spark) -> None:
     """The ``snapshots`` table holds each file under its id with kind ``bootstrap``; an empty snapshot with kind
     ``snapshot``; no ``records`` table where no log record was ingested."""
-    from metadata.lake import Lake
+    from metadata.lake.protocol import Lake
 
     kinds = {}
     for case in ingested.values():

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from cli.main import app as main_app  # noqa: F401 — registers every command
-from image.health import image_gauges
-from image.history import partition_history
 from image.replay import replay_to
-from image.sources import log_source
-from image.version_rows import Selection, Window, load
-from metadata.readers import read_log
+from image.temporal.sources import log_source
+from image.temporal.version_rows import Selection, Window, load
+from image.views.health import image_gauges
+from image.views.history import partition_history
+from metadata.log.readers import read_log
 from tests.test_cli_image import ok_json, run
 
 REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_metadata-0"

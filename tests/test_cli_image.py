@@ -16,12 +16,10 @@ import cli.main  # noqa: F401 — registers every command
 from cli.app import app
 from cli.render import iso_time
 from generator import generate
-from image.ingest import ingest
 from image.replay import replay_to
-from image.summary import image_summary
-from metadata.lake import Lake
-from metadata.log import LogRecord
-from metadata.readers import read_log
+from image.temporal.ingest import ingest
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
 from tests.kafka_logs import kafka_fixture_name
 from tests.test_diff import python_doc as python_diff
 from tests.test_render import EPOCH_MS, more_line, table_rows
@@ -126,16 +124,6 @@ def test_replay_at_time_summary(log):
     assert cell("fenced brokers") == fenced.split(" ")[0]
     for part in ("topics", "partitions", "brokers", "configs"):
         assert cell(part) == str(len(image[part]))
-
-
-def test_summary_on_spark_equals_the_summary_of_the_image_json(spark, log):
-    """The summary of an image's frames on Spark (one job) against :func:`image_summary` of the reference
-    engine's image JSON, at the empty image, the middle and the end."""
-    from image.spark.source import SparkSource
-
-    source = SparkSource(Lake(log.lake, spark))
-    for offset in (-1, log.mid, log.last):
-        assert source.image_frames(offset).summary() == image_summary(log.image(offset)), offset
 
 
 READS = [

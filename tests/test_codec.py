@@ -6,18 +6,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metadata.codec.batch import Record, RecordBatch, decode_batch, encode_batch, encode_record_batch
-from metadata.codec.compression import CODECS, compress, decompress, xxhash32
-from metadata.codec.message import decode_body, encode_body, json_text
-from metadata.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint, varlong
-from metadata.codec.records import (
+from metadata.log.codec.batch import Record, RecordBatch, decode_batch, encode_batch, encode_record_batch
+from metadata.log.codec.compression import CODECS, compress, decompress, xxhash32
+from metadata.log.codec.message import decode_body, encode_body, json_text
+from metadata.log.codec.primitives import read_uvarint, read_varint, read_varlong, uvarint, varint, varlong
+from metadata.log.codec.records import (
     decode_control_record,
     decode_metadata_value,
     encode_control_record,
     encode_metadata_value,
 )
-from metadata.errors import CorruptBatchError, DecodeError, UnknownRecordError
-from metadata.schema import control_specs, metadata_specs, spec_by_type_name
+from metadata.log.errors import CorruptBatchError, DecodeError, UnknownRecordError
+from metadata.log.schema import control_specs, metadata_specs, spec_by_type_name
 from tests.recordgen import body
 
 SPEC_VERSIONS = [
@@ -305,7 +305,7 @@ def test_crc32c_is_the_packaged_c_function_loaded_without_the_package_init():
 
     import crc32c as packaged
 
-    from metadata.codec.crc import crc32c
+    from metadata.log.codec.crc import crc32c
 
     assert crc32c(b"123456789") == 0xE3069283
     for n in (0, 1, 7, 61, 4096, 65537):
@@ -313,7 +313,7 @@ def test_crc32c_is_the_packaged_c_function_loaded_without_the_package_init():
         assert crc32c(data) == packaged.crc32c(data)
         assert crc32c(memoryview(data)) == packaged.crc32c(data)
     code = (
-        "import sys; from metadata.codec.crc import crc32c; "
+        "import sys; from metadata.log.codec.crc import crc32c; "
         "print(sorted({'crc32c', 'importlib.metadata', 'argparse'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -17,8 +17,8 @@ import pytest
 
 from generator import generate
 from image.replay import replay_to
-from metadata.lake import Lake
-from metadata.readers import read_log
+from metadata.lake.protocol import Lake
+from metadata.log.readers import read_log
 from tests import background
 
 pytestmark = [pytest.mark.spark, pytest.mark.background]
@@ -30,10 +30,10 @@ import json, sys
 from pathlib import Path
 from typer.testing import CliRunner
 from cli.main import app
-from image.ingest import ingest
-from metadata.ingest import ingest as ingest_records
-from metadata.lake import Lake, LakeTransaction
-from metadata.spark import get_spark, is_connect
+from image.temporal.ingest import ingest
+from metadata.lake.ingest import ingest as ingest_records
+from metadata.lake.protocol import Lake, LakeTransaction
+from metadata.lake.spark import get_spark, is_connect
 
 log_dir, lake, torn, mid, late = sys.argv[1:6]
 runner = CliRunner()

@@ -12,11 +12,11 @@ import pyarrow.compute as pc
 import pytest
 from crc32c import crc32c
 
-from metadata import readers
-from metadata.codec.batch import HEADER_SIZE, crc32c_rows, encode_batch
-from metadata.codec.records import encode_metadata_value
-from metadata.columns import DECODED_SCHEMA, decode_to_arrow
-from metadata.readers import InputFile, InputKind, NoOpRun, ReadOptions, iter_segment_items
+from metadata.log import readers
+from metadata.log.codec.batch import HEADER_SIZE, crc32c_rows, encode_batch
+from metadata.log.codec.records import encode_metadata_value
+from metadata.log.columns import DECODED_SCHEMA, decode_to_arrow
+from metadata.log.readers import InputFile, InputKind, NoOpRun, ReadOptions, iter_segment_items
 
 NOOP = readers.NOOP_VALUE
 TOPIC = encode_metadata_value("TOPIC_RECORD", 0, {"name": 't\u00e9"x', "topicId": "f62ptyETTjet8SL5ZeREiw"})
@@ -142,8 +142,8 @@ def test_snapshot_starting_with_a_noop_run_is_rejected_at_its_first_batch(tmp_pa
 
 
 def test_repeated_and_unknown_tags_give_the_dicts_json():
-    from metadata.codec.message import json_text
-    from metadata.codec.records import decode_metadata_value
+    from metadata.log.codec.message import json_text
+    from metadata.log.codec.records import decode_metadata_value
 
     raw = encode_metadata_value("PARTITION_CHANGE_RECORD", 0, {"partitionId": 1, "topicId": "f62ptyETTjet8SL5ZeREiw"})
 
@@ -163,7 +163,7 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
     task (a retried Spark task) leaves the same files, not twice the rows."""
     import pyarrow.dataset as ds
 
-    from metadata import staging
+    from metadata.lake import staging
 
     monkeypatch.setattr(staging, "ROW_GROUP", 50)  # several chunks and row groups per type
     segment = Path(__file__).resolve().parent.parent / "data" / "sample" / "__cluster_metadata-0"
@@ -209,7 +209,7 @@ def test_staged_files_hold_exactly_the_decoded_rows_and_a_retry_overwrites_them(
 
 def test_a_staging_directory_that_cannot_be_written_is_one_fatal_issue(tmp_path):
     """A task that cannot write its staging reports it (naming the directory) instead of dying."""
-    from metadata import staging
+    from metadata.lake import staging
 
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")

@@ -7,12 +7,8 @@ from typing import Any
 
 import pytest
 
-from generator import generate
 from image.diff import diff_rows
-from image.frames import ImageFrames
 from image.parts import json_rows
-from image.replay import replay_to
-from metadata.readers import read_log
 
 
 def _image(offset: int, **parts: Any) -> dict[str, Any]:
@@ -189,13 +185,6 @@ AFTER = _image(
 )
 
 
-@pytest.fixture(scope="module")
-def pair(spark):
-    from image.spark.diff import diff_images
-
-    return diff_images(ImageFrames.from_json(spark, BEFORE), ImageFrames.from_json(spark, AFTER))
-
-
 def python_doc(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The in-process diff of two image documents."""
 
@@ -205,11 +194,9 @@ def python_doc(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return diff_rows(json_rows(before), json_rows(after), provenance(before), provenance(after))
 
 
-@pytest.fixture(scope="module", params=["python", pytest.param("spark", marks=pytest.mark.spark)])
-def doc(request) -> dict[str, Any]:
-    """The diff of BEFORE and AFTER, in process and on Spark: every assertion holds for both."""
-    if request.param == "spark":
-        return request.getfixturevalue("pair").to_json()
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    """The diff of BEFORE and AFTER."""
     return python_doc(BEFORE, AFTER)
 
 
@@ -347,39 +334,3 @@ def test_other_parts(doc):
         }
     ]
     assert doc["delegationTokens"]["added"] == [TOKEN]
-
-
-@pytest.mark.spark
-def test_summary_and_frames_agree_with_json(pair):
-    assert pair.summary() == pair.to_json()["summary"]
-    assert pair.sections["brokers"].changes.columns == ["brokerId", "change", "fields", "before", "after"]
-
-
-# --- differential: the Spark diff and the in-process diff of reference images -----------------------
-
-
-@pytest.fixture(scope="module")
-def generated_records(tmp_path_factory) -> list:
-    out = tmp_path_factory.mktemp("gen")
-    generate(11, 4, 6, 3, 250, out)
-    return read_log(out / "__cluster_metadata-0")
-
-
-@pytest.mark.spark
-def test_spark_diff_equals_python_diff_on_generated_log(spark, generated_records):
-    from image.spark.diff import diff_images
-
-    last = generated_records[-1].offset
-    before = replay_to(generated_records, last // 3).to_json()
-    after = replay_to(generated_records, last).to_json()
-    expected = python_doc(before, after)
-    assert sum(n for counts in expected["summary"].values() for n in counts.values()) > 20
-    assert {part for part, counts in expected["summary"].items() if any(counts.values())} >= {
-        "topics",
-        "partitions",
-        "brokers",
-        "configs",
-        "producerIds",
-    }
-    actual = diff_images(ImageFrames.from_json(spark, before), ImageFrames.from_json(spark, after)).to_json()
-    assert actual == expected

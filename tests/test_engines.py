@@ -14,10 +14,10 @@ import pytest
 from deltalake import DeltaTable
 
 from generator import generate
-from image.ingest import ingest
-from metadata.check import check_lake, lake_differences
-from metadata.lake import Lake, LakeTransaction
-from metadata.lake_state import INGESTS
+from image.temporal.ingest import ingest
+from metadata.lake.check import check_lake, lake_differences
+from metadata.lake.protocol import Lake, LakeTransaction
+from metadata.lake.state import INGESTS
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 

@@ -300,8 +300,8 @@ def test_segments_roll_at_the_configured_size(tmp_path):
 
 @pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
 def test_compressed_logs_decode_to_the_same_records(compression, tmp_path):
-    from metadata.codec.batch import decode_batch
-    from metadata.codec.records import decode_control_record, decode_metadata_value
+    from metadata.log.codec.batch import decode_batch
+    from metadata.log.codec.records import decode_control_record, decode_metadata_value
 
     report = generate(5, 3, 5, 2, 300, tmp_path, compression=compression, snapshot_at=400)
     plain = generate(5, 3, 5, 2, 300, tmp_path / "plain", snapshot_at=400)
@@ -655,8 +655,8 @@ def _committed(records: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
 
 
 def _decode_file(path: Path) -> list[tuple[int, str, dict]]:
-    from metadata.codec.batch import decode_batch
-    from metadata.codec.records import decode_metadata_value
+    from metadata.log.codec.batch import decode_batch
+    from metadata.log.codec.records import decode_metadata_value
 
     buf, pos, out = path.read_bytes(), 0, []
     while pos < len(buf):

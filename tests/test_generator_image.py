@@ -14,8 +14,8 @@ from generator.state import TopicConfigImage
 from image.image import MetadataImage
 from image.loader import load_snapshot
 from image.replay import replay_to
-from metadata.log import LogRecord
-from metadata.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.log.readers import ReadOptions, discover, iter_file_rows, to_log_record
+from metadata.log.records import LogRecord
 
 # (seed, brokers, topics, partitions, churn, snapshot_at): 16/3/3/1 leaves orphan configs in its snapshot
 SHAPES = [

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from generator import generate
-from image.health import Gauges, image_gauges, min_insync_replicas, min_insync_settings
-from image.history import broker_history, partition_history, topic_history
 from image.replay import replay_to
-from image.temporal import MemorySource
-from image.timeline import points_at_changes, points_by_count, points_every, timeline
-from image.version_rows import Selection, Window, load, resolve
-from metadata.log import LogRecord
-from metadata.readers import read_log
+from image.temporal.reads import MemorySource
+from image.temporal.version_rows import Selection, Window, load, resolve
+from image.views.health import Gauges, image_gauges, min_insync_replicas, min_insync_settings
+from image.views.history import broker_history, partition_history, topic_history
+from image.views.timeline import points_at_changes, points_by_count, points_every, timeline
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
 from tests.health_logs import incident_log
 from tests.kafka_logs import KAFKA_FIXTURES
 from tests.versions_oracle import oracle_source
@@ -149,7 +149,7 @@ def test_spaced_points_over_a_sub_window(log):
 
 
 def parse(time: str) -> int:
-    from image.times import parse_time  # the CLI's own parser of --from-time / --to-time
+    from image.temporal.times import parse_time  # the CLI's own parser of --from-time / --to-time
 
     return parse_time(time)
 

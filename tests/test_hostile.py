@@ -20,19 +20,19 @@ import pyarrow as pa
 import pytest
 from crc32c import crc32c
 
-from metadata import readers
-from metadata.codec.batch import encode_batch
-from metadata.codec.compression import (
+from metadata.log import readers
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.compression import (
     MAX_BATCH_BYTES_ENV,
     MAX_BATCH_DECOMPRESSED_BYTES,
     _limit_from_env,
     compress,
     decompress,
 )
-from metadata.codec.records import encode_metadata_value
-from metadata.columns import decode_to_arrow
-from metadata.errors import DecodeError, UnknownRecordError
-from metadata.readers import (
+from metadata.log.codec.records import encode_metadata_value
+from metadata.log.columns import decode_to_arrow
+from metadata.log.errors import DecodeError, UnknownRecordError
+from metadata.log.readers import (
     NOOP_VALUE,
     InputFile,
     InputKind,
@@ -43,7 +43,7 @@ from metadata.readers import (
     iter_segment_rows,
     read_log,
 )
-from metadata.schema import schema_kafka_version
+from metadata.log.schema import schema_kafka_version
 from tests import fuzz
 
 KAFKA = Path(__file__).resolve().parent / "fixtures" / "kafka"
@@ -351,7 +351,7 @@ def _audit(event: str, args: tuple) -> None:
 def test_paths_inside_input_files_are_never_opened_or_written(tmp_path):
     """Record values, a gzip header and dump text name paths (an existing file, a file to create, a
     traversal); reading, decoding to Arrow and staging open only the inputs and write only the staging."""
-    from metadata import staging
+    from metadata.lake import staging
 
     secret = tmp_path / "secret.txt"
     secret.write_text("must never be read")

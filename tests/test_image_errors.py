@@ -18,11 +18,11 @@ import image.delta
 from image.errors import ReplayError
 from image.loader import DeltaCollector, MetadataLoader
 from image.replay import replay_to
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import decode_metadata_value, encode_metadata_value
-from metadata.readers import ReadOptions, read_log
-from metadata.schema import MessageSpec, metadata_specs
-from metadata.schema.releases import record_description
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.records import decode_metadata_value, encode_metadata_value
+from metadata.log.readers import ReadOptions, read_log
+from metadata.log.schema import MessageSpec, metadata_specs
+from metadata.log.schema.releases import record_description
 from tests.logbuilder import Body, LogBuilder, acl, begin, end, partition, register_broker, topic, uuid
 from tests.recordgen import body
 

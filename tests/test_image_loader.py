@@ -13,7 +13,7 @@ from image.loader import MetadataLoader, choose_snapshot, load_snapshot
 from image.provenance import MetadataProvenance
 from image.release import rules_for
 from image.replay import SnapshotSource, delta_between, replay_to
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 from tests.logbuilder import (
     LogBuilder,
     abort,

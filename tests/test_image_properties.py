@@ -14,7 +14,7 @@ from image.image import MetadataImage
 from image.loader import MetadataLoader, load_snapshot
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 from tests.logbuilder import LogBuilder
 from tests.logstrategies import Body, batch_lists, build_log, snapshot_bodies
 

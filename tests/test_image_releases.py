@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from image.errors import ReplayError
-from image.health import image_gauges
-from image.history import broker_history
 from image.release import RELEASES, UnsupportedRelease, rules_for
 from image.replay import replay_to
-from image.temporal import MemorySource
-from image.timeline import timeline
-from image.version_rows import Selection, Window, load
-from metadata.log import LogRecord
+from image.temporal.reads import MemorySource
+from image.temporal.version_rows import Selection, Window, load
+from image.views.health import image_gauges
+from image.views.history import broker_history
+from image.views.timeline import timeline
+from metadata.log.records import LogRecord
 from tests.logbuilder import (
     LogBuilder,
     broker_change,

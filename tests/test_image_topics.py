@@ -12,7 +12,7 @@ from image.image import MetadataImage
 from image.provenance import MetadataProvenance
 from image.release import rules_for
 from image.replay import delta_between, replay_to
-from metadata.log import LogRecord
+from metadata.log.records import LogRecord
 from tests.logbuilder import (
     Body,
     LogBuilder,

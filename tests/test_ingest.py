@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cli.render import iso_time
-from image.lake_source import ArrowSource
-from metadata import tables
-from metadata.check import check_lake
-from metadata.ingest import IngestError, ingest
-from metadata.lake import Lake, LakeTransaction
-from metadata.lake_files import LakeFiles
-from metadata.schema import MessageSpec, Versions, spec_by_type_name
-from metadata.schema.releases import kafka_release
+from image.temporal.lake_source import ArrowSource
+from metadata.lake import tables
+from metadata.lake.check import check_lake
+from metadata.lake.files import LakeFiles
+from metadata.lake.ingest import IngestError, ingest
+from metadata.lake.protocol import Lake, LakeTransaction
+from metadata.log.schema import MessageSpec, Versions, spec_by_type_name
+from metadata.log.schema.releases import kafka_release
 from tests.logbuilder import (
     append_batch,
     broker_change,
@@ -108,7 +108,7 @@ def test_a_growing_last_segment_is_decoded_from_its_first_new_batch(tmp_path):
     live.mkdir()
     data = segment.read_bytes()
     cut = len(data) // 2
-    from metadata.readers import discover, first_batch_after
+    from metadata.log.readers import discover, first_batch_after
 
     boundary = first_batch_after(discover(segment)[0], 0, None, 100)
     assert boundary is not None and 0 < boundary < cut
@@ -308,7 +308,7 @@ def test_a_lake_named_through_a_symlink_reads_like_its_real_path(spark, tmp_path
     """delta-rs names a table's files by its canonical location (symlinks resolved): the deletion vectors that
     an incremental ingest's MERGEs on Spark leave in the versions tables still apply when the lake is named
     through a symlink (they were silently ignored, and closed versions read as current)."""
-    from image.ingest import ingest as ingest_with_versions
+    from image.temporal.ingest import ingest as ingest_with_versions
 
     segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
     location = tmp_path / "lake"
@@ -381,18 +381,18 @@ def test_a_large_build_in_process_is_sharded_over_worker_processes(tmp_path, mon
     """A build in process from the empty image beyond ``PARALLEL_BUILD_OFFSETS`` replays one shard per core in
     worker processes: the same versions, rejections and provenance as one sequential replay (the crafted log,
     every part and the delta-boundary quirks)."""
-    import image.build
-    from image.ingest import ingest as ingest_with_versions
-    from metadata.version_tables import TABLES
+    import image.temporal.build
+    from image.temporal.ingest import ingest as ingest_with_versions
+    from metadata.lake.version_tables import TABLES
     from tests.lakes import write_crafted
 
     log = write_crafted(tmp_path)
     ingest_with_versions([str(log)], str(tmp_path / "one"), progress=False)
-    monkeypatch.setattr(image.build, "PARALLEL_BUILD_OFFSETS", 0)
+    monkeypatch.setattr(image.temporal.build, "PARALLEL_BUILD_OFFSETS", 0)
     monkeypatch.setattr("os.cpu_count", lambda: 3)
     shards = []
-    build_report = image.build.build_report
-    monkeypatch.setattr(image.build, "build_report", lambda *a: shards.append(a[1]) or build_report(*a))
+    build_report = image.temporal.build.build_report
+    monkeypatch.setattr(image.temporal.build, "build_report", lambda *a: shards.append(a[1]) or build_report(*a))
     report = ingest_with_versions([str(log)], str(tmp_path / "sharded"), progress=False)
     assert report.seq == 1 and shards == [3]
 

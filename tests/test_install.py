@@ -3,7 +3,7 @@ environment, run by its path with a PATH that does not hold that environment —
 units do — and ``python -m cli.main`` in a source checkout. Both list every command; the console script
 does the main job (``demo``), ``python -m cli.main`` ingests and reads on a Spark Connect server — while the
 ``python3`` on PATH cannot run Spark's Python workers: the workers must run the interpreter kraft-replay
-runs in (``metadata.spark``)."""
+runs in (``metadata.lake.spark``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metadata.readers import read_log
+from metadata.log.readers import read_log
 from tests import background
 
 ROOT = Path(__file__).resolve().parent.parent

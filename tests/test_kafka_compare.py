@@ -1,10 +1,10 @@
 """kraft-replay versus real Kafka, on the committed fixtures (tests/fixtures/kafka/<version>/<scenario>/).
 
-* decoder:  ``metadata.readers.decode_path(path)`` must yield, for every record of every segment and
+* decoder:  ``metadata.log.readers.decode_path(path)`` must yield, for every record of every segment and
   snapshot file, the same offset / control type / record type / version / JSON payload as Kafka's
   ``kafka-dump-log --cluster-metadata-decoder`` (committed as dump-log*.txt);
 * replay:   ``image.replay.replay_to(records, offset, rules=...).to_json()`` on the segment records
-  (``metadata.readers.read_log``) must equal Kafka's own image (KraftOracle) at every recorded step
+  (``metadata.log.readers.read_log``) must equal Kafka's own image (KraftOracle) at every recorded step
   and at the end of the log;
 * changes:  ``replica.local_changes.local_changes_json(records, from, to, broker, rules=...)`` must equal
   ``TopicsDelta.localChanges(broker)`` for every broker between consecutive steps.
@@ -24,7 +24,7 @@ import pytest
 
 from image.release import rules_for
 from image.replay import replay_to
-from metadata.readers import decode_path, read_log
+from metadata.log.readers import decode_path, read_log
 from replica.local_changes import local_changes_json
 from tests.harness import compare, tools
 from tests.harness.testing import (

@@ -19,9 +19,10 @@ from deltalake import DeltaTable
 from typer.testing import CliRunner
 
 from cli.main import app
-from image.ingest import ingest
-from metadata.check import check_lake, lake_differences
-from metadata.lake import (
+from image.temporal.ingest import ingest
+from metadata.lake.check import check_lake, lake_differences
+from metadata.lake.files import LakeFiles
+from metadata.lake.protocol import (
     INGESTS,
     Commit,
     Lake,
@@ -33,7 +34,6 @@ from metadata.lake import (
     _now,
     table_schemas,
 )
-from metadata.lake_files import LakeFiles
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
 SAMPLE = ROOT / "data" / "sample"
@@ -217,7 +217,7 @@ def test_an_idempotent_write_id_is_a_compare_and_set_in_process(tmp_path):
     """What the lease and ``_ingests`` rest on, with delta-rs: an append whose id the table records at that
     version or later is skipped (as Delta-Spark skips it); of two appends of one id and version on the same
     snapshot, delta-rs fails the second (a concurrent commit recorded the id)."""
-    from metadata.delta_lake import LocalStore
+    from metadata.lake.local_store import LocalStore
 
     store = LocalStore(str(tmp_path))
     empty = pa.schema([("epoch", pa.int64())]).empty_table()
@@ -327,7 +327,7 @@ def test_the_compare_and_set_holds_across_engines(spark, lake_of_first_segment):
     """The idempotent-write id read the same by both: Delta-Spark skips an append whose id delta-rs recorded at
     that version, and the store in process skips one Delta-Spark recorded; a commit of ``_ingests`` on Spark after
     one in process of the same seq is refused."""
-    from metadata.spark_lake import SparkStore
+    from metadata.lake.spark_store import SparkStore
 
     lake = Lake(lake_of_first_segment)
     local, on_spark = lake.store, SparkStore(lake.uri, spark)

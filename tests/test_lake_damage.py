@@ -19,12 +19,12 @@ from deltalake import DeltaTable, write_deltalake
 from typer.testing import CliRunner
 
 from cli.main import app
-from image.ingest import ingest
-from image.lake_source import ArrowSource
-from metadata.check import CHECKS, check_lake
-from metadata.lake import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
-from metadata.lake_files import LakeFiles
-from metadata.tables import INGESTS_SCHEMA
+from image.temporal.ingest import ingest
+from image.temporal.lake_source import ArrowSource
+from metadata.lake.check import CHECKS, check_lake
+from metadata.lake.files import LakeFiles
+from metadata.lake.protocol import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
+from metadata.lake.tables import INGESTS_SCHEMA
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
 LOG_DIR = ROOT / "data" / "sample" / "__cluster_metadata-0"

@@ -1,4 +1,4 @@
-"""Reads of a lake's Parquet files without Spark (:mod:`metadata.lake_files`): a narrow read — the filter's
+"""Reads of a lake's Parquet files without Spark (:mod:`metadata.lake.files`): a narrow read — the filter's
 columns first, the others only from the row groups holding a match — returns exactly the rows and columns
 of a plain filtered read, for keys spread over every row group, ranges, sets and files of another schema."""
 
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from metadata.lake_files import _read
+from metadata.lake.files import _read
 
 TOPICS = [f"topic-{i}" for i in range(30)]
 
@@ -92,7 +92,7 @@ def test_the_committed_state_is_read_in_process_at_any_path(tmp_path: Path, name
 
     from deltalake import write_deltalake
 
-    from metadata.lake_files import LakeFiles
+    from metadata.lake.files import LakeFiles
 
     at = dt.datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
     rows = [

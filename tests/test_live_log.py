@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from image.ingest import ingest
-from image.lake_source import ArrowSource
-from metadata.check import check_lake, lake_differences
-from metadata.lake import Lake
-from metadata.lake_files import LakeFiles
-from metadata.log import LogRecord
-from metadata.readers import read_log
+from image.temporal.ingest import ingest
+from image.temporal.lake_source import ArrowSource
+from metadata.lake.check import check_lake, lake_differences
+from metadata.lake.files import LakeFiles
+from metadata.lake.protocol import Lake
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
 from tests import background
 from tests.harness.kafka_dist import RELEASES
 from tests.processes import KRAFT_REPLAY, ROOT, environment

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from metadata.codec.batch import encode_batch
-from metadata.codec.records import encode_metadata_value
-from metadata.errors import DecodeError, UnknownRecordError
-from metadata.readers import (
+from metadata.log.codec.batch import encode_batch
+from metadata.log.codec.records import encode_metadata_value
+from metadata.log.errors import DecodeError, UnknownRecordError
+from metadata.log.readers import (
     InputKind,
     Issue,
     ReadOptions,
@@ -26,7 +26,7 @@ from metadata.readers import (
     read_snapshots,
     scan_log,
 )
-from metadata.schema import metadata_specs, schema_kafka_version
+from metadata.log.schema import metadata_specs, schema_kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
@@ -203,7 +203,7 @@ def test_byte_ranges_cover_a_segment_exactly():
 def test_byte_ranges_hop_equal_sized_batches_like_one_at_a_time(tmp_path, monkeypatch):
     """Stretches of equal-sized batches (NoOps) are hopped over with numpy: the cuts are the ones the
     one-batch-at-a-time hop finds, for runs broken by other sizes, a torn tail and any split size."""
-    from metadata import readers
+    from metadata.log import readers
 
     noop = readers.NOOP_VALUE
     topic = encode_metadata_value("TOPIC_RECORD", 0, {"name": "t", "topicId": "f62ptyETTjet8SL5ZeREiw"})
@@ -298,8 +298,8 @@ def test_a_scanned_log_reads_like_read_log_in_any_order_of_access(name, tmp_path
 def test_a_replay_decodes_only_its_snapshot_and_the_batches_after_it(path):
     """``--log``: every batch header is read; the records only of the snapshot the replay starts from and from
     the batch holding its end on. The image is the one a replay of the fully decoded log gives."""
-    from image.sources import reference_image
-    from image.temporal import MemorySource, base_snapshot
+    from image.temporal.reads import MemorySource, base_snapshot
+    from image.temporal.sources import reference_image
 
     log, snapshots = scan_log(path), read_snapshots(path)
     whole = read_log(path)

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CASE = """
 import json, os, sys
-import metadata.log as log_module
-from metadata.errors import DecodeError
-from metadata.readers import scan_log
+import metadata.log.records as log_module
+from metadata.log.errors import DecodeError
+from metadata.log.readers import scan_log
 
 path, mode = sys.argv[1], sys.argv[2]
 log_module.PARALLEL_RECORDS = 1  # every stream of this small log goes to a child

@@ -22,11 +22,11 @@ from cli import render
 from cli.app import DEFAULT_LIMIT
 from cli.main import app
 from image.replay import replay_to
-from image.summary import ImageSummary, image_summary
-from image.times import parse_time
-from metadata.log import LogRecord
-from metadata.log_summary import DumpRecord
-from metadata.readers import read_log
+from image.temporal.times import parse_time
+from image.views.summary import ImageSummary, image_summary
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
+from metadata.log.summary import DumpRecord
 from replica.local_changes import local_changes_json
 from tests.logbuilder import (
     LogBuilder,
@@ -379,7 +379,7 @@ print(json.dumps(sorted(m for m in {(*HEAVY, "pydantic", "rich", "crc32c")!r} if
 
 def test_reads_in_process_leave_pandas_to_spark() -> None:
     """pyarrow imports pandas the first time it checks for a pandas object (0.3–0.4 s of a read); the CLI's
-    reads in process refuse it (``metadata.lake_state._PandasForSparkOnly``) and give the same answers. Once PySpark is
+    reads in process refuse it (``metadata.lake.state._PandasForSparkOnly``) and give the same answers. Once PySpark is
     loaded (``replay --save`` starts Spark after a read), pandas imports again and pyarrow's conversions to
     pandas work."""
     log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "basic"

@@ -1,6 +1,6 @@
 """The apply plan and the ZooKeeper-era requests computed in process (replica.plan, replica.zk on the
 reference engine's delta from the lake's temporal image read with pyarrow) equal the Spark ones
-(replica.apply_plan, replica.spark_zk on DeltaFrames from the same lake read with Spark), byte for
+(replica.spark_plan, replica.spark_zk on DeltaFrames from the same lake read with Spark), byte for
 byte as JSON, for every broker: on the real-Kafka fixtures, the sample log, a generated log, the
 crafted log and the coordinator scenario, in windows from the empty image, mid-log, over the whole
 log, around topic deletions, reassignments and controlled shutdowns."""
@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from generator import generate
-from image.lake_source import ArrowSource
-from image.spark.source import SparkSource
-from metadata.lake_files import LakeFiles
-from metadata.log import LogRecord
-from metadata.readers import read_log
-from replica.apply_plan import apply_plan, plan_rows
+from image.temporal.lake_source import ArrowSource
+from image.temporal.spark.source import SparkSource
+from metadata.lake.files import LakeFiles
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
 from replica.inputs import delta_frames, reference_delta
 from replica.plan import apply_plan_rows
+from replica.spark_plan import apply_plan, plan_rows
 from replica.zk import leader_and_isr_doc, leader_and_isr_json
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.lakes import make_lake, write_crafted, write_log

@@ -315,8 +315,8 @@ def test_changes_from_the_temporal_image_equal_the_replay_from_the_log(path: Pat
     by retention a window opening before its oldest snapshot's end loads that snapshot onto the image at its
     start, then reads the log after it (the images at both ends are the temporal image's:
     tests/test_snapshot_logs.py)."""
-    from image.temporal import MemorySource
-    from metadata.readers import read_log, read_snapshots
+    from image.temporal.reads import MemorySource
+    from metadata.log.readers import read_log, read_snapshots
     from replica.inputs import reference_changes_json
 
     log, snapshots = read_log(path), read_snapshots(path)
@@ -338,7 +338,7 @@ def test_a_window_replays_from_the_partitions_of_the_topics_its_records_reach() 
     """``changes`` reads the image at the window's start with only the partitions of the topics its records
     reach: a ClearElrRecord names its topic by name, so the name's topic id at A joins the scope (an empty
     name reaches every topic) — and the local changes are those of the whole image."""
-    from image.temporal import MemorySource
+    from image.temporal.reads import MemorySource
     from replica.inputs import topic_scope, window_replay
 
     log = LogBuilder()

@@ -21,20 +21,20 @@ from typer.testing import CliRunner
 import cli.replica_commands  # noqa: F401 — attaches the replica commands to the app
 from cli.app import app
 from generator import generate
-from image.frames import ImageFrames
-from image.ingest import ingest
 from image.replay import delta_between
-from image.versions import VersionLog, record_versions
-from metadata.columns import payload_json
-from metadata.lake import Lake
-from metadata.log import LogRecord
-from metadata.readers import read_log
-from metadata.tables import RECORDS_SCHEMA, typed_rows
-from metadata.version_tables import PROVENANCE
-from replica.apply_plan import apply_plan, fetcher_id_expr, plan_rows
+from image.temporal.ingest import ingest
+from image.temporal.spark.frames import ImageFrames
+from image.temporal.versions import VersionLog, record_versions
+from metadata.lake.protocol import Lake
+from metadata.lake.tables import RECORDS_SCHEMA, typed_rows
+from metadata.lake.version_tables import PROVENANCE
+from metadata.log.columns import payload_json
+from metadata.log.readers import read_log
+from metadata.log.records import LogRecord
 from replica.local_changes import local_changes_json
 from replica.plan import apply_plan_rows
 from replica.spark_changes import DeltaFrames, TableSource
+from replica.spark_plan import apply_plan, fetcher_id_expr, plan_rows
 from replica.zk import NONE, leader_and_isr_doc, leader_and_isr_json
 from tests.logbuilder import (
     LogBuilder,

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from cli.main import app as main_app  # noqa: F401 — registers every command
-from image.health import image_gauges
 from image.replay import replay_to
-from image.report import MAX_EVENTS
-from metadata.readers import read_log
+from image.views.health import image_gauges
+from image.views.report import MAX_EVENTS
+from metadata.log.readers import read_log
 from tests.browser import Browser, chromium_path
 
 pytestmark = pytest.mark.spark

@@ -1,5 +1,5 @@
-"""The schema and the per-release facts: ``records.json`` and ``releases.json`` as ``python -m metadata.schema.update``
-makes them from Kafka's own specs and classes, and the loaders' answers."""
+"""The schema and the per-release facts: ``records.json`` and ``releases.json`` as ``python -m
+metadata.log.schema.update`` makes them from Kafka's own specs and classes, and the loaders' answers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from metadata.schema import SCHEMA_FILES, metadata_specs, schema_kafka_version
-from metadata.schema.releases import first_release, kafka_release, kafka_releases, record_description
-from metadata.schema.update import (
+from metadata.log.schema import SCHEMA_FILES, metadata_specs, schema_kafka_version
+from metadata.log.schema.releases import first_release, kafka_release, kafka_releases, record_description
+from metadata.log.schema.update import (
     OLDEST_LINE,
     ReleaseSpecs,
     UpdateError,

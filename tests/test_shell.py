@@ -23,8 +23,8 @@ from image.node.java import java_double, java_sorted, parse_int, uuid_from_strin
 from image.node.releases import SHELL_RELEASES, shell_release
 from image.release import RELEASES, UnsupportedRelease
 from image.replay import replay_to
-from image.sources import log_source
-from metadata.readers import read_log
+from image.temporal.sources import log_source
+from metadata.log.readers import read_log
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.shell_cases import KAFKA_SPECS, open_file, our_answers
 from tests.shell_texts import TREE_COMMAND, shell_files, tree_texts
@@ -360,7 +360,7 @@ def test_at_moves_the_tree_and_keeps_the_working_directory_while_it_exists(timel
 
 
 def _iso(ms: int) -> str:
-    from image.times import iso_time
+    from image.temporal.times import iso_time
 
     return iso_time(ms)
 
@@ -381,8 +381,8 @@ def test_diff_lists_the_files_that_changed_between_two_points(timeline):
 def test_history_of_a_node(timeline):
     """``history PATH``: ``kraft-replay history`` for a partition, topic or broker; for another node, one version per
     change of its files, with those files."""
-    from image.history import broker_history, partition_history
-    from image.version_rows import Selection, Window, load
+    from image.temporal.version_rows import Selection, Window, load
+    from image.views.history import broker_history, partition_history
 
     source, images, first, last = timeline
     session = _session(source, last)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from image.times import iso_time
-from metadata.readers import read_log
+from image.temporal.times import iso_time
+from metadata.log.readers import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "basic" / "__cluster_metadata-0"

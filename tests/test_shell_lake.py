@@ -14,10 +14,10 @@ import pytest
 
 from cli.shell.commands import Context, run
 from cli.shell.session import Session
-from image.lake_source import ArrowSource
 from image.node.releases import shell_release
-from image.sources import log_source
-from metadata.lake_files import LakeFiles
+from image.temporal.lake_source import ArrowSource
+from image.temporal.sources import log_source
+from metadata.lake.files import LakeFiles
 from tests.kafka_logs import kafka_fixture_name
 
 pytestmark = pytest.mark.spark

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from image.sources import log_source
-from image.temporal import image_at, resolve_offset
+from image.temporal.reads import image_at, resolve_offset
+from image.temporal.sources import log_source
 from replica.inputs import reference_changes_json, reference_delta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1"

@@ -14,16 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import generate
-from image.build import build_versions
-from image.lake_source import ArrowSource
 from image.replay import replay_to
-from image.spark.source import SparkSource
-from image.temporal import image_at
-from metadata.lake import Lake
-from metadata.lake_files import LakeFiles
-from metadata.log import LogRecord, Snapshot
-from metadata.readers import read_log, read_snapshots
-from metadata.version_tables import TABLES
+from image.temporal.build import build_versions
+from image.temporal.lake_source import ArrowSource
+from image.temporal.reads import image_at
+from image.temporal.spark.source import SparkSource
+from metadata.lake.files import LakeFiles
+from metadata.lake.protocol import Lake
+from metadata.lake.version_tables import TABLES
+from metadata.log.readers import read_log, read_snapshots
+from metadata.log.records import LogRecord, Snapshot
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.lakes import broken_log, make_lake, write_crafted, write_log
 

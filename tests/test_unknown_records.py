@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from image.sharding import plan_for, record_sharded
-from image.versions import VersionLog, record_versions
-from metadata.codec.batch import decode_batch
-from metadata.readers import ReadOptions, read_log, read_snapshots
-from metadata.schema import schema_kafka_version
-from metadata.schema.releases import record_description
+from image.temporal.sharding import plan_for, record_sharded
+from image.temporal.versions import VersionLog, record_versions
+from metadata.log.codec.batch import decode_batch
+from metadata.log.readers import ReadOptions, read_log, read_snapshots
+from metadata.log.schema import schema_kafka_version
+from metadata.log.schema.releases import record_description
 from tests.logbuilder import (
     append_batch,
     encoded,

@@ -1,4 +1,4 @@
-"""The temporal image (``image.versions``): the image that the recorded versions give at EVERY offset
+"""The temporal image (``image.temporal.versions``): the image that the recorded versions give at EVERY offset
 equals the reference engine's replay to that offset (``replay_to`` from the best snapshot), errors
 included in full; recording a log in pieces gives the same versions as one pass."""
 
@@ -17,9 +17,9 @@ from image.image import MetadataImage
 from image.parts import row_key
 from image.provenance import MetadataProvenance
 from image.replay import replay_to
-from image.sharding import plan_for, record_sharded
-from image.temporal import MemorySource, SnapshotId, image_at
-from image.versions import (
+from image.temporal.reads import MemorySource, SnapshotId, image_at
+from image.temporal.sharding import plan_for, record_sharded
+from image.temporal.versions import (
     VersionLog,
     VersionRecorder,
     key_values,
@@ -28,9 +28,9 @@ from image.versions import (
     state_row,
     state_values,
 )
-from metadata.log import LogRecord, Snapshot
-from metadata.readers import read_log, read_snapshots
-from metadata.version_tables import PART_COLUMNS, PART_KEYS
+from metadata.lake.version_tables import PART_COLUMNS, PART_KEYS
+from metadata.log.readers import read_log, read_snapshots
+from metadata.log.records import LogRecord, Snapshot
 from replica.inputs import window_replay
 from replica.local_changes import local_changes_json
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name

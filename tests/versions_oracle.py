@@ -12,10 +12,10 @@ from typing import Any
 
 from image.parts import row_key
 from image.replay import replay_to
-from image.temporal import MemorySource
-from image.version_rows import PARTS
-from image.versions import VersionLog
-from metadata.log import LogRecord
+from image.temporal.reads import MemorySource
+from image.temporal.version_rows import PARTS
+from image.temporal.versions import VersionLog
+from metadata.log.records import LogRecord
 
 
 def replayed_images(records: Sequence[LogRecord]) -> list[tuple[LogRecord, dict[str, Any]]]:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from cli.shell.paths import absolute_components
 from image.node.java import parse_int
-from image.times import iso_time
+from image.temporal.times import iso_time
 
 if TYPE_CHECKING:
     from cli.shell.commands import Context
-    from image.history import History
+    from image.views.history import History
 
 
 def node_history(ctx: Context, target: str) -> None:
@@ -38,10 +38,10 @@ def node_history(ctx: Context, target: str) -> None:
 
 def _kafka_key_history(ctx: Context, c: list[str]) -> History | None:
     """``kraft-replay history``'s answer for a partition, topic or broker path (None for another path)."""
-    from image.version_rows import Selection, Window, load
+    from image.temporal.version_rows import Selection, Window, load
 
     if c[:3] == ["image", "topics", "byName"] and len(c) in (4, 5):
-        from image.history import partition_history, topic_history
+        from image.views.history import partition_history, topic_history
 
         if len(c) == 4:
             window = load(
@@ -55,7 +55,7 @@ def _kafka_key_history(ctx: Context, c: list[str]) -> History | None:
             )
             return partition_history(window, c[3], partition)
     if c[:3] == ["image", "cluster", "brokers"] and len(c) == 4 and (broker := parse_int(c[3])) is not None:
-        from image.history import broker_history
+        from image.views.history import broker_history
 
         window = load(ctx.session.source, Window(), Selection(parts=("brokers",), broker=broker))
         return broker_history(window, broker)
@@ -65,7 +65,7 @@ def _kafka_key_history(ctx: Context, c: list[str]) -> History | None:
 def _node_history(ctx: Context, path: str) -> History | None:
     """The versions of any node below ``/image`` from the versions of the keys it is made of: each change of its
     files, listed as ``-path: text`` / ``+path: text`` (None for a node holding the image's provenance)."""
-    from image.history import Change, History, HistoryVersion
+    from image.views.history import Change, History, HistoryVersion
 
     session = ctx.session
     scope = session.scope(path)

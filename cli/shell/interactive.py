@@ -15,7 +15,7 @@ from typing import TextIO
 from cli.shell.commands import Context, ExitShell, completions, run
 from cli.shell.session import Session
 from image.node.java import JavaException
-from image.times import iso_time
+from image.temporal.times import iso_time
 
 HISTORY_LENGTH = 1000
 """Lines of history kept across sessions."""

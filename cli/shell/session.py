@@ -34,8 +34,8 @@ from image.node.releases import ShellRelease
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
-from image.temporal import MemorySource, TemporalSource, provenance_at, resolve_offset
-from image.times import iso_time, parse_time
+from image.temporal.reads import MemorySource, TemporalSource, provenance_at, resolve_offset
+from image.temporal.times import iso_time, parse_time
 
 IMAGES_KEPT = 4
 """Trees of this many points are kept (``at`` back and forth, ``diff`` against a point)."""
@@ -69,8 +69,8 @@ def kafka_shell_source(path: str, rules: ReplayRules = NEWEST) -> tuple[Temporal
     last metadata record (later control records do not move the image); a snapshot is the log of its own records
     at their positions in the file (0 = its header): the image of its end, shown at its last record's position,
     with its batch's epoch and append time. Replayed under ``rules``."""
-    from image.sources import log_source
-    from metadata.readers import InputKind, ReadOptions, discover, iter_file_rows, to_log_record
+    from image.temporal.sources import log_source
+    from metadata.log.readers import InputKind, ReadOptions, discover, iter_file_rows, to_log_record
 
     (found,) = discover(path)
     if found.kind in (InputKind.SNAPSHOT, InputKind.BOOTSTRAP):
@@ -284,7 +284,7 @@ class Session:
         """From the versions (a lake, or a log whose versions were recorded), else the reference engine's replay
         from the snapshot before ``offset`` (records Kafka rejects are skipped, as its loader's fault handler
         skips them)."""
-        from image.sources import reference_image
+        from image.temporal.sources import reference_image
 
         if not self._versions_recorded:
             return reference_image(self.source, offset, lenient=True)

@@ -1,0 +1,617 @@
+"""The temporal image at ingest: every key's versions brought up to the records an ingest writes, inside its lake
+transaction — the same steps whichever engine runs them.
+
+1. **Where to replay** (:func:`build_versions`): the reference engine's recorder
+   (:class:`~image.temporal.versions.VersionRecorder`) replays the log from the restart point as one shard on this
+   process (:func:`record_here`) — always in process, and on Spark for a build of at most :data:`DRIVER_RECORDS`
+   offsets — or sharded across Spark's Python workers (:mod:`image.temporal.spark.build`). Either way the versions, the
+   closings of stored versions, the rejections and the transaction spans are staged as Parquet (:class:`Files`).
+2. **What to undo first** (:func:`rewind`): when the restart point lies inside what the temporal image covers,
+   the versions from there on are deleted or made current again.
+3. **The writes** (:func:`write_versions`): stored versions are ended (one MERGE per table), new versions appended
+   in the point-read layout (:func:`point_read_order`), rejections and provenance appended.
+
+Steps 2 and 3 run with delta-rs in process (a lake ingested in process) or as Delta statements on Spark (an
+ingest on Spark, :mod:`image.temporal.spark.build`): the same predicates, the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from image.errors import ReplayError
+from image.image import MetadataImage
+from image.parts import PART_KEYS, Row
+from image.provenance import MetadataProvenance
+from image.temporal.lake_source import ArrowSource
+from image.temporal.reads import TemporalSource, lake_rules, restart_point
+from image.temporal.sharding import TOPIC_ID, TOPIC_NAME, ShardPlan, record_shard
+from image.temporal.versions import (
+    Key,
+    Rejection,
+    Span,
+    VersionRecorder,
+    key_values,
+    replay_with_snapshots,
+    state_values,
+)
+from metadata.lake.files import DataFile, LakeFiles
+from metadata.lake.ingest import LakeChange
+from metadata.lake.protocol import Compactor, Lake, LakeState, LakeTransaction, per_table
+from metadata.lake.state import refuse_pandas, refusing_pandas
+from metadata.lake.version_tables import (
+    PART_TABLES,
+    PROVENANCE,
+    REJECTIONS,
+    closing_schema,
+    table_schemas,
+    version_schema,
+)
+from metadata.log.records import LogRecord, Snapshot, snapshot_kind
+
+FLUSH_ROWS = 50_000
+"""Rows a task buffers per output file before writing it."""
+
+SUMMARY = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("records", pa.int64()),
+        ("versions", pa.int64()),
+        ("closings", pa.int64()),
+        ("rejections", pa.int64()),
+        ("first_rejection_at", pa.int64()),
+        ("first_rejection", pa.string()),
+        ("seconds", pa.float64()),
+    ]
+)
+
+
+class BuildReport(BaseModel):
+    """What a versions build did."""
+
+    restart: int  # first log offset replayed (-1: from the start)
+    shards: int
+    records: int  # log and snapshot records replayed, summed over shards (broadcast ones counted per shard)
+    versions: int
+    closings: int
+    rejections: int
+    tables: dict[str, int]  # table → Delta version written
+    seconds: float
+
+
+# --- the workers ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Files:
+    """A task's Parquet output: rows (value tuples in schema order) buffered per (kind, table), written
+    column by column in files of ``FLUSH_ROWS``."""
+
+    root: str
+    task: int
+    buffers: dict[tuple[str, str], list[tuple[Any, ...]]] = field(default_factory=dict)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, kind: str, table: str, row: tuple[Any, ...]) -> None:
+        rows = self.buffers.get((kind, table))
+        if rows is None:
+            rows = self.buffers[(kind, table)] = []
+        rows.append(row)
+        if len(rows) >= FLUSH_ROWS:
+            self.flush(kind, table)
+
+    def flush(self, kind: str, table: str) -> None:
+        rows = self.buffers.pop((kind, table), [])
+        if not rows:
+            return
+        n = self.counts.get((kind, table), 0)
+        self.counts[(kind, table)] = n + 1
+        directory = os.path.join(self.root, kind, table)
+        os.makedirs(directory, exist_ok=True)
+        schema = _SCHEMAS[(kind, table)]
+        columns = [pa.array(values, type=f.type) for values, f in zip(zip(*rows), schema)]
+        pq.write_table(
+            pa.Table.from_arrays(columns, schema=schema),
+            os.path.join(directory, f"part-{self.task:05d}-{n:05d}.parquet"),
+        )
+
+
+class TaskSink:
+    """The :class:`~image.temporal.versions.VersionSink` of one task: everything goes to Parquet files."""
+
+    def __init__(self, files: Files) -> None:
+        self.files = files
+        self.versions = self.closings = self.rejections = 0
+        self.first: tuple[tuple[int, int], ReplayError] | None = None
+
+    def version(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int | None, from_time: int) -> None:
+        self.versions += 1
+        self.files.add(
+            "versions", PART_TABLES[part], (*state_values(part, key, state), from_offset, to_offset, from_time)
+        )
+
+    def close(self, part: str, key: Key, state: Any, from_offset: int, to_offset: int) -> None:
+        self.closings += 1
+        self.files.add("closings", PART_TABLES[part], (*key_values(part, key, state), from_offset, to_offset))
+
+    def rejection(self, rejection: Rejection) -> None:
+        self.rejections += 1
+        error, snapshot = rejection
+        at = (snapshot[0] - 1, error.offset or 0) if snapshot is not None else (error.offset or 0, -1)
+        if self.first is None or at < self.first[0]:
+            self.first = (at, error)
+        self.files.add(  # in REJECTIONS_SCHEMA's order
+            "rows",
+            REJECTIONS,
+            (
+                error.offset,
+                snapshot[0] if snapshot else None,
+                snapshot[1] if snapshot else None,
+                error.record_type,
+                error.location,
+                error.detail,
+            ),
+        )
+
+    def span(self, span: Span) -> None:
+        self.files.add("rows", PROVENANCE, (span.begin, span.end, span.begin - 1, span.outcome))  # PROVENANCE_SCHEMA
+
+    def flush(self) -> None:
+        for kind, table in list(self.files.buffers):
+            self.files.flush(kind, table)
+
+    def summary(self, shard: int, records: int, started: float) -> Row:
+        """What the shard recorded, as a :data:`SUMMARY` row."""
+        first = self.first
+        return {
+            "shard": shard,
+            "records": records,
+            "versions": self.versions,
+            "closings": self.closings,
+            "rejections": self.rejections,
+            "first_rejection_at": first[0][0] if first else None,
+            "first_rejection": str(first[1]) if first else None,
+            "seconds": time.monotonic() - started,
+        }
+
+
+_VERSION_SCHEMAS = {part: version_schema(part) for part in PART_KEYS}
+_CLOSING_SCHEMAS = {part: closing_schema(part) for part in PART_KEYS}
+PROVENANCE_SCHEMA, REJECTIONS_SCHEMA = table_schemas()[PROVENANCE], table_schemas()[REJECTIONS]
+assert PROVENANCE_SCHEMA.names == ["from_offset", "to_offset", "offset", "outcome"]
+assert REJECTIONS_SCHEMA.names == [
+    "offset",
+    "snapshot_end_offset",
+    "snapshot_epoch",
+    "record_type",
+    "location",
+    "message",
+]
+_SCHEMAS = {
+    **{("versions", PART_TABLES[p]): s for p, s in _VERSION_SCHEMAS.items()},
+    **{("closings", PART_TABLES[p]): s for p, s in _CLOSING_SCHEMAS.items()},
+    ("rows", REJECTIONS): REJECTIONS_SCHEMA,
+    ("rows", PROVENANCE): PROVENANCE_SCHEMA,
+}
+
+
+def build_report(
+    restart: int, shards: int, summaries: Sequence[Row], started: float
+) -> tuple[BuildReport, dict[str, str]]:
+    report = BuildReport(
+        restart=restart,
+        shards=shards,
+        records=sum(r["records"] for r in summaries),
+        versions=sum(r["versions"] for r in summaries),
+        closings=sum(r["closings"] for r in summaries),
+        rejections=sum(r["rejections"] for r in summaries),
+        tables={},
+        seconds=time.monotonic() - started,
+    )
+    firsts = sorted((r["first_rejection_at"], r["first_rejection"]) for r in summaries if r["first_rejection"])
+    return report, {"first_rejection": firsts[0][1] if firsts else ""}
+
+
+def lake_source(lake: Lake, state: LakeState) -> TemporalSource:
+    """The lake at ``state`` as a temporal source: read in process when it can be, else on Spark."""
+    files = lake.files(state)
+    if files is not None:
+        return ArrowSource(files)
+    from image.temporal.spark.source import SparkSource
+
+    return SparkSource(lake, state)
+
+
+PARALLEL_BUILD_OFFSETS = 100_000
+"""A build in process from the empty image of at least this many offsets replays as one shard per core, each in a
+worker process (:func:`_record_shard`): the Spark pass's sharding (:mod:`image.temporal.sharding`) on this machine's
+cores."""
+
+
+def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | None, staging: str) -> list[Row]:
+    """The build on this machine, into the staged files a Spark pass writes; the summary of each shard. One shard
+    in this process: the sequential replay (:func:`~image.temporal.versions.replay_with_snapshots`) of what a Spark pass
+    would ship — the log from ``restart`` without NoOps and control records, the snapshots to load, the versions
+    current at ``stored_at``. A large build from the empty image of a lake read in process: one shard per core in
+    worker processes, planned as a Spark pass plans them (:func:`plan_inputs`)."""
+    source = lake_source(lake, state)
+    started = time.monotonic()
+    workers = os.cpu_count() or 1
+    if (
+        stored_at is None
+        and workers > 1
+        and lake.in_process
+        and state.high_water_mark - max(restart, 0) >= PARALLEL_BUILD_OFFSETS
+    ):
+        weights, edges = plan_inputs(lake, state, restart, snapshots_to_load(source, restart), None)
+        plan = ShardPlan.make(weights, edges, workers)
+        context = multiprocessing.get_context("spawn")  # delta-rs runs threads in this process: no fork
+        initializer = refuse_pandas if refusing_pandas() else None
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer) as pool:
+            jobs = [(lake.uri, state, restart, staging, plan, shard) for shard in range(workers)]
+            return list(pool.map(_record_shard, *zip(*jobs)))
+    stored = {}
+    if stored_at is not None:
+        stored = {
+            p: rows for p, t in PART_TABLES.items() if t in state.versions if (rows := source.rows_at(p, stored_at))
+        }
+    image = MetadataImage.from_rows(stored, MetadataProvenance(restart - 1, -1, -1, True)) if stored else None
+    sink = TaskSink(Files(staging, 0))
+    recorder = VersionRecorder(sink, image, stored or None, rules=lake_rules(state))
+    log, snapshots = _replay_inputs(source, state, restart)
+    replay_with_snapshots(recorder, log, snapshots)
+    sink.flush()
+    return [sink.summary(0, len(log) + sum(len(s.records) for s in snapshots), started)]
+
+
+def _replay_inputs(source: TemporalSource, state: LakeState, restart: int) -> tuple[list[LogRecord], list[Snapshot]]:
+    """What a build replays: the log from ``restart`` without NoOps and control records, the snapshots to load."""
+    log = [r for r in source.log_records(max(restart, 0), state.high_water_mark) if replayed(r)]
+    snapshots = [
+        Snapshot([r for r in source.snapshot_records(end, epoch) if replayed(r)], end, epoch, ts)
+        for end, epoch, ts in snapshots_to_load(source, restart)
+    ]
+    return log, snapshots
+
+
+def _record_shard(location: str, state: LakeState, restart: int, staging: str, plan: ShardPlan, shard: int) -> Row:
+    """A worker process of :func:`record_here`: shard ``shard`` of ``plan``, read from the lake at ``state``, into
+    its own staged files."""
+    started = time.monotonic()
+    log, snapshots = _replay_inputs(ArrowSource(LakeFiles(location, state)), state, restart)
+    sink = TaskSink(Files(staging, shard))
+    replayed_records = record_shard(log, snapshots, plan, shard, sink, lake_rules(state))
+    sink.flush()
+    return sink.summary(shard, replayed_records, started)
+
+
+def replayed(record: LogRecord) -> bool:
+    """What a shard replays: no control records, no NoOps (they change no key)."""
+    return not record.is_control and record.type != "NO_OP_RECORD"
+
+
+def snapshots_to_load(source: TemporalSource, restart: int) -> list[tuple[int, int, int]]:
+    """(end offset, epoch, last contained timestamp) of the snapshots the replay loads: per end offset
+    the highest epoch (of those a replay can start from: :meth:`TemporalSource.snapshots`), only those at or
+    after the restart point."""
+    best: dict[int, tuple[int, int, int]] = {}
+    for s in source.snapshots():
+        if s.end_offset - 1 >= restart and (s.end_offset not in best or s.epoch > best[s.end_offset][1]):
+            best[s.end_offset] = (s.end_offset, s.epoch, s.last_contained_timestamp)
+    return sorted(best.values())
+
+
+DRIVER_RECORDS = 200_000
+"""Builds on Spark that replay at most this many log offsets run on the driver (see :func:`build_place`)."""
+
+
+def build_place(state: LakeState, restart: int) -> str:
+    """Where a build on Spark replays: ``driver`` (one recorder in this process, :func:`record_here`) or ``spark``
+    (sharded across Python workers). ``KRAFT_REPLAY_BUILD`` (``driver``, ``spark``, ``auto``) forces it; ``auto``
+    takes the driver for at most :data:`DRIVER_RECORDS` offsets from the restart point to the high-water mark. The
+    recorder replays ≈ 40k records/s a core, while a Spark pass pays seconds of planning, shuffle and worker
+    start whatever its size (BENCHMARKS.md), so small logs and incremental ingests are faster here; large builds
+    spread over the cluster's cores. (An ingest in process always replays here.)"""
+    chosen = os.environ.get("KRAFT_REPLAY_BUILD", "auto")
+    if chosen not in ("auto", "driver", "spark"):
+        raise ValueError(f"KRAFT_REPLAY_BUILD must be auto, driver or spark, not {chosen!r}")
+    if chosen != "auto":
+        return chosen
+    return "driver" if state.high_water_mark - max(restart, 0) < DRIVER_RECORDS else "spark"
+
+
+def build_versions(
+    lake: Lake,
+    state: LakeState,
+    *,
+    restart: int = -1,
+    shards: int | None = None,
+    stored_at: int | None = None,
+    staging: str,
+    seed: int | None = None,
+    place: str | None = None,
+) -> tuple[BuildReport, dict[str, str]]:
+    """Replay the lake's committed log from ``restart`` (-1: the whole log) and stage its versions.
+
+    ``stored_at``: continue the versions current at that offset (``restart - 1``), read from the lake's
+    versions tables; None starts from the empty image. ``place``: where the recorder runs on Spark (see
+    :func:`build_place`; naming ``shards`` means Spark); a lake written in process replays here. Returns the report
+    (tables not yet written) and the staged directories per (kind, table).
+    """
+    started = time.monotonic()
+    if shards or (lake.on_spark and (place or build_place(state, restart)) == "spark"):
+        from image.temporal.spark.build import build_on_spark
+
+        return build_on_spark(
+            lake, state, restart=restart, shards=shards, stored_at=stored_at, staging=staging, seed=seed
+        )
+    summaries = record_here(lake, state, restart=restart, stored_at=stored_at, staging=staging)
+    return build_report(restart, len(summaries), summaries, started)
+
+
+def plan_inputs(
+    lake: Lake, state: LakeState, restart: int, snapshot_ids: Sequence[tuple[int, int, int]], stored_at: int | None
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """What the shard plan needs, from the typed tables rather than the records' payloads: the (topic id, name)
+    pairs of every TopicRecord of the log (a superset of the replayed ones: coupling more topics is still
+    exact), of the snapshots to load and of the versions the replay resumes from; and the weight of each topic
+    id, its partition records from ``restart`` on (the bulk of any log; other keys weigh little and go to
+    shards by hash). Read in process for a local lake, else with small Spark aggregations."""
+    files = lake.files(state)
+    weights: dict[str, int] = {}
+    pairs: list[tuple[str, str]] = []
+    typed = [t for t in ("partitions", "partition_changes") if t in state.versions]
+    chosen = " OR ".join(f"(snapshot_end_offset = {e} AND snapshot_epoch = {p})" for e, p, _ in snapshot_ids)
+    if files is not None:
+        if "topics" in state.versions:
+            t = files.read("topics", columns=["topic_id", "name"])
+            pairs += zip(t["topic_id"].to_pylist(), t["name"].to_pylist())
+        for table in typed:
+            ids = files.read(
+                table,
+                columns=["topic_id"],
+                where=pc.field("offset") >= restart,
+                prune=lambda f: f.may_hold("offset", lo=restart),
+            )["topic_id"]
+            for r in pc.value_counts(ids).to_pylist():
+                weights[TOPIC_ID + r["values"]] = weights.get(TOPIC_ID + r["values"], 0) + r["counts"]
+        if snapshot_ids:
+            ends = pa.array([e for e, _, _ in snapshot_ids], pa.int64())
+            t = files.read(
+                "snapshots",
+                columns=["snapshot_end_offset", "snapshot_epoch", "payload"],
+                where=(pc.field("type") == "TOPIC_RECORD") & pc.field("snapshot_end_offset").isin(ends),
+            ).to_pylist()
+            wanted = {(e, p) for e, p, _ in snapshot_ids}
+            payloads = [r["payload"] for r in t if (r["snapshot_end_offset"], r["snapshot_epoch"]) in wanted]
+            pairs += [(d["topicId"], d["name"]) for d in map(json.loads, payloads)]
+    else:
+        from pyspark.sql import functions as F
+
+        if "topics" in state.versions:
+            pairs += [
+                (r["topic_id"], r["name"]) for r in lake.table("topics", state).select("topic_id", "name").collect()
+            ]
+        if typed:
+            union = lake.table(typed[0], state).select("offset", "topic_id")
+            for table in typed[1:]:
+                union = union.unionByName(lake.table(table, state).select("offset", "topic_id"))
+            for r in union.where(F.col("offset") >= restart).groupBy("topic_id").count().collect():
+                weights[TOPIC_ID + r["topic_id"]] = r["count"]
+        if snapshot_ids:
+            rows = lake.table("snapshots", state).where(f"type = 'TOPIC_RECORD' AND ({chosen})").select("payload")
+            pairs += [(d["topicId"], d["name"]) for d in (json.loads(r["payload"]) for r in rows.collect())]
+    if stored_at is not None:
+        source = lake_source(lake, state)
+        for part in ("topics", "topicNames"):
+            if PART_TABLES[part] in state.versions:
+                pairs += [(r["topicId"], r["name"]) for r in source.rows_at(part, stored_at)]
+    return weights, [(TOPIC_ID + i, TOPIC_NAME + n) for i, n in pairs]
+
+
+# --- the writes -----------------------------------------------------------------------------------
+
+
+def key_match(part: str, entity_equal: str = "t.entity = c.entity") -> str:
+    """The MERGE condition matching a stored version (``t``) with its closing row (``c``); ``entity_equal``: how
+    the engine compares a quota entity (a map)."""
+    conds = [entity_equal if k == "entity" else f"t.`{k}` = c.`{k}`" for k in PART_KEYS[part]]
+    return " AND ".join([*conds, "t.from_offset = c.from_offset", "t.to_offset IS NULL"])
+
+
+def rewind_steps(table: str, restart: int) -> list[tuple[str, str]]:
+    """What :func:`rewind` does to ``table``, in order: (``delete`` or ``reopen``, the rows' SQL predicate).
+    ``reopen`` sets ``to_offset`` to null."""
+    if table == PROVENANCE:
+        return [("delete", f"from_offset >= {restart}")]
+    if table == REJECTIONS:
+        return [
+            ("delete", f"(snapshot_end_offset IS NULL AND offset >= {restart}) OR snapshot_end_offset - 1 >= {restart}")
+        ]
+    return [("delete", f"from_offset >= {restart}"), ("reopen", f"to_offset >= {restart}")]
+
+
+def rewind(txn: LakeTransaction, state: LakeState, restart: int) -> list[str]:
+    """Undo what the temporal image holds from offset ``restart`` on, before replaying from there:
+    versions that begin there are deleted, versions that end there are current again, and the
+    provenance and rejections from there on are deleted, as writes of the ingest's transaction ``txn``
+    (``state``: what it reads). Returns the tables changed."""
+    maybe = _may_hold_from(txn.lake, state, restart)
+    if not maybe:
+        return []
+    if txn.lake.on_spark:
+        from image.temporal.spark.build import rewind_on_spark
+
+        return rewind_on_spark(txn, state, restart, maybe)
+    from metadata.lake.local_store import open_table
+
+    def undo(table: str) -> None:
+        def run(path: str) -> None:
+            for step, predicate in rewind_steps(table, restart):
+                delta = open_table(path)
+                if step == "delete":
+                    delta.delete(predicate, commit_properties=txn.commit_properties)
+                else:
+                    delta.update({"to_offset": "NULL"}, predicate=predicate, commit_properties=txn.commit_properties)
+
+        txn.apply(table, run)
+
+    before = txn.lake.current_versions(sorted(maybe))
+    per_table(undo, sorted(maybe))
+    after = txn.lake.current_versions(sorted(maybe))
+    return sorted(t for t in maybe if after[t] != before[t])
+
+
+def _may_hold_from(lake: Lake, state: LakeState, restart: int) -> set[str]:
+    """The temporal-image tables of ``state`` that may hold rows :func:`rewind` changes: for a lake read in
+    process, those whose files' statistics allow an offset at or after ``restart`` (an ingest that only
+    appends has none, and needs no Spark job to know it); else all."""
+    tables = [t for t in [*PART_TABLES.values(), PROVENANCE, REJECTIONS] if t in state.versions]
+    files = lake.files(state)
+    if files is None:
+        return set(tables)
+
+    def later(table: str, f: DataFile) -> bool:
+        if table == PROVENANCE:
+            return f.may_hold("from_offset", lo=restart)
+        if table == REJECTIONS:
+            return f.may_hold("offset", lo=restart) or f.may_hold("snapshot_end_offset", lo=restart + 1)
+        return f.may_hold("from_offset", lo=restart) or f.may_hold("to_offset", lo=restart)
+
+    return {t for t in tables if any(later(t, f) for f in files.files(t))}
+
+
+STAGED: list[tuple[str, str, pa.Schema]] = [
+    *(("versions", PART_TABLES[p], _VERSION_SCHEMAS[p]) for p in PART_KEYS),
+    ("rows", REJECTIONS, REJECTIONS_SCHEMA),
+    ("rows", PROVENANCE, PROVENANCE_SCHEMA),
+]
+"""What a build stages to append: (kind, table, schema)."""
+
+
+def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list[str]:
+    """Write what a build staged, as writes of the lake transaction ``txn`` (``state``: the versions it
+    read): closings first (one MERGE per table), then new versions, rejections and provenance (one
+    append each; a table's first write creates it). Returns the tables written."""
+    if txn.lake.on_spark:
+        from image.temporal.spark.build import write_on_spark
+
+        return write_on_spark(txn, state, staging)
+    from metadata.lake.local_store import open_table
+
+    writes: dict[str, list[Any]] = {}  # per table, in order: its MERGE, then its append
+    for part, table in PART_TABLES.items():
+        directory = os.path.join(staging, "closings", table)
+        if os.path.isdir(directory):
+
+            def close(path: str, part: str = part, directory: str = directory) -> None:
+                closings = pq.read_table(directory, schema=_CLOSING_SCHEMAS[part])
+                open_table(path).merge(
+                    closings,
+                    key_match(part),
+                    source_alias="c",
+                    target_alias="t",
+                    commit_properties=txn.commit_properties,
+                ).when_matched_update({"to_offset": "c.to_offset"}).execute()
+
+            writes.setdefault(table, []).append(lambda table=table, close=close: txn.apply(table, close))
+    for kind, table, schema in STAGED:
+        directory = os.path.join(staging, kind, table)
+        if os.path.isdir(directory):
+            rows = pq.read_table(directory, schema=schema)
+            if kind == "versions":
+                rows = rows.take(point_read_order(rows))
+            writes.setdefault(table, []).append(
+                lambda table=table, rows=rows: txn.write(table, rows, create=table not in state.versions)
+            )
+    per_table(lambda steps: [step() for step in steps], writes.values())
+    return list(writes)
+
+
+FILE_ROWS = 1 << 18
+"""Versions per file a build on Spark writes (a point read opens a few such files per level, see
+:func:`point_read_order`)."""
+
+
+def point_read_order(rows: pa.Table) -> pa.Array:
+    """The order of versions laid out for reads at one offset: grouped by how long they held (level = log2 of the
+    interval, open versions last) and, within a level, by ``from_offset``. A file's (or, in process, a row
+    group's) ``from_offset``/``to_offset`` statistics then span about its level's width, so the image at X reads,
+    per level, only the files around X instead of every file holding an early ``from_offset``."""
+    import numpy as np
+
+    start = rows["from_offset"].to_numpy(zero_copy_only=False)
+    end = pc.fill_null(rows["to_offset"], -1).to_numpy(zero_copy_only=False)
+    level = np.where(end < 0, 64, np.floor(np.log2(np.maximum(end - start + 1, 1))).astype(np.int64))
+    return pa.array(np.lexsort((start, level)))
+
+
+def compact_versions(txn: LakeTransaction, table: str) -> None:
+    """Rewrite a versions table in the point-read layout (:func:`point_read_order`) as a write of ``txn`` that
+    changes no row: many incremental ingests' small files become few, still laid out for reads at one offset
+    (Delta's ``OPTIMIZE`` would bin-pack them in any order). On Spark the commit says ``dataChange=false``;
+    delta-rs cannot, so in process it is an overwrite with the same rows."""
+    if txn.lake.on_spark:
+        from image.temporal.spark.build import compact_on_spark
+
+        compact_on_spark(txn, table)
+        return
+    from deltalake import write_deltalake
+
+    from metadata.lake.local_store import conforming, open_table, table_schema
+
+    files = txn.lake.files(txn.state())
+    assert files is not None
+    rows = files.read(table)
+
+    def overwrite(path: str) -> None:
+        delta = open_table(path)
+        ordered = conforming(rows.take(point_read_order(rows)), table_schema(delta))
+        write_deltalake(delta, ordered, mode="overwrite", commit_properties=txn.commit_properties)
+
+    txn.apply(table, overwrite)
+
+
+COMPACTORS: dict[str, Compactor] = {table: compact_versions for table in PART_TABLES.values()}
+"""How ingest and ``kraft-replay optimize`` compact the temporal image's versions tables."""
+
+
+def maintain_versions(change: LakeChange) -> None:
+    """The ingest's :data:`~metadata.lake.ingest.Derive` step: bring the temporal image up to the records
+    just written, inside the ingest's transaction. A lake without versions gets them built from the
+    whole log; otherwise only the new tail is replayed, from the versions current at its restart point
+    (earlier if the ingest added records or a snapshot before the end, or a transaction was open there)."""
+    txn, after = change.txn, change.after
+    lake, before = txn.lake, txn.base
+    staging = os.path.join(change.staging, "versions")
+    shutil.rmtree(staging, ignore_errors=True)
+    if not any(t in before.versions for t in PART_TABLES.values()):
+        if "records" in after.versions or "snapshots" in after.versions:
+            build_versions(lake, after, staging=staging)
+            write_versions(txn, after, staging)
+        return
+    starts = [end - 1 for end, epoch in change.snapshots_added if snapshot_kind(end, epoch) == "snapshot"]
+    if change.first_added is not None:
+        starts.append(change.first_added)
+    if not starts:
+        return
+    restart = restart_point(lake_source(lake, after), min(starts))
+    # versions may reach past the records' high-water mark (a snapshot ending beyond the log): always look
+    if rewind(txn, after, restart):
+        # the tables as rewound
+        after = replace(txn.state(), high_water_mark=after.high_water_mark, kafka_version=after.kafka_version)
+    build_versions(lake, after, restart=restart, stored_at=restart - 1, staging=staging)
+    write_versions(txn, after, staging)

@@ -1,0 +1,302 @@
+"""The lake on a local path, written in process with delta-rs: the Delta operations of the commit protocol, and
+the table writes of an ingest in process.
+
+Every commit of the protocol to a lake on a local path (or a ``file:`` URI) goes through here, whichever engine
+computed what a transaction writes: the lease and ``_ingests`` compare-and-set appends, the recovery of tables an
+interrupted writer left behind, reading the commits a proof checks. delta-rs commits with put-if-absent (a
+version file is created only if it does not exist); what Delta-Spark adds on top, this module adds itself:
+
+* **Idempotent-write ids.** delta-rs records a write's ``txn`` action (``CommitProperties(app_transactions=…)``)
+  but does not skip a write whose id the table already records at that version or later (Delta-Spark does), and
+  fails a commit only when a *concurrent* commit records the same id. :meth:`LocalStore.append` reads the recorded
+  version from the snapshot it commits on: a recorded version ≥ the new one skips the write, and a commit that
+  lands meanwhile with the same id makes delta-rs fail it. Together: a compare-and-set on the id's version.
+* **RESTORE with deletion vectors.** delta-rs's restore compares files by path only; a file whose deletion vector
+  Delta-Spark changed after the version restored to keeps its newer one. :meth:`LocalStore.restore` checks the
+  files both versions hold for a changed deletion vector and then rewrites the table with the rows of the version
+  restored to (the same content, new files) instead.
+* **The protocol of a table with deletion vectors.** delta-rs raising a table to reader 3 / writer 7 also lists
+  the ``variantType`` feature, which older Delta readers refuse; such a table is created here with the protocol
+  Delta-Spark gives it (reader features ``deletionVectors``; writer features ``appendOnly``, ``invariants``,
+  ``deletionVectors``), in a first commit written with put-if-absent, and its rows appended by delta-rs.
+
+delta-rs rewrites files where Delta-Spark marks rows with deletion vectors (MERGE, UPDATE, DELETE): both read what
+the other wrote (docs/lake-protocol.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from metadata.lake.state import LakeState
+from metadata.lake.tables import table_schemas
+
+if TYPE_CHECKING:
+    from deltalake import CommitProperties, DeltaTable
+
+    from metadata.lake.protocol import CommitInfo
+
+DELETION_VECTORS_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors"],
+    "writerFeatures": ["deletionVectors", "appendOnly", "invariants"],
+}
+"""The protocol Delta-Spark gives a table created with ``delta.enableDeletionVectors``."""
+
+
+def local_path(uri: str) -> str:
+    """The local path of a lake or table location (a path, or a ``file:`` URI)."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def tagged(tag: str | None) -> CommitProperties | None:
+    """Commit properties giving a commit ``tag`` as its user metadata (how a transaction knows its own)."""
+    from deltalake import CommitProperties
+
+    return None if tag is None else CommitProperties(custom_metadata={"userMetadata": tag})
+
+
+def open_table(path: str, version: int | None = None) -> DeltaTable | None:
+    """The Delta table at ``path`` (at ``version``); None if there is none."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(path, version=version)
+    except TableNotFoundError:
+        return None
+
+
+def table_schema(table: DeltaTable) -> pa.Schema:
+    """A Delta table's schema in pyarrow's types."""
+    return pa.schema(table.schema().to_arrow())
+
+
+def conforming(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``data``'s columns in the order and types of ``schema`` (a table's own, or the lake's for a new one)."""
+    return pa.Table.from_arrays([data[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def _put_if_absent(log: str, version: int, text: str) -> bool:
+    """Write the commit file ``<log>/<version>.json`` unless it exists (an atomic link); whether it was written."""
+    os.makedirs(log, exist_ok=True)
+    temporary = os.path.join(log, f".{version:020d}.json.{uuid.uuid4().hex}.tmp")
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write(text)
+    try:
+        os.link(temporary, os.path.join(log, f"{version:020d}.json"))
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(temporary)
+
+
+def create_table(path: str, schema: pa.Schema, properties: dict[str, str], tag: str | None) -> bool:
+    """Create an empty Delta table at ``path`` with the protocol Delta-Spark gives a deletion-vector table
+    (:data:`DELETION_VECTORS_PROTOCOL`) and ``properties``; False if version 0 exists already (a concurrent
+    creator won)."""
+    from deltalake import Schema
+
+    now = int(time.time() * 1000)
+    info: dict[str, Any] = {
+        "timestamp": now,
+        "operation": "CREATE TABLE",
+        "operationParameters": {"mode": "ErrorIfExists"},
+        "engineInfo": "kraft-replay (delta-rs)",
+    }
+    if tag is not None:
+        info["userMetadata"] = tag
+    metadata = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": Schema.from_arrow(schema).to_json(),
+        "partitionColumns": [],
+        "configuration": properties,
+        "createdTime": now,
+    }
+    actions = [{"commitInfo": info}, {"protocol": DELETION_VECTORS_PROTOCOL}, {"metaData": metadata}]
+    return _put_if_absent(os.path.join(path, "_delta_log"), 0, "\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def write(path: str, name: str, data: pa.Table, *, create: bool, tag: str | None) -> None:
+    """Write ``data`` to the table ``name`` at ``path`` in one commit: appended (cast to the table's schema, which
+    gains the lake's columns it lacks: a typed table of an older schema, an older ``_ingests``), or
+    (``create``) as a new table with the lake's schema and properties for ``name`` (a deletion-vector table in two:
+    :func:`create_table`, then the append)."""
+    from deltalake import write_deltalake
+
+    from metadata.lake.protocol import table_properties
+
+    properties = table_properties(name)
+    schema = table_schemas().get(name, data.schema)
+    table = None
+    if create and properties.get("delta.enableDeletionVectors") == "true":
+        create_table(path, schema, properties, tag)
+        create = False
+    newer: list[pa.Field] = []
+    if not create:
+        table = open_table(path)
+        if table is not None:  # the table's own schema, and the lake's columns it lacks (an older lake's)
+            existing = table_schema(table)
+            newer = [f for f in schema if f.name not in existing.names]
+            schema = pa.schema([*existing, *newer])
+    write_deltalake(
+        table if table is not None else path,
+        conforming(data, schema),
+        mode="append",
+        schema_mode="merge" if newer else None,
+        configuration=properties if table is None else None,
+        commit_properties=tagged(tag),
+    )
+
+
+class LocalStore:
+    """The Delta operations of the commit protocol on a lake on a local path (delta-rs, and the log files read
+    directly)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.root = local_path(uri)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def versions(self, names: Sequence[str]) -> dict[str, int | None]:
+        """Latest version of each table ``name`` (its newest commit file); None where there is none."""
+        found: dict[str, int | None] = {}
+        for name in names:
+            try:
+                entries = os.listdir(os.path.join(self.path(name), "_delta_log"))
+            except (FileNotFoundError, NotADirectoryError):
+                found[name] = None
+                continue
+            versions = [int(f[:20]) for f in entries if len(f) == 25 and f.endswith(".json") and f[:20].isdigit()]
+            found[name] = max(versions) if versions else None
+        return found
+
+    def commits(self, name: str, first: int, last: int) -> list[CommitInfo]:
+        """The commits ``first`` … ``last`` of table ``name``, oldest first, from their commit files."""
+        from metadata.lake.protocol import commit_info
+
+        out = []
+        for version in range(first, last + 1):
+            file = os.path.join(self.path(name), "_delta_log", f"{version:020d}.json")
+            try:
+                with open(file, encoding="utf-8") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = ""  # removed by log clean-up after a checkpoint: nothing known about it
+            out.append(commit_info(version, text))
+        return out
+
+    def append(self, name: str, rows: pa.Table, *, app: str, version: int, metadata: str) -> None:
+        """Append ``rows`` with the idempotent-write id (``app``, ``version``) and ``metadata`` as the commit's user
+        metadata, as a compare-and-set on the id's version: skipped when the table records ``app`` at ``version``
+        or later (as Delta-Spark skips it); a commit recording ``app`` that lands meanwhile makes delta-rs fail
+        this one (``CommitFailedError``, a conflict); a lost race to create the table likewise fails."""
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        from metadata.lake.protocol import LakeConflict, table_properties
+
+        path = self.path(name)
+        table = open_table(path)
+        if table is not None:
+            recorded = table.transaction_version(app)
+            if recorded is not None and recorded >= version:
+                return
+        properties = CommitProperties(
+            custom_metadata={"userMetadata": metadata}, app_transactions=[Transaction(app, version)]
+        )
+        try:
+            write_deltalake(
+                table if table is not None else path,
+                rows,
+                mode="append",
+                configuration=table_properties(name) if table is None else None,
+                commit_properties=properties,
+            )
+        except Exception as exc:
+            if table is None and _lost_creation(exc):
+                raise LakeConflict(f"another writer created {name} first") from exc
+            raise
+
+    def restore(self, name: str, version: int, tag: str) -> None:
+        """Give table ``name`` the content of ``version`` in a new commit tagged ``tag``: delta-rs's RESTORE, or,
+        when a deletion vector of a file both versions hold changed since, a rewrite of the rows at ``version``."""
+        from deltalake import write_deltalake
+
+        path = self.path(name)
+        now, then = open_table(path), open_table(path, version)
+        assert now is not None and then is not None
+        if _masks(now, set(then.file_uris())) == _masks(then, set(now.file_uris())):
+            now.restore(version, commit_properties=tagged(tag))
+            return
+        from metadata.lake.files import LakeFiles
+
+        rows = LakeFiles(self.uri, _state_of(name, version)).read(name)
+        write_deltalake(now, conforming(rows, table_schema(now)), mode="overwrite", commit_properties=tagged(tag))
+
+    def delete(self, name: str) -> None:
+        """Delete table ``name`` with its files."""
+        shutil.rmtree(self.path(name), ignore_errors=True)
+
+    def newest(self) -> LakeState:
+        """The newest row of ``_ingests`` (which exists)."""
+        from metadata.lake.files import LakeFiles
+
+        return LakeFiles(self.uri).state()
+
+    def data_files(self, name: str) -> int:
+        """How many data files the newest version of table ``name`` holds (0: no table)."""
+        table = open_table(self.path(name))
+        return 0 if table is None else len(table.file_uris())
+
+    def seqs(self) -> pa.Table:
+        """``_ingests``'s ``seq`` column, every row of its newest version."""
+        from metadata.lake.files import LakeFiles
+
+        return LakeFiles(self.uri).ingests().select(["seq"])
+
+
+def _lost_creation(exc: BaseException) -> bool:
+    """Whether ``exc`` is delta-rs failing to create a table because another writer's version 0 exists."""
+    return "CommitFailedError" in type(exc).__name__ or "already exists" in str(exc)
+
+
+def _masks(table: DeltaTable, files: set[str]) -> dict[str, list[bool]]:
+    """The deletion vectors of ``table``'s files among ``files`` (by URI)."""
+    if "deletionVectors" not in (table.protocol().reader_features or []):
+        return {}
+    return {
+        r["filepath"]: r["selection_vector"]
+        for r in pa.table(table.deletion_vectors()).to_pylist()
+        if r["filepath"] in files
+    }
+
+
+def _state_of(name: str, version: int) -> LakeState:
+    """A state naming only ``name`` at ``version`` (to read it with :class:`~metadata.lake.files.LakeFiles`)."""
+    import datetime as dt
+
+    return LakeState(
+        seq=0,
+        run_id="",
+        committed_at=dt.datetime.now(dt.timezone.utc),
+        inputs=[],
+        records_added=0,
+        snapshots_added=0,
+        high_water_mark=-1,
+        versions={name: version},
+    )
