@@ -68,19 +68,9 @@ def _print_history(title: str, history: History, as_json: bool) -> None:
     if as_json:
         print_json(history)
         return
-    from rich.table import Table
+    from cli import render
 
-    table = Table(title=f"{title} ({len(history.versions)} versions)", title_justify="left")
-    for c in ("from offset", "to offset", "time (UTC)", "what changed"):
-        table.add_column(c, overflow="fold")
-    for v in history.versions:
-        table.add_row(
-            str(v.fromOffset),
-            "" if v.toOffset is None else str(v.toOffset),
-            v.fromTime or "",
-            "\n".join(v.events) or "(as before the window)",
-        )
-    out.print(table)
+    out.print(render.history(title, history))
 
 
 @history_app.command("partition")
@@ -100,6 +90,7 @@ def history_partition(
 ) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
     from image.temporal.version_rows import Selection, load
+    from image.uuids import directory_name
     from image.views.history import partition_history
 
     window = load(
@@ -107,7 +98,8 @@ def history_partition(
         _window(from_offset, to_offset, from_time, to_time),
         Selection(parts=("partitions",), topic=topic, partition=partition),
     )
-    _print_history(f"partition {topic}-{partition}", partition_history(window, topic, partition), as_json)
+    history = partition_history(window, topic, partition, str if as_json else directory_name)
+    _print_history(f"partition {topic}-{partition}", history, as_json)
 
 
 @history_app.command("topic")
@@ -239,45 +231,9 @@ def timeline_command(
     if as_csv:
         _csv(result)
         return
-    from rich.table import Table
+    from cli import render
 
-    table = Table(
-        title=f"timeline, offsets {window.first_offset} … {window.last_offset} ({len(result.points)} points)",
-        title_justify="left",
-    )
-    for c in (
-        "time (UTC)",
-        "offset",
-        "offline",
-        "under-repl.",
-        "under min ISR",
-        "fenced",
-        "ctrl. shutdown",
-        "cordoned",
-        "reassigning",
-        "leaders per broker",
-        "elections",
-        "ISR −/+",
-        "records",
-    ):
-        table.add_column(c, overflow="fold")
-    for p in result.points:
-        table.add_row(
-            p.time,
-            str(p.offset),
-            str(p.offlinePartitions),
-            str(p.underReplicatedPartitions),
-            str(p.underMinIsrPartitions),
-            _ids(p.fencedBrokers),
-            _ids(p.controlledShutdownBrokers),
-            _ids(p.cordonedBrokers),
-            str(p.reassigningPartitions),
-            " ".join(f"{b}:{n}" for b, n in p.leadersPerBroker.items()),
-            str(p.elections),
-            f"{p.isrShrinks}/{p.isrExpansions}",
-            str(sum(p.recordsByType.values())),
-        )
-    out.print(table)
+    out.print(render.timeline(result, window.first_offset, window.last_offset))
 
 
 @app.command("report")
@@ -306,20 +262,6 @@ def report_command(
     )
     out_path.write_text(render_html(report), encoding="utf-8")
     err.print(f"wrote {out_path}", highlight=False)
-    from cli.render import kv_table
+    from cli import render
 
-    out.print(
-        kv_table(
-            f"report {out_path}",
-            [
-                ("window", f"offsets {report.fromOffset} … {report.toOffset}, {report.fromTime} … {report.toTime}"),
-                ("timeline points", len(report.points)),
-                ("events", len(report.events)),
-                (
-                    "diff",
-                    ", ".join(f"{s} {sum(c.values())}" for s, c in report.diff["summary"].items() if any(c.values()))
-                    or "no changes",
-                ),
-            ],
-        )
-    )
+    out.print(render.report(str(out_path), report))

@@ -220,14 +220,7 @@ def generate(
         return
     from cli import render
 
-    out.print(
-        render.kv_table(
-            f"generated {out_dir}", [(k, v) for k, v in report.model_dump().items() if not isinstance(v, (dict, list))]
-        )
-    )
-    by_type = report.model_dump().get("by_type")
-    if by_type:
-        out.print(render.counts_table("records by type", by_type))
+    out.print(render.generated(str(out_dir), report))
 
 
 # the command modules register their commands in this order, which is the order --help lists them in

@@ -7,7 +7,11 @@ Presentation only (counting, limiting, formatting), and nothing heavier than ric
 list shows its first ``limit`` rows (``None``: all of them) and then how many more there are; the
 heading above it counts them all. Times are ISO-8601 UTC (epoch milliseconds only in ``--json``);
 values are compact text (``[1,2,3]``, ``PLAINTEXT://host:9092``, ``metadata.version:1-21``), lists
-longer than ``limit`` elided with a count.
+longer than ``limit`` elided with a count: a list of ids always in brackets, so that it never reads
+as a count. Kafka's reserved values show as Kafka names them for people: a replica's reserved
+directory ids as ``UNASSIGNED``, ``LOST``, ``MIGRATING``, no leader (-1) as ``none`` (as
+``kafka-topics --describe``), leader recovery states as ``RECOVERED``, ``RECOVERING``; the JSON keeps
+the values themselves. Cells are plain text (never rich markup: ``[a,b]`` is a list, not a style).
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ from rich.table import Table
 from rich.text import Text
 
 from image.diff_keys import CHANGES, DIFF_KEYS
+from image.partition import for_people
 from image.temporal import times
+from image.uuids import directory_name
 
 if TYPE_CHECKING:
+    from generator.report import GenerateReport
+    from image.views.health import Timeline, TimelinePoint
+    from image.views.history import History
+    from image.views.report import IncidentReport
     from image.views.summary import ImageSummary
     from metadata.lake.ingest import IngestReport
     from metadata.log.summary import DumpRecord, LogInfo
@@ -45,21 +55,25 @@ def iso_time(ms: int | None) -> str:
 
 
 def is_time(name: str) -> bool:
-    """Whether a field holds epoch milliseconds: the log's ``timestamp`` and Kafka's ``*Timestamp`` fields."""
-    return name == "timestamp" or name.endswith("Timestamp")
+    """Whether a field holds epoch milliseconds: the log's ``timestamp``, Kafka's ``*Timestamp`` fields and
+    the generator report's ``*_timestamp``."""
+    return name == "timestamp" or name.endswith(("Timestamp", "_timestamp"))
 
 
 def compact(value: Any, limit: int | None, name: str = "") -> str:
     """One value as short text: lists ``[a,b]`` (elided past ``limit`` items; ``[x, y]`` for lists of
     objects, so they can wrap), endpoints ``NAME://host:port``, supported features ``name:min-max``,
-    other objects ``{k=v,…}``, a clientQuotas entity ``type=name`` (``<default>`` for the default entity),
-    times ISO-8601 by field ``name``."""
+    other objects ``{k=v,…}``, a clientQuotas entity ``type=name`` (``<default>`` for the default entity);
+    by field ``name``: times ISO-8601, reserved values (no leader, leader recovery states, directory ids) as
+    Kafka names them (:func:`image.partition.for_people`)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int) and name and is_time(name):
-        return iso_time(value)
+    if name:
+        if isinstance(value, int) and is_time(name):
+            return iso_time(value)
+        value = for_people(name, value)
     if isinstance(value, str):
         return value if value and not any(c.isspace() for c in value) else json.dumps(value)
     if isinstance(value, list):
@@ -132,6 +146,11 @@ def heading(title: str) -> Text:
     return Text(title, style="table.title")
 
 
+def plain(value: RenderableType) -> RenderableType:
+    """A cell: a string as plain text (rich would read ``[p1,p2]`` as markup and print nothing), else as is."""
+    return Text(value) if isinstance(value, str) else value
+
+
 def table(
     title: str,
     columns: Sequence[str],
@@ -157,11 +176,11 @@ def table(
             continue
         if c in aligned:
             narrow = max([len(str(r[i])) for r in cells] + [len(word) for word in c.split()])
-            out.add_column(c, justify="right", max_width=narrow)
+            out.add_column(c, justify="right", max_width=narrow, overflow="fold")
         else:
             out.add_column(c, overflow="fold", no_wrap=c in kept)
     for r in cells:
-        out.add_row(*(v for i, v in enumerate(r) if i not in dropped))
+        out.add_row(*(plain(v) for i, v in enumerate(r) if i not in dropped))
     parts: list[RenderableType] = [heading(title), out]
     if dropped:
         parts.append(Text(f"empty in every row shown: {', '.join(columns[i] for i in sorted(dropped))}", style="dim"))
@@ -174,7 +193,7 @@ def kv_table(title: str, rows: list[tuple[str, Any]]) -> RenderableType:
     out.add_column(style="bold")
     out.add_column(overflow="fold")
     for k, v in rows:
-        out.add_row(k, "" if v is None else str(v))
+        out.add_row(plain(k), plain("" if v is None else str(v)))
     return Group(heading(title), out)
 
 
@@ -183,10 +202,9 @@ def counts_table(title: str, counts: Mapping[str, int], what: str = "type") -> R
     return Group(*table(title, (what, "count"), ((k, f"{v:,}") for k, v in counts.items()), right=("count",)))
 
 
-def id_list(ids: Sequence[int], limit: int | None) -> str:
-    """``1, 2, 3`` (``… +N`` past ``limit``), or ``none``."""
-    shown, hidden = head(ids, limit)
-    return ", ".join([*map(str, shown), *([f"… +{hidden}"] if hidden else [])]) or "none"
+def id_list(ids: Sequence[int] | Sequence[str], limit: int | None) -> str:
+    """``[1,2,3]`` (``…+N`` past ``limit``), or ``none``: a list of ids, never read as a count."""
+    return compact(list(ids), limit) if ids else "none"
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -215,6 +233,16 @@ def ingest_report(report: IngestReport, limit: int | None) -> RenderableType:
             ("snapshot records added", f"{report.snapshot_records_added:,}"),
             ("seconds", f"{report.seconds:.1f}"),
         ],
+    )
+
+
+def generated(out_dir: str, report: GenerateReport) -> RenderableType:
+    """What ``generate`` wrote: its parameters and counts (times ISO-8601), then its records by type."""
+    doc = report.model_dump()
+    scalars = [(k, cell(v, None, k)) for k, v in doc.items() if not isinstance(v, (dict, list))]
+    return Group(
+        kv_table(f"generated {out_dir}", scalars),
+        *([counts_table("records by type", doc["by_type"])] if doc["by_type"] else []),
     )
 
 
@@ -361,7 +389,7 @@ SHOW_COLUMNS: dict[str, dict[str, str]] = {
 }
 """The fields ``show`` lists per part and their column labels (``--json`` has every field)."""
 
-_NUMERIC = {"partition", "leader", "leader epoch", "partition epoch", "recovery state", "broker", "epoch", "level"}
+_NUMERIC = {"partition", "leader", "leader epoch", "partition epoch", "broker", "epoch", "level"}
 
 
 def show(part: str, rows: Sequence[Mapping[str, Any]], limit: int | None) -> RenderableType:
@@ -464,7 +492,7 @@ def _broker_changes(doc: Mapping[str, Any], limit: int | None) -> list[Renderabl
             (
                 (
                     f"{e['topic']}-{e['partitionId']}",
-                    str(e["leader"]),
+                    compact(e["leader"], limit, "leader"),
                     str(e["leaderEpoch"]),
                     "yes" if (e["topic"], e["partitionId"]) in elected else "",
                     str(e["partitionEpoch"]),
@@ -472,7 +500,7 @@ def _broker_changes(doc: Mapping[str, Any], limit: int | None) -> list[Renderabl
                     compact(e["replicas"], limit),
                     compact(e["addingReplicas"], limit),
                     compact(e["removingReplicas"], limit),
-                    directories.get((e["topic"], e["partitionId"]), ""),
+                    cell(directories.get((e["topic"], e["partitionId"])), limit, "directory"),
                 )
                 for e in shown
             ),
@@ -534,6 +562,13 @@ _PHASE_HEADINGS = {
 }
 
 
+def _reason(action: Mapping[str, Any]) -> str:
+    """An action's reason, the directory id it names (``check-directory``: the action's ``directory``) as
+    Kafka names the reserved ones."""
+    directory = action.get("directory")
+    return action["reason"] if directory is None else action["reason"].replace(directory, directory_name(directory))
+
+
 def _plan(actions: Sequence[Mapping[str, Any]], limit: int | None) -> Iterator[str | tuple[str, str, str, str]]:
     """Per phase its heading, its first ``limit`` actions as ``(step, action, topic-partition, reason)``
     and how many more of which action."""
@@ -545,7 +580,7 @@ def _plan(actions: Sequence[Mapping[str, Any]], limit: int | None) -> Iterator[s
         shown, hidden = head(rows, limit)
         for r in shown:
             where = "" if r["topic"] is None else f"{r['topic']}-{r['partition']}"
-            yield str(r["step"]), r["action"], where, r["reason"]
+            yield str(r["step"]), r["action"], where, _reason(r)
         if hidden:
             left = Counter(r["action"] for r in rows[len(shown) :])
             yield "  " + more(hidden, ", ".join(f"{n:,} {a}" for a, n in left.items())).plain
@@ -621,7 +656,7 @@ def _request_table(broker: int, request: Mapping[str, Any], limit: int | None) -
         (
             (
                 f"{t}-{s['partitionIndex']}",
-                str(s["leader"]),
+                compact(s["leader"], limit, "leader"),
                 str(s["leaderEpoch"]),
                 compact(s["isr"], limit),
                 str(s["partitionEpoch"]),
@@ -692,7 +727,7 @@ def zk_replay(result: Mapping[str, Any], limit: int | None) -> RenderableType:
         (
             (
                 f"{p['topicName']}-{p['partitionIndex']}",
-                str(p["leader"]),
+                compact(p["leader"], limit, "leader"),
                 str(p["leaderEpoch"]),
                 str(p["partitionEpoch"]),
                 compact(p["replicas"], limit),
@@ -707,3 +742,93 @@ def zk_replay(result: Mapping[str, Any], limit: int | None) -> RenderableType:
         hidden=hidden,
     )
     return Group(*parts)
+
+
+# ---------------------------------------------------------------------------------------------- window
+
+
+def history(title: str, doc: History) -> RenderableType:
+    """Every state of one key in a window: its offsets, time and what changed, in words."""
+    return Group(
+        *table(
+            f"{title} ({count(len(doc.versions), 'version')})",
+            ("from offset", "to offset", "time (UTC)", "what changed"),
+            (
+                (
+                    str(v.fromOffset),
+                    "" if v.toOffset is None else str(v.toOffset),
+                    v.fromTime or "",
+                    "\n".join(v.events) or "(as before the window)",
+                )
+                for v in doc.versions
+            ),
+            right=("from offset", "to offset"),
+            names=("time (UTC)",),
+        )
+    )
+
+
+def _brokers(point: TimelinePoint) -> str:
+    """The brokers fenced, in controlled shutdown and with a cordoned log dir, each list named (empty: none)."""
+    lists = (
+        ("fenced", point.fencedBrokers),
+        ("in controlled shutdown", point.controlledShutdownBrokers),
+        ("cordoned", point.cordonedBrokers),
+    )
+    return "\n".join(f"{label} {compact(ids, None)}" for label, ids in lists if ids)
+
+
+def timeline(doc: Timeline, first_offset: int, last_offset: int) -> RenderableType:
+    """One row per point: its time (of day when every point is on one day, named in the title), the
+    counts of partitions offline, under-replicated, under min ISR and reassigning, the counters since
+    the previous point, the brokers fenced, in controlled shutdown or with a cordoned log dir, and
+    leaders per broker (``broker:leaders``)."""
+    days = sorted({p.time[:10] for p in doc.points})
+    one_day = len(days) == 1
+    counts = ("offset", "offline", "under repl.", "under min ISR", "reassigning", "elections", "ISR −/+", "records")
+    return Group(
+        *table(
+            f"timeline, offsets {first_offset} … {last_offset} ({count(len(doc.points), 'point')})"
+            + (f" on {days[0]}" if one_day else ""),
+            ("time (UTC)", *counts, "brokers", "leaders per broker"),
+            (
+                (
+                    p.time[11:] if one_day else p.time,
+                    str(p.offset),
+                    f"{p.offlinePartitions:,}",
+                    f"{p.underReplicatedPartitions:,}",
+                    f"{p.underMinIsrPartitions:,}",
+                    f"{p.reassigningPartitions:,}",
+                    f"{p.elections:,}",
+                    f"{p.isrShrinks:,}/{p.isrExpansions:,}",
+                    f"{sum(p.recordsByType.values()):,}",
+                    _brokers(p),
+                    " ".join(f"{b}:{n:,}" for b, n in p.leadersPerBroker.items()),
+                )
+                for p in doc.points
+            ),
+            right=counts,
+            names=("time (UTC)",),
+        )
+    )
+
+
+def report(path: str, doc: IncidentReport) -> RenderableType:
+    """What an incident report shows: its window, points, events, the elections chart's interval and how
+    many entries of each section of the diff differ."""
+    from image.views.report import interval_words
+
+    return kv_table(
+        f"report {path}",
+        [
+            ("window", f"offsets {doc.fromOffset} … {doc.toOffset}, {doc.fromTime} … {doc.toTime}"),
+            ("timeline points", f"{len(doc.points):,}"),
+            ("events", f"{len(doc.events):,}"),
+            ("elections chart", f"per {interval_words(doc.electionInterval)}"),
+            (
+                "entries that differ",
+                ", ".join(f"{s}: {sum(c.values()):,}" for s, c in doc.diff["summary"].items() if any(c.values()))
+                or "none",
+            ),
+        ],
+    )

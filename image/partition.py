@@ -9,13 +9,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from image.errors import ReplayError
-from image.uuids import MIGRATING
+from image.uuids import DIRECTORY_FIELDS, MIGRATING, directory_name
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 RECOVERED = 0
 RECOVERING = 1
+LEADER_RECOVERY_STATES = {RECOVERED: "RECOVERED", RECOVERING: "RECOVERING"}
+"""Kafka's names of the leader recovery states (``LeaderRecoveryState``)."""
 LEADER_RECOVERY_NO_CHANGE = -1
+
+
+def for_people(field: str, value: Any) -> Any:
+    """A partition field's value as Kafka names its reserved values, for output for people (the JSON keeps the
+    values): a ``leader`` of -1 as ``none`` (as ``kafka-topics --describe``), a ``leaderRecoveryState`` as
+    ``RECOVERED`` / ``RECOVERING``, a replica's reserved directory id (alone or in a list) as ``UNASSIGNED``,
+    ``LOST`` or ``MIGRATING``; any other value as it is."""
+    if field == "leader" and value == NO_LEADER:
+        return "none"
+    if field == "leaderRecoveryState" and value in LEADER_RECOVERY_STATES:
+        return LEADER_RECOVERY_STATES[value]
+    if field in DIRECTORY_FIELDS:
+        return [directory_name(d) for d in value] if isinstance(value, list) else directory_name(value)
+    return value
+
 
 MIGRATING_IDENTITY = 0
 """``directories_identity`` of every all-MIGRATING array (Kafka shares one MIGRATING singleton)."""

@@ -1,4 +1,5 @@
-"""Kafka Uuids as their base64 strings (22 chars, URL-safe, unpadded) and their ordering."""
+"""Kafka Uuids as their base64 strings (22 chars, URL-safe, unpadded), their ordering, and the names Kafka
+gives its reserved directory ids (``DirectoryId``), which output for people shows instead of the Uuids."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"
 """DirectoryId.UNASSIGNED (0,1): replica not yet placed."""
 LOST = "AAAAAAAAAAAAAAAAAAAAAg"
 """DirectoryId.LOST (0,2): replica placed in an unknown, offline directory."""
+
+DIRECTORY_FIELDS = frozenset({"directories", "directory"})
+"""The fields that hold replicas' directory ids: ``directories`` of PartitionRecord, PartitionChangeRecord and
+the image's partitions, ``directory`` of a broker's local changes."""
+DIRECTORY_NAMES = {MIGRATING: "MIGRATING", UNASSIGNED: "UNASSIGNED", LOST: "LOST"}
+"""Kafka's names of its reserved directory ids (``DirectoryId``'s constants)."""
+
+
+def directory_name(directory: str) -> str:
+    """A replica's directory id as Kafka names it: ``UNASSIGNED``, ``LOST`` or ``MIGRATING`` for the reserved
+    ids of ``DirectoryId``, any other as its Uuid string (the JSON keeps every one as its Uuid string)."""
+    return DIRECTORY_NAMES.get(directory, directory)
 
 
 def uuid_sort_key(uuid: str) -> tuple[int, int]:

@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
 
-from cli.main import app as main_app  # noqa: F401 — registers every command
+from cli.main import app as main_app  # registers every command
+from generator import generate
 from image.replay import replay_to
 from image.temporal.sources import log_source
-from image.temporal.version_rows import Selection, Window, load
+from image.temporal.times import parse_time
+from image.temporal.version_rows import Selection, Window, image_diff, load
+from image.uuids import UNASSIGNED
 from image.views.health import image_gauges
 from image.views.history import partition_history
+from image.views.report import election_interval, incident_report, render_html, report_points, time_axis
 from metadata.log.readers import read_log
-from tests.test_cli_image import ok_json, run
+from tests.test_cli_image import ok_json, run, runner
 
 REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_metadata-0"
 
@@ -119,3 +124,78 @@ def test_bad_input_is_one_clear_line(args, message):
     res = run(*args)
     assert res.exit_code == 1
     assert message in res.output and "Traceback" not in res.output
+
+
+CORDON = Path(__file__).parent / "fixtures/kafka/4.4.0/cordon/__cluster_metadata-0"
+
+
+def test_history_names_reserved_directory_ids_for_people_and_keeps_them_in_json():
+    """Kafka 4.4 creates c1-0 with both replicas' directories UNASSIGNED, then the brokers assign them."""
+    args = ("history", "partition", "--log", CORDON, "--topic", "c1", "--partition", 0)
+    people = runner.invoke(main_app, [str(a) for a in args], env={"COLUMNS": "250"})
+    assert people.exit_code == 0, people.output
+    assert "replica 2 directory UNASSIGNED→zO3-EXGiAPnMw7pKxtst4Q" in people.stdout
+    assert "replica 3 directory UNASSIGNED→6tCFsom3g2EkY6SrEIRN4w" in people.stdout
+    assert UNASSIGNED not in people.stdout
+    events = [e for v in ok_json(*args)["versions"] for e in v["events"]]
+    assert f"replica 2 directory {UNASSIGNED}→zO3-EXGiAPnMw7pKxtst4Q" in events
+
+
+def test_timeline_lists_broker_ids_as_lists():
+    """Brokers 1, 2 and 3 register fenced one after another: the ids read as lists, never as a count."""
+    table = runner.invoke(main_app, ["timeline", "--log", str(CORDON)], env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    fenced = [p["fencedBrokers"] for p in ok_json("timeline", "--log", CORDON)["points"]][:6]
+    assert fenced == [[], [], [2], [1, 2], [1, 2, 3], [1, 2, 3]]
+    rows = [line for line in table.stdout.splitlines() if "fenced [" in line]
+    assert [re.search(r"fenced (\[[\d,]+\])", r).group(1) for r in rows[:4]] == ["[2]", "[1,2]", "[1,2,3]", "[1,2,3]"]
+
+
+@pytest.mark.parametrize(
+    "seconds, interval",
+    [
+        (0, 1_000),
+        (14, 1_000),
+        (60, 1_000),
+        (61, 2_000),
+        (82, 2_000),
+        (3_600, 60_000),
+        (3 * 3_600, 300_000),
+        (30 * 86_400, 43_200_000),
+        (400 * 86_400, 86_400_000),  # at most 60 bars, but never wider than a day
+    ],
+)
+def test_the_elections_chart_interval_follows_the_window(seconds, interval):
+    assert election_interval(1_000_000, 1_000_000 + seconds * 1_000) == interval
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    """A generated log of about 280 records over 80 seconds, with elections at 8.4 s and 20.3-20.7 s."""
+    root = tmp_path_factory.mktemp("report")
+    generate(7, 3, 3, 3, 40, root)
+    return root / "__cluster_metadata-0"
+
+
+def test_report_of_a_14_second_window_counts_elections_per_second_in_time_order(generated):
+    store = log_source(generated)
+    window = load(
+        store,
+        Window(from_time=parse_time("2025-01-01T00:00:07Z"), to_time=parse_time("2025-01-01T00:00:21Z")),
+        Selection(),
+    )
+    report = incident_report(window, report_points(window), image_diff(store, window.first_offset, window.last_offset))
+    assert (report.fromTime, report.toTime) == ("2025-01-01T00:00:06.508Z", "2025-01-01T00:00:20.806Z")
+    assert report.electionInterval == 1_000
+    assert time_axis(report) == ("2025-01-01T00:00:06.000Z", "2025-01-01T00:00:21.000Z")
+    bursts = [(e.time, e.text) for e in report.events if e.kind == "elections"]
+    assert bursts == [
+        ("2025-01-01T00:00:08.395Z", "1 leader election in the second from 00:00:08"),
+        ("2025-01-01T00:00:20.254Z", "2 leader elections in the second from 00:00:20"),
+    ]
+    assert [e.offset for e in report.events] == sorted(e.offset for e in report.events)
+    assert [e.time for e in report.events] == sorted(e.time for e in report.events)
+    page = render_html(report)
+    assert "Leader elections per second" in page and "per minute" not in page
+    assert '"x":["2025-01-01T00:00:08.000Z","2025-01-01T00:00:20.000Z"],"y":[1,2]' in page
+    assert page.count('"range":["2025-01-01T00:00:06.000Z","2025-01-01T00:00:21.000Z"]') == 4

@@ -23,6 +23,7 @@ from cli.app import DEFAULT_LIMIT
 from cli.main import app
 from image.replay import replay_to
 from image.temporal.times import parse_time
+from image.uuids import UNASSIGNED
 from image.views.summary import ImageSummary, image_summary
 from metadata.log.readers import read_log
 from metadata.log.records import LogRecord
@@ -43,6 +44,7 @@ from tests.test_diff import python_doc as python_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample" / "__cluster_metadata-0"
+CORDON = ROOT / "tests/fixtures/kafka/4.4.0/cordon/__cluster_metadata-0"
 EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
 """An epoch-milliseconds time (2001 to 2286) standing alone."""
 MIDDLE = 5000
@@ -147,8 +149,8 @@ def test_image_summary_counts_health_from_the_image_json() -> None:
         ("time", render.iso_time(log.records[-1].timestamp)),
         ("metadata.version", "21 (3.9-IV0)"),
         ("next producer id", "5000"),
-        ("fenced brokers", "1"),
-        ("brokers in controlled shutdown", "3"),
+        ("fenced brokers", "[1]"),  # a list of broker ids, never read as a count
+        ("brokers in controlled shutdown", "[3]"),
         ("leaderless partitions", "1"),
         ("under-replicated partitions", "2"),
     ):
@@ -241,6 +243,42 @@ def test_diff_lists_the_first_changes_of_each_section(images: tuple[dict[str, An
     assert [k for k in keys if k in {f"{e['topic']}-{e['partitionId']}" for c in partitions.values() for e in c}] == [
         f"{e['topic']}-{e['partitionId']}" for c in ("added", "removed", "changed") for e in partitions[c]
     ]
+
+
+def test_reserved_values_show_as_kafka_names_them() -> None:
+    """Kafka 4.4 creates topic c1 with its replicas' directories UNASSIGNED (the brokers assign them next); at the
+    log's end every partition is leaderless. People read Kafka's names, the documents keep the values."""
+    records = read_log(CORDON)
+    before, after = replay_to(records, 60).to_json(), replay_to(records).to_json()
+    doc = python_diff(before, after)
+    c1_0 = next(e for e in doc["partitions"]["changed"] if (e["topic"], e["partitionId"]) == ("c1", 0))
+    assert c1_0["before"]["directories"] == [UNASSIGNED, UNASSIGNED] and c1_0["after"]["leader"] == -1
+    shown = text(render.diff(doc, None), 400)
+    assert "leader: 2 → none" in shown
+    assert "directories: [UNASSIGNED,UNASSIGNED] → [zO3-EXGiAPnMw7pKxtst4Q,6tCFsom3g2EkY6SrEIRN4w]" in shown
+    assert UNASSIGNED not in shown
+    partitions = table_rows(text(render.show("partitions", after["partitions"], None), 250))
+    assert len(partitions) == len(after["partitions"])
+    assert {(r[2], r[-1]) for r in partitions} == {("none", "RECOVERED")}
+    dumped = text(render.dump(dump_records(records, 54, 54), None), 250)
+    assert "directories=[UNASSIGNED,UNASSIGNED]" in dumped and UNASSIGNED not in dumped
+    # broker 2 leads c1-0 from its creation on, before it has placed the replica in a directory
+    for command, line in (
+        ("changes", r"│ c1-0 +│ +2 │ +0 │ yes +│ +0 │ \[2,3\] +│ \[2,3\] +│ UNASSIGNED +│"),
+        ("apply", r"check-directory +c1-0 +assigned directory UNASSIGNED: if the log is elsewhere"),
+    ):
+        args = [command, "--log", str(CORDON), "--broker", "2", "--from-offset", "40", "--to-offset", "62"]
+        people = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+        assert people.exit_code == 0 and re.search(line, people.stdout), people.output
+        assert UNASSIGNED not in people.stdout and UNASSIGNED in CliRunner().invoke(app, [*args, "--json"]).stdout
+
+
+def test_lists_print_as_text_never_as_markup() -> None:
+    """Rich reads ``[p1lv…,zO3-…]`` as a markup tag: the log dirs of Kafka's brokers print as they are."""
+    brokers = replay_to(read_log(CORDON)).to_json()["brokers"]
+    rows = table_rows(text(render.show("brokers", brokers, None), 250))
+    assert [r[6] for r in rows] == [render.compact(b["logDirs"], None) for b in brokers]
+    assert all(r[6].startswith("[") for r in rows)
 
 
 def test_changes_summarise_every_broker_and_list_one(sample: list[LogRecord]) -> None:

@@ -78,7 +78,11 @@ def test_report_content_follows_the_reference_engine(page):
     for broker in (1, 2, 3):
         assert f"broker {broker}: controlled shutdown entered" in texts
     assert any(t.startswith("offline partitions: up to") for t in texts)
-    assert any(re.fullmatch(r"\d+ leader elections in the minute from \d\d:\d\d", t) for t in texts)
+    # the window is 72 seconds: its elections are counted per 2 seconds, each burst at its first election
+    assert any(re.fullmatch(r"\d+ leader elections in the 2 seconds from \d\d:\d\d:\d\d", t) for t in texts)
+    assert "Leader elections per 2 seconds" in html
+    times = [t for t, _, _, _ in events]
+    assert times == sorted(times)
     assert f"offset {FROM} → {last}" in html  # the diff of the two ends
 
 
@@ -117,6 +121,10 @@ def test_report_renders_in_headless_chromium(page, chromium, tmp_path):
         for plot in plots:
             assert plot["width"] > 400 and plot["height"] > 200, plot
             assert plot["traces"] > 0 and plot["lines"] + plot["bars"] > 0, plot
+        ticks = browser.evaluate(
+            "[...document.querySelectorAll('#plot-elections .xtick text')].map(t => t.textContent)"
+        )
+        assert len(ticks) >= 3 and all(re.match(r"\d\d:\d\d(:\d\d)?(?![.\d])", t) for t in ticks), ticks
         assert browser.errors() == []
         assert [u for u in browser.requests() if not u.startswith(("file:", "data:", "blob:"))] == []
         shot = Path(os.environ.get("KRAFT_REPLAY_REPORT_SCREENSHOT", tmp_path / "report.png"))

@@ -111,8 +111,11 @@ def _leader(broker: int) -> str:
     return "none" if broker == NO_LEADER else str(broker)
 
 
-def partition_events(before: State | None, after: State | None, earlier_ids: set[str]) -> list[str]:
-    """What changed from one partition state to the next, in words (see docs/health.md)."""
+def partition_events(
+    before: State | None, after: State | None, earlier_ids: set[str], directory: Callable[[str], str] = str
+) -> list[str]:
+    """What changed from one partition state to the next, in words (see docs/health.md); ``directory``
+    writes a directory id (default: its Uuid string, as in the JSON)."""
     if before is None and after is None:
         return []
     if after is None:
@@ -170,7 +173,7 @@ def partition_events(before: State | None, after: State | None, earlier_ids: set
             words.append(f"{label} {_list(before[name])}→{_list(after[name])}")
     if before["directories"] != after["directories"] and before["replicas"] == after["replicas"]:
         words += [
-            f"replica {r} directory {d0}→{d1}"
+            f"replica {r} directory {directory(d0)}→{directory(d1)}"
             for r, d0, d1 in zip(after["replicas"], before["directories"], after["directories"], strict=True)
             if d0 != d1
         ]
@@ -366,12 +369,21 @@ def _part_history(
     return _history(window, segments, key, fields, describe, topic_id)
 
 
-def partition_history(window: VersionWindow, topic: str, partition: int) -> History:
+def partition_history(
+    window: VersionWindow, topic: str, partition: int, directory: Callable[[str], str] = str
+) -> History:
     """The states of partition ``partition`` of the topic named ``topic`` over the window (the
-    window must hold every version of that partition: a topic and partition selection)."""
+    window must hold every version of that partition: a topic and partition selection); the words
+    write a directory id with ``directory`` (default: its Uuid string, as in the JSON; for people:
+    :func:`image.uuids.directory_name`)."""
     rows = [r for r in _rows(window.partitions) if r["topic"] == topic and r["partitionId"] == partition]
     return _part_history(
-        window, "partitions", rows, {"topic": topic, "partitionId": partition}, partition_events, lambda s: s["topicId"]
+        window,
+        "partitions",
+        rows,
+        {"topic": topic, "partitionId": partition},
+        lambda b, a, seen: partition_events(b, a, seen, directory),
+        lambda s: s["topicId"],
     )
 
 

@@ -1,18 +1,21 @@
 """The incident report: one self-contained HTML page over a window (docs/health.md).
 
-It shows the health timeline as plots (offline, under-replicated and under-min-ISR partitions,
-fenced and shutting-down brokers, leaders per broker, elections per minute), the biggest events
+It shows the health timeline as plots over the window's time span (:func:`time_axis`; offline, under-replicated and
+under-min-ISR partitions, fenced and shutting-down brokers, leaders per broker, elections per
+interval — an interval the window's length chooses: :func:`election_interval`), the biggest events
 in order, the leaders of every broker before and after, and the diff of the images at the
 window's ends. The plots are Plotly figures with plotly.js inlined once in the page, so the page
 opens offline and fetches nothing (no CDN, no fonts, no MathJax).
 
 Biggest events: every broker state change (registered, fenced, unfenced, controlled shutdown
 entered / left, re-registered, unregistered), topic creations and deletions, election bursts
-(the elections of one minute) and episodes of offline, under-min-ISR and under-replicated
-partitions (from the point a gauge leaves 0 to the point it is back at 0, with its peak). Each
-has a weight — the partitions it touched: the leaders a broker held just before, a topic's
-partitions, the elections of the minute, an episode's peak — and the page lists the
-:data:`MAX_EVENTS` heaviest in time order.
+(the elections of one interval of the chart, at the first of them) and episodes of offline,
+under-min-ISR and under-replicated partitions (from the point a gauge leaves 0 to the point it is
+back at 0, with its peak). Each has a weight — the partitions it touched: the leaders a broker held
+just before, a topic's partitions, the elections of the interval, an episode's peak — and the page
+lists the :data:`MAX_EVENTS` heaviest in log (and so time) order, each at the time of its first record.
+Reserved values in the diff (no leader, leader recovery states, directory ids) show as Kafka names them
+(:func:`image.partition.for_people`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from image.diff_keys import DIFF_KEYS
+from image.partition import for_people
 from image.temporal.times import iso_time, parse_time
 from image.temporal.version_rows import VersionWindow
 from image.views.health import TimelinePoint
@@ -37,6 +41,14 @@ MAX_PLOT_POINTS = 5000
 """The timeline is plotted at every change up to this many changes, else at evenly timed points."""
 MAX_DIFF_ROWS = 200
 """Rows shown per diff section and kind of change (the count says how many there are)."""
+ELECTION_INTERVALS_MS = (
+    *(1_000 * s for s in (1, 2, 5, 10, 15, 30)),
+    *(60_000 * m for m in (1, 2, 5, 10, 15, 30)),
+    *(3_600_000 * h for h in (1, 2, 3, 6, 12, 24)),
+)
+"""The intervals the elections chart counts in (milliseconds), from a second to a day."""
+MAX_BARS = 60
+"""The elections chart's interval is the shortest that cuts the window into at most this many."""
 
 _EPISODES = (
     ("offlinePartitions", "offline partitions"),
@@ -67,6 +79,8 @@ class IncidentReport(BaseModel):
     toOffset: int
     fromTime: str
     toTime: str
+    electionInterval: int
+    """Milliseconds per bar of the elections chart (:func:`election_interval`)."""
     points: list[TimelinePoint]
     events: list[ReportEvent]
     leaders: list[LeaderCount]
@@ -165,25 +179,60 @@ def _episodes(points: Sequence[TimelinePoint]) -> list[ReportEvent]:
     return out
 
 
-def elections_per_minute(points: Sequence[TimelinePoint]) -> dict[int, int]:
-    """Elections per minute (epoch ms of the minute's start), from the points' counters."""
-    minutes: dict[int, int] = defaultdict(int)
+def election_interval(start: int, end: int) -> int:
+    """The interval (ms) the elections chart of a window from ``start`` to ``end`` (epoch ms) counts in:
+    the shortest of :data:`ELECTION_INTERVALS_MS` that cuts it into at most :data:`MAX_BARS` (a day beyond)."""
+    return next((i for i in ELECTION_INTERVALS_MS if end - start <= i * MAX_BARS), ELECTION_INTERVALS_MS[-1])
+
+
+_UNITS = (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1_000))
+
+
+def interval_words(interval: int) -> str:
+    """One of :data:`ELECTION_INTERVALS_MS` in words: ``second``, ``2 seconds``, ``minute``, ``6 hours``, ``day``."""
+    unit, ms = next((unit, ms) for unit, ms in _UNITS if interval % ms == 0)
+    n = interval // ms
+    return unit if n == 1 else f"{n} {unit}s"
+
+
+def elections_per_interval(points: Sequence[TimelinePoint], interval: int) -> dict[int, int]:
+    """Elections per interval of ``interval`` ms (epoch ms of its start; intervals with none left out),
+    from the points' counters."""
+    counts: dict[int, int] = defaultdict(int)
     for point in points:
         if point.elections:
-            minutes[parse_time(point.time) // 60_000 * 60_000] += point.elections
-    return dict(sorted(minutes.items()))
+            counts[parse_time(point.time) // interval * interval] += point.elections
+    return dict(sorted(counts.items()))
 
 
-def _election_bursts(points: Sequence[TimelinePoint]) -> list[ReportEvent]:
+def _clock(time: int, interval: int) -> str:
+    """The start of an interval as precisely as the interval needs: its date (days), ``HH:MM`` (minutes,
+    hours) or ``HH:MM:SS`` (seconds)."""
+    text = iso_time(time)
+    return text[:10] if interval % 86_400_000 == 0 else text[11:16] if interval % 60_000 == 0 else text[11:19]
+
+
+def time_axis(report: IncidentReport) -> tuple[str, str]:
+    """The plots' time axis: the window from the start of the elections chart's interval that holds its first
+    point to the end of the one that holds its last, so that every bar is whole and the plots line up."""
+    interval = report.electionInterval
+    start = parse_time(report.fromTime) // interval * interval
+    end = (parse_time(report.toTime) // interval + 1) * interval
+    return iso_time(start), iso_time(end)
+
+
+def _election_bursts(points: Sequence[TimelinePoint], interval: int) -> list[ReportEvent]:
+    """The elections of each interval with any, at the first of them (its offset and time)."""
     out = []
-    for minute, count in elections_per_minute(points).items():
-        first = next(p for p in points if p.elections and parse_time(p.time) >= minute)
+    for start, count in elections_per_interval(points, interval).items():
+        first = next(p for p in points if p.elections and parse_time(p.time) >= start)
         out.append(
             ReportEvent(
                 offset=first.offset,
-                time=iso_time(minute),
+                time=first.time,
                 kind="elections",
-                text=f"{count} leader election{'s' if count > 1 else ''} in the minute from {iso_time(minute)[11:16]}",
+                text=f"{count} leader election{'s' if count > 1 else ''} in the {interval_words(interval)} "
+                f"from {_clock(start, interval)}",
                 weight=count,
             )
         )
@@ -217,8 +266,14 @@ def incident_report(
     if not points:
         raise ValueError("the report needs a timeline with at least one point")
     first, last = points[0], points[-1]
+    interval = election_interval(parse_time(first.time), parse_time(last.time))
     events = biggest(
-        [*_broker_events(window, points), *_topic_events(window), *_episodes(points), *_election_bursts(points)]
+        [
+            *_broker_events(window, points),
+            *_topic_events(window),
+            *_episodes(points),
+            *_election_bursts(points, interval),
+        ]
     )
     brokers = sorted(first.leadersPerBroker.keys() | last.leadersPerBroker.keys(), key=int)
     leaders = [
@@ -231,6 +286,7 @@ def incident_report(
         toOffset=window.last_offset,
         fromTime=first.time,
         toTime=last.time,
+        electionInterval=interval,
         points=list(points),
         events=events,
         leaders=leaders,
@@ -256,6 +312,7 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
     import plotly.graph_objects as go
 
     times = [p.time for p in report.points]
+    span = list(time_axis(report))
 
     def steps(fig: Any, name: str, values: list[int]) -> None:
         fig.add_trace(go.Scatter(x=times, y=values, name=name, mode="lines", line_shape="hv"))
@@ -271,6 +328,7 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
             font={"family": "system-ui, sans-serif"},
         )
         fig.update_yaxes(rangemode="tozero")
+        fig.update_xaxes(type="date", range=span)
         return fig
 
     partitions = go.Figure()
@@ -284,13 +342,22 @@ def _figures(report: IncidentReport) -> list[tuple[str, Any]]:
     leaders = go.Figure()
     for broker in sorted({b for p in report.points for b in p.leadersPerBroker}, key=int):
         steps(leaders, f"broker {broker}", [p.leadersPerBroker.get(broker, 0) for p in report.points])
-    per_minute = elections_per_minute(report.points)
-    elections = go.Figure(go.Bar(x=[iso_time(m) for m in per_minute], y=list(per_minute.values()), name="elections"))
+    interval = report.electionInterval
+    counts = elections_per_interval(report.points, interval)
+    elections = go.Figure(
+        go.Bar(
+            x=[iso_time(start) for start in counts],
+            y=list(counts.values()),
+            width=[interval] * len(counts),
+            offset=0,
+            name="elections",
+        )
+    )
     return [
         ("partitions", layout(partitions, "Partitions", "partitions")),
         ("brokers", layout(brokers, "Brokers fenced / in controlled shutdown / cordoned", "brokers")),
         ("leaders", layout(leaders, "Leaders per broker", "leaders")),
-        ("elections", layout(elections, "Leader elections per minute", "elections")),
+        ("elections", layout(elections, f"Leader elections per {interval_words(interval)}", "elections")),
     ]
 
 
@@ -337,10 +404,11 @@ def _diff_html(diff: dict[str, Any]) -> str:
                 key = " / ".join(_plain(entry[k]) for k in (*context, *keys))
                 if change == "changed":
                     details = "; ".join(
-                        f"{f}: {_plain(entry['before'][f])} → {_plain(entry['after'][f])}" for f in entry["fields"]
+                        f"{f}: {_plain(entry['before'][f], f)} → {_plain(entry['after'][f], f)}"
+                        for f in entry["fields"]
                     )
                 else:
-                    details = ", ".join(f"{k}={_plain(v)}" for k, v in entry.items() if k not in (*keys, *context))
+                    details = ", ".join(f"{k}={_plain(v, k)}" for k, v in entry.items() if k not in (*keys, *context))
                 rows.append((change, key, details))
             if len(entries) > MAX_DIFF_ROWS:
                 rows.append((change, "…", f"{len(entries) - MAX_DIFF_ROWS} more"))
@@ -348,7 +416,10 @@ def _diff_html(diff: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _plain(value: Any) -> str:
+def _plain(value: Any, name: str = "") -> str:
+    """A value of field ``name`` as text, reserved values as Kafka names them (:func:`image.partition.for_people`):
+    strings as they are, else JSON."""
+    value = for_people(name, value)
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
