@@ -1,8 +1,6 @@
 """The one-screen summary of an image (``kraft-replay replay`` without ``--json``).
 
-:func:`image_summary` computes it from the image JSON (``image/README.md``) in plain Python;
-:meth:`image.temporal.spark.frames.ImageFrames.summary` computes the same model with one Spark job, for images
-too large to collect.
+:func:`image_summary` computes it from the image JSON (``image/README.md``) in plain Python.
 """
 
 from __future__ import annotations
