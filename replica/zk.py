@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.partition import PartitionRegistration
+from metadata.log.errors import BadInput
 from replica.local_changes import Removals, TopicPartition, candidate_brokers, local_changes
 from replica.plan import COORDINATOR_TOPICS, fetcher_id
 
@@ -346,7 +347,7 @@ class ZkBroker:
             return self.become_leader_or_follower(request)
         if request["type"] == "StopReplica":
             return self.stop_replicas(request)
-        raise ValueError(f"unknown request type {request['type']!r} (LeaderAndIsr or StopReplica)")
+        raise BadInput(f"unknown request type {request['type']!r} (LeaderAndIsr or StopReplica)")
 
     def _stale_broker_epoch(self, request: dict[str, Any]) -> bool:
         epoch = request.get("brokerEpoch", UNKNOWN_BROKER_EPOCH)

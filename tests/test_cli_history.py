@@ -16,6 +16,7 @@ from image.temporal.sources import log_source
 from image.temporal.version_rows import Selection, Window, load
 from image.views.health import image_gauges
 from image.views.history import partition_history
+from metadata.log.errors import BadInput
 from metadata.log.readers import read_log
 from tests.test_cli_image import ok_json, run
 
@@ -119,3 +120,18 @@ def test_bad_input_is_one_clear_line(args, message):
     res = run(*args)
     assert res.exit_code == 1
     assert message in res.output and "Traceback" not in res.output
+
+
+def test_a_bug_is_not_a_user_error(monkeypatch):
+    """The command line prints one line for the error family (what a user can cause) with the error's exit code;
+    any other exception is a bug, and leaves the command with its traceback."""
+    res = run("timeline", "--log", REASSIGN, "--points", 0)
+    assert isinstance(res.exception, SystemExit) and res.exit_code == BadInput.exit_code == 1
+    assert "error: --points must be between 1 and" in res.output
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("image.temporal.sources.open_source", broken)
+    res = run("timeline", "--log", REASSIGN, "--points", 3)
+    assert isinstance(res.exception, KeyError) and "error:" not in res.output
