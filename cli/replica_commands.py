@@ -221,7 +221,7 @@ def leader_and_isr(
         "inter_broker_listener": listener,
     }
     if _spark_engine(store, None):
-        from replica.zk import leader_and_isr_json
+        from replica.spark_zk import leader_and_isr_json
 
         doc = leader_and_isr_json(_delta(store, lake_location, a, b), **options)
     else:
