@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from metadata.log.errors import BadInput, KraftReplayError, Unavailable
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -102,7 +104,10 @@ def shown_rows(limit: int, show_all: bool) -> int | None:
 
 
 def handles_errors(fn: F) -> F:
-    """Bad input → one clear line on stderr and exit code 1 (a traceback only with --debug)."""
+    """What a user can cause → ``error:`` and one clear line on stderr, and the error's exit code (a traceback only
+    with --debug): a :class:`~metadata.log.errors.KraftReplayError`, an ``OSError`` of the environment (a missing
+    file, a full disk), or a failure met in a Spark job that reveals a damaged lake
+    (:func:`metadata.lake.protocol.damage_of`). Any other exception is a bug: it propagates with its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -110,25 +115,25 @@ def handles_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except Exception as exc:  # noqa: BLE001 — the CLI boundary
-            if _state["debug"]:
+        except Exception as exc:  # noqa: BLE001 — the CLI boundary: what is not the user's re-raised below
+            error = user_error(exc)
+            if error is None or _state["debug"]:
                 raise
-            err.print(f"[bold red]error:[/] {_one_line(exc)}", highlight=False, markup=True, soft_wrap=True)
-            raise typer.Exit(1) from None
+            err.print(f"[bold red]error:[/] {error.one_line()}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(error.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def _one_line(exc: Exception) -> str:
-    if type(exc).__module__.startswith(("py4j", "pyspark", "delta")):  # a damaged lake: which table or file, what to do
-        from metadata.lake.protocol import explain
+def user_error(exc: Exception) -> KraftReplayError | None:
+    """``exc`` as an error of the family (what the command line prints), or None for a bug."""
+    if isinstance(exc, KraftReplayError):
+        return exc
+    if isinstance(exc, OSError):
+        return Unavailable(str(exc))
+    from metadata.lake.protocol import damage_of
 
-        if (line := explain(exc)) is not None:
-            return line
-    text = str(exc).strip() or type(exc).__name__
-    if "Py4JJavaError" in type(exc).__name__ or "AnalysisException" in type(exc).__name__:
-        text = text.splitlines()[0]
-    return " ".join(text.split())
+    return damage_of(exc)
 
 
 @app.callback()
@@ -186,7 +191,7 @@ def source(lake_location: str | None, log: Path | None, kafka_version: str | Non
     from image.temporal.sources import choose_reader, open_source
 
     if skip_unknown and log is None:
-        raise ValueError("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
+        raise BadInput("--skip-unknown reads --log; a lake holds the records its ingest kept (ingest --skip-unknown)")
 
     reader = choose_reader(lake_location, _state["reader"], _state["master"]) if lake_location is not None else "arrow"
     if reader == "arrow":  # read in process

@@ -24,6 +24,7 @@ from cli.app import (
     print_json,
     source,
 )
+from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
     from image.temporal.version_rows import Window
@@ -48,7 +49,7 @@ def duration_ms(text: str) -> int:
     """``500ms``, ``30s``, ``1m``, ``2h``, ``1d`` in milliseconds."""
     found = _DURATION.fullmatch(text.strip())
     if not found or int(found.group(1)) == 0:
-        raise ValueError(f"--every {text!r}: expected a positive duration such as 30s, 1m, 5m, 1h")
+        raise BadInput(f"--every {text!r}: expected a positive duration such as 30s, 1m, 5m, 1h")
     return int(found.group(1)) * _UNIT_MS[found.group(2)]
 
 
@@ -209,9 +210,9 @@ def timeline_command(
     from image.views.timeline import points_at_changes, points_by_count, points_every, timeline
 
     if points is not None and every is not None:
-        raise ValueError("give --points or --every, not both")
+        raise BadInput("give --points or --every, not both")
     if as_json and as_csv:
-        raise ValueError("give --json or --csv, not both")
+        raise BadInput("give --json or --csv, not both")
     asked = _window(from_offset, to_offset, from_time, to_time)
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),

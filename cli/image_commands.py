@@ -27,6 +27,7 @@ from cli.app import (
     source,
     spark,
 )
+from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
     from image.temporal.reads import TemporalSource
@@ -162,9 +163,9 @@ def _side(store: TemporalSource, offset: int | None, at_time: str | None, which:
     from image.temporal.reads import resolve_offset
 
     if offset is not None and at_time is not None:
-        raise ValueError(f"give --{which}-offset or --{which}-time, not both")
+        raise BadInput(f"give --{which}-offset or --{which}-time, not both")
     if required and offset is None and at_time is None:
-        raise ValueError(f"give --{which}-offset or --{which}-time (or --from-image/--to-image)")
+        raise BadInput(f"give --{which}-offset or --{which}-time (or --from-image/--to-image)")
     return resolve_offset(store, offset, at_time)
 
 
@@ -194,9 +195,9 @@ def diff_command(
         from image.temporal.spark.frames import ImageFrames
 
         if from_image is None or to_image is None:
-            raise ValueError("give both --from-image and --to-image")
+            raise BadInput("give both --from-image and --to-image")
         if any(v is not None for v in (lake_location, log, from_offset, to_offset, from_time, to_time)):
-            raise ValueError("--from-image/--to-image do not combine with --lake, --log or offsets/times")
+            raise BadInput("--from-image/--to-image do not combine with --lake, --log or offsets/times")
         before, after = (ImageFrames.load(spark(), str(p)).to_json() for p in (from_image, to_image))
         ends = [{k: d[k] for k in ("offset", "epoch", "timestamp")} for d in (before, after)]
         doc = diff_rows(json_rows(before), json_rows(after), *ends)

@@ -97,11 +97,13 @@ def waiting(lease: Any) -> None:
 
 
 def _round_line(n: int, report: IngestReport | None, error: Exception | None) -> str:
-    from cli.app import _one_line
+    from cli.app import user_error
 
     when = dt.datetime.now().strftime("%H:%M:%S")
     if error is not None:
-        return f"{when} round {n}: failed: {_one_line(error)}"
+        known = user_error(error)
+        why = known.one_line() if known is not None else f"{type(error).__name__}: {error}"
+        return f"{when} round {n}: failed: {why}"
     assert report is not None
     torn = [w for w in report.warnings if "truncated last batch" in w]
     what = (

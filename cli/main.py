@@ -39,6 +39,7 @@ from cli.app import (
     spark,
     writes_on_spark,
 )
+from metadata.log.errors import BadInput
 
 
 @app.command()
@@ -177,9 +178,7 @@ def _snapshot_id(text: str) -> tuple[int, int]:
         return BOOTSTRAP_CHECKPOINT_ID
     found = re.fullmatch(r"(\d+)-(-?\d+)(?:\.checkpoint)?", text)
     if found is None:
-        raise ValueError(
-            f"--snapshot {text!r}: expected END-EPOCH (e.g. 0-0), a snapshot file name or {BOOTSTRAP_NAME}"
-        )
+        raise BadInput(f"--snapshot {text!r}: expected END-EPOCH (e.g. 0-0), a snapshot file name or {BOOTSTRAP_NAME}")
     return int(found.group(1)), int(found.group(2))
 
 

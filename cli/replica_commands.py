@@ -28,6 +28,7 @@ from cli.app import (
     source,
     spark,
 )
+from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
     from image.temporal.reads import TemporalSource
@@ -62,7 +63,7 @@ def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
     if isinstance(store, SparkSource):
         return store
     if lake_location is None:
-        raise ValueError("the spark engine reads a lake: give --lake")
+        raise BadInput("the spark engine reads a lake: give --lake")
     from metadata.lake.protocol import Lake
 
     return SparkSource(Lake(lake_location, spark()))
@@ -120,7 +121,7 @@ def changes(
         engine = ChangesEngine.spark if _spark_engine(store, save) else ChangesEngine.reference
     if engine is ChangesEngine.reference:
         if save is not None:
-            raise ValueError("--save needs the spark engine")
+            raise BadInput("--save needs the spark engine")
         from replica.inputs import reference_changes_json
 
         doc = reference_changes_json(store, a, b, broker)
@@ -220,7 +221,7 @@ def leader_and_isr(
         "inter_broker_listener": listener,
     }
     if _spark_engine(store, None):
-        from replica.zk import leader_and_isr_json
+        from replica.spark_zk import leader_and_isr_json
 
         doc = leader_and_isr_json(_delta(store, lake_location, a, b), **options)
     else:

@@ -12,6 +12,7 @@ import typer
 
 from cli.app import JsonOpt, KafkaVersionOpt, LogOpt, ReadLakeOpt, app, handles_errors, source
 from cli.image_commands import AtOffset, AtTime
+from metadata.log.errors import BadInput
 
 
 @app.command()
@@ -48,7 +49,7 @@ def shell(
     session = Session(store, release, offset, kafka_file=kafka_file)
     if not command:
         if as_json:
-            raise ValueError("--json needs a command (after --)")
+            raise BadInput("--json needs a command (after --)")
         from cli.shell.interactive import Shell
 
         where = lake_location if lake_location is not None else str(log)

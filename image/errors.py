@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from metadata.log.errors import KraftReplayError
 
-class ReplayError(Exception):
+
+class ReplayError(KraftReplayError):
     """A record that cannot be replayed consistently.
 
     ``detail`` says what is wrong; ``location`` (e.g. ``"offset 1234"`` or

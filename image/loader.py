@@ -30,6 +30,7 @@ from image.errors import ReplayError
 from image.image import MetadataImage, empty_image
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
+from metadata.log.errors import BadInput
 from metadata.log.records import LogRecord
 
 BEGIN_TRANSACTION = "BEGIN_TRANSACTION_RECORD"
@@ -93,7 +94,7 @@ class _BatchReader(abc.ABC):
     def replay(self, record: LogRecord) -> None:
         """Read the next record of the log; ValueError unless it comes after the last one read."""
         if record.offset <= self._last_offset:
-            raise ValueError(f"record offset {record.offset} is not after offset {self._last_offset}")
+            raise BadInput(f"record offset {record.offset} is not after offset {self._last_offset}")
         if self._batch_last_offset is not None and record.offset > self._batch_last_offset:
             self._end_batch()
         if self._batch_last_offset is None:
@@ -268,7 +269,7 @@ def _replay_snapshot(
         except ReplayError as error:
             fail(error)
     if last_contained_timestamp is None:
-        raise ValueError("snapshot without SNAPSHOT_HEADER: pass last_contained_timestamp")
+        raise BadInput("snapshot without SNAPSHOT_HEADER: pass last_contained_timestamp")
     return last_contained_timestamp
 
 

@@ -25,6 +25,7 @@ from image.partition import PartitionRegistration
 from image.scram import SCRAM_MECHANISMS, ScramCredentialData
 from image.topics import TopicImage
 from metadata.lake.version_tables import PART_COLUMNS, PART_KEYS
+from metadata.log.errors import BadInput
 
 Row = dict[str, Any]
 
@@ -239,12 +240,12 @@ def part_rows(
     BROKER configs). ValueError where a filter does not apply."""
     if part == "features":
         if topic is not None or broker is not None:
-            raise ValueError("--topic and --broker do not apply to features")
+            raise BadInput("--topic and --broker do not apply to features")
         return [{"name": name, "level": level} for name, level in image["features"].items()]
     if part == "brokers" and topic is not None:
-        raise ValueError("--topic does not apply to brokers")
+        raise BadInput("--topic does not apply to brokers")
     if part == "configs" and topic is not None and broker is not None:
-        raise ValueError("configs: give --topic or --broker, not both")
+        raise BadInput("configs: give --topic or --broker, not both")
     rows = list(image[part])
     if part == "partitions":
         return [

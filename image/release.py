@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
+from metadata.log.errors import BadInput
 from metadata.log.schema import metadata_specs
 from metadata.log.schema.releases import KafkaRelease, SupportedConfigs, kafka_releases
 
@@ -24,7 +25,7 @@ RELEASES: tuple[str, ...] = tuple(r.line for r in kafka_releases())
 """The Kafka release lines whose replay kraft-replay follows, oldest first (those of ``releases.json``)."""
 
 
-class UnsupportedRelease(ValueError):
+class UnsupportedRelease(BadInput):
     """A ``--kafka-version`` that names no supported release line."""
 
 

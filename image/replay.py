@@ -9,6 +9,7 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.loader import DeltaCollector, MetadataLoader
 from image.release import NEWEST, ReplayRules
+from metadata.log.errors import BadInput, OffsetOutOfRange
 from metadata.log.records import LogRecord, Snapshot
 
 SnapshotSource = Snapshot
@@ -32,10 +33,10 @@ def _start(
     if snapshot is not None:
         source = SnapshotSource(*snapshot)
         if offset is not None and source.end_offset > offset + 1:
-            raise ValueError(f"snapshot ending at {source.end_offset} is beyond offset {offset}")
+            raise OffsetOutOfRange(f"snapshot ending at {source.end_offset} is beyond offset {offset}")
         loader.load_snapshot(source.records, source.end_offset, source.epoch, source.last_contained_timestamp)
     if offset is not None and offset < loader.offset:
-        raise ValueError(f"offset {offset} is before the starting image at offset {loader.offset}")
+        raise OffsetOutOfRange(f"offset {offset} is before the starting image at offset {loader.offset}")
     start = loader.offset
     return loader, (record for record in records if record.offset > start)
 
@@ -95,7 +96,7 @@ def delta_between(
     the range that were skipped.
     """
     if to_offset < from_offset:
-        raise ValueError(f"to_offset {to_offset} is before from_offset {from_offset}")
+        raise BadInput(f"to_offset {to_offset} is before from_offset {from_offset}")
     loader, log = _start(records, from_offset, snapshot, base, rules, lenient)
     since_visible: list[LogRecord] = []  # records of a transaction open at from_offset
     after: list[LogRecord] = []

@@ -12,6 +12,7 @@ from image.parts import Row
 from image.replay import delta_between
 from image.temporal.reads import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
 from image.temporal.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
+from metadata.log.errors import BadInput, OffsetOutOfRange
 from metadata.log.records import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
 
@@ -26,11 +27,11 @@ def resolve_window(
     """(A, B): offsets, or the last offsets of the last batches appended at or before the times; B
     defaults to the end of the log."""
     if from_offset is None and from_time is None:
-        raise ValueError("give --from-offset or --from-time")
+        raise BadInput("give --from-offset or --from-time")
     a = resolve_offset(source, from_offset, from_time)
     b = resolve_offset(source, to_offset, to_time)
     if b < a:
-        raise ValueError(f"the window ends (offset {b}) before it starts (offset {a})")
+        raise OffsetOutOfRange(f"the window ends (offset {b}) before it starts (offset {a})")
     return a, b
 
 

@@ -57,6 +57,7 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.partition import PartitionRegistration
 from image.topics import TopicsDelta
+from metadata.log.errors import BadInput
 from replica.local_changes import (
     LocalReplicaChanges,
     PartitionInfo,
@@ -496,7 +497,7 @@ def apply_plan_rows(
     registered at B.
     """
     if num_replica_fetchers < 1:
-        raise ValueError("num.replica.fetchers must be at least 1")
+        raise BadInput("num.replica.fetchers must be at least 1")
     topics = delta.topics_delta
     if topics is None:
         return []

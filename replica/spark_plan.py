@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from metadata.log.errors import BadInput
 from replica.plan import (
     ACTION_FIELDS,
     DIRECTORY_ASSIGNMENT_LEVEL,
@@ -151,7 +152,7 @@ def apply_plan(
     """Every broker's actions for the delta (:data:`ACTIONS_SCHEMA`), or only ``brokers``': the rows of
     :func:`replica.plan.apply_plan_rows` (options described there)."""
     if num_replica_fetchers < 1:
-        raise ValueError("num.replica.fetchers must be at least 1")
+        raise BadInput("num.replica.fetchers must be at least 1")
     changes = delta.changes
     running = (
         delta.after.brokers.select(F.col("brokerId").alias("broker"))

@@ -1,16 +1,25 @@
 """The ZooKeeper-era control requests of a delta for every broker at once, on Spark: the partitions of
-the StopReplica and LeaderAndIsr requests (:mod:`replica.zk` describes them and builds the documents)."""
+the StopReplica and LeaderAndIsr requests, and :func:`leader_and_isr_json`, their documents (:mod:`replica.zk`
+describes them and builds them in process)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from replica.spark_changes import DELETE, FOLLOWER, LEADER, DeltaFrames
-from replica.zk import EPOCH_DURING_DELETE, LEADER_AND_ISR, NO_EPOCH, STOP_REPLICA, RegisteredBroker
+from replica.zk import (
+    EPOCH_DURING_DELETE,
+    LEADER_AND_ISR,
+    NO_EPOCH,
+    STOP_REPLICA,
+    RegisteredBroker,
+    requests_document,
+)
 
 _INTS = T.ArrayType(T.IntegerType())
 ZK_SCHEMA = T.StructType(
@@ -102,3 +111,28 @@ def registered_brokers(delta: DeltaFrames, listener: str) -> dict[int, Registere
         alive = None if r["fenced"] or endpoint is None else (endpoint["host"], endpoint["port"])
         registered[r["brokerId"]] = RegisteredBroker(r["brokerEpoch"], alive)
     return registered
+
+
+def leader_and_isr_json(
+    delta: DeltaFrames,
+    *,
+    controller_epoch: int,
+    controller_id: int = 0,
+    broker: int | None = None,
+    inter_broker_listener: str = "PLAINTEXT",
+) -> dict[str, Any]:
+    """:func:`~replica.zk.leader_and_isr_doc` on Spark, from the delta's frames."""
+    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch, brokers=None if broker is None else [broker])
+    partitions: dict[int, list[dict[str, Any]]] = {}
+    for r in frame.collect():
+        partitions.setdefault(r["broker"], []).append(r.asDict(recursive=True))
+    from_offset, to_offset = delta.offsets
+    return requests_document(
+        partitions,
+        registered_brokers(delta, inter_broker_listener),
+        from_offset=from_offset,
+        to_offset=to_offset,
+        controller_epoch=controller_epoch,
+        controller_id=controller_id,
+        broker=broker,
+    )

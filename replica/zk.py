@@ -1,7 +1,7 @@
 """ZooKeeper-era view of a delta (docs/local-changes.md, "The ZooKeeper-era view").
 
 * :func:`leader_and_isr_doc` (in process, on the reference engine's images and delta) /
-  :func:`leader_and_isr_json` (on Spark, from :func:`replica.spark_zk.leader_and_isr_frame`): the
+  :func:`replica.spark_zk.leader_and_isr_json` (on Spark, from its ``leader_and_isr_frame``): the
   same transitions as LocalReplicaChanges rendered as the control requests a ZooKeeper controller
   would batch per broker — a StopReplica (``deletePartition = true``; leader epoch -2 =
   EPOCH_DURING_DELETE for a deleted topic, else the partition's leader epoch at B) for its deletes,
@@ -36,16 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.partition import PartitionRegistration
+from metadata.log.errors import BadInput
 from replica.local_changes import Removals, TopicPartition, candidate_brokers, local_changes
 from replica.plan import COORDINATOR_TOPICS, fetcher_id
-
-if TYPE_CHECKING:
-    from replica.spark_changes import DeltaFrames
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, STALE_CONTROLLER_EPOCH = 0, 3, 6, 11
 KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, STALE_BROKER_EPOCH, INCONSISTENT_TOPIC_ID = 56, 74, 77, 103
@@ -239,33 +237,6 @@ def leader_and_isr_doc(
     )
 
 
-def leader_and_isr_json(
-    delta: DeltaFrames,
-    *,
-    controller_epoch: int,
-    controller_id: int = 0,
-    broker: int | None = None,
-    inter_broker_listener: str = "PLAINTEXT",
-) -> dict[str, Any]:
-    """:func:`leader_and_isr_doc` on Spark, from the delta's frames."""
-    from replica.spark_zk import leader_and_isr_frame, registered_brokers
-
-    frame = leader_and_isr_frame(delta, controller_epoch=controller_epoch, brokers=None if broker is None else [broker])
-    partitions: dict[int, list[dict[str, Any]]] = {}
-    for r in frame.collect():
-        partitions.setdefault(r["broker"], []).append(r.asDict(recursive=True))
-    from_offset, to_offset = delta.offsets
-    return requests_document(
-        partitions,
-        registered_brokers(delta, inter_broker_listener),
-        from_offset=from_offset,
-        to_offset=to_offset,
-        controller_epoch=controller_epoch,
-        controller_id=controller_id,
-        broker=broker,
-    )
-
-
 @dataclass
 class ReplicaPartition:
     """A broker's ``Partition`` object (the fields the control requests read and write)."""
@@ -346,7 +317,7 @@ class ZkBroker:
             return self.become_leader_or_follower(request)
         if request["type"] == "StopReplica":
             return self.stop_replicas(request)
-        raise ValueError(f"unknown request type {request['type']!r} (LeaderAndIsr or StopReplica)")
+        raise BadInput(f"unknown request type {request['type']!r} (LeaderAndIsr or StopReplica)")
 
     def _stale_broker_epoch(self, request: dict[str, Any]) -> bool:
         epoch = request.get("brokerEpoch", UNKNOWN_BROKER_EPOCH)

@@ -21,6 +21,7 @@ from image.uuids import UNASSIGNED
 from image.views.health import image_gauges
 from image.views.history import partition_history
 from image.views.report import election_interval, incident_report, render_html, report_points, time_axis
+from metadata.log.errors import BadInput
 from metadata.log.readers import read_log
 from tests.test_cli_image import ok_json, run, runner
 
@@ -199,3 +200,18 @@ def test_report_of_a_14_second_window_counts_elections_per_second_in_time_order(
     assert "Leader elections per second" in page and "per minute" not in page
     assert '"x":["2025-01-01T00:00:08.000Z","2025-01-01T00:00:20.000Z"],"y":[1,2]' in page
     assert page.count('"range":["2025-01-01T00:00:06.000Z","2025-01-01T00:00:21.000Z"]') == 4
+
+
+def test_a_bug_is_not_a_user_error(monkeypatch):
+    """The command line prints one line for the error family (what a user can cause) with the error's exit code;
+    any other exception is a bug, and leaves the command with its traceback."""
+    res = run("timeline", "--log", REASSIGN, "--points", 0)
+    assert isinstance(res.exception, SystemExit) and res.exit_code == BadInput.exit_code == 1
+    assert "error: --points must be between 1 and" in res.output
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("image.temporal.sources.open_source", broken)
+    res = run("timeline", "--log", REASSIGN, "--points", 3)
+    assert isinstance(res.exception, KeyError) and "error:" not in res.output

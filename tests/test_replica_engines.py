@@ -23,7 +23,8 @@ from metadata.log.records import LogRecord
 from replica.inputs import delta_frames, reference_delta
 from replica.plan import apply_plan_rows
 from replica.spark_plan import apply_plan, plan_rows
-from replica.zk import leader_and_isr_doc, leader_and_isr_json
+from replica.spark_zk import leader_and_isr_json
+from replica.zk import leader_and_isr_doc
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.lakes import make_lake, write_crafted, write_log
 from tests.test_replica_plan import coordinator_scenario

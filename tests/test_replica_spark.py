@@ -35,7 +35,8 @@ from replica.local_changes import local_changes_json
 from replica.plan import apply_plan_rows
 from replica.spark_changes import DeltaFrames, TableSource
 from replica.spark_plan import apply_plan, fetcher_id_expr, plan_rows
-from replica.zk import NONE, leader_and_isr_doc, leader_and_isr_json
+from replica.spark_zk import leader_and_isr_json
+from replica.zk import NONE, leader_and_isr_doc
 from tests.logbuilder import (
     LogBuilder,
     abort,

@@ -60,6 +60,7 @@ from metadata.lake.version_tables import (
     table_schemas,
     version_schema,
 )
+from metadata.log.errors import BadInput
 from metadata.log.records import LogRecord, Snapshot, snapshot_kind
 
 FLUSH_ROWS = 50_000
@@ -327,7 +328,7 @@ def build_place(state: LakeState, restart: int) -> str:
     spread over the cluster's cores. (An ingest in process always replays here.)"""
     chosen = os.environ.get("KRAFT_REPLAY_BUILD", "auto")
     if chosen not in ("auto", "driver", "spark"):
-        raise ValueError(f"KRAFT_REPLAY_BUILD must be auto, driver or spark, not {chosen!r}")
+        raise BadInput(f"KRAFT_REPLAY_BUILD must be auto, driver or spark, not {chosen!r}")
     if chosen != "auto":
         return chosen
     return "driver" if state.high_water_mark - max(restart, 0) < DRIVER_RECORDS else "spark"

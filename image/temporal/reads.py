@@ -25,6 +25,7 @@ from image.temporal.times import iso_time, parse_time
 from image.temporal.versions import Rejection, Span, VersionLog, record_versions
 from metadata.lake.state import LakeError, LakeState
 from metadata.lake.version_tables import version_schema
+from metadata.log.errors import BadInput, OffsetOutOfRange
 from metadata.log.records import LogRecord, RecordLog, Snapshot, replay_starts, snapshot_kind
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
@@ -121,21 +122,21 @@ def resolve_offset(source: TemporalSource, offset: int | None = None, at_time: s
     """The offset a read is about: ``offset``, the last offset of the last batch appended at or before
     ``at_time``, or (neither) the end of the log. ValueError past either end of the log."""
     if offset is not None and at_time is not None:
-        raise ValueError("give an offset or a time, not both")
+        raise BadInput("give an offset or a time, not both")
     bounds = source.bounds()
     end = bounds[1] if bounds is not None else -1
     if at_time is not None:
         ms = parse_time(at_time)
         found = source.offset_at_time(ms)
         if found is None:
-            raise ValueError(f"no batch of the log was appended at or before {iso_time(ms)} ({ms} ms)")
+            raise OffsetOutOfRange(f"no batch of the log was appended at or before {iso_time(ms)} ({ms} ms)")
         return found
     if offset is None:
         return end
     if offset < -1:
-        raise ValueError(f"offset {offset} is before the start of the log")
+        raise OffsetOutOfRange(f"offset {offset} is before the start of the log")
     if offset > end:
-        raise ValueError(f"offset {offset} is beyond the end of the log (last offset {end})")
+        raise OffsetOutOfRange(f"offset {offset} is beyond the end of the log (last offset {end})")
     return offset
 
 
@@ -238,7 +239,7 @@ def snapshot_dump(
 
     records = source.snapshot_records(*snapshot)
     if not records:
-        raise ValueError(f"no snapshot {snapshot[0]}-{snapshot[1]} is stored (log-info lists the snapshots)")
+        raise BadInput(f"no snapshot {snapshot[0]}-{snapshot[1]} is stored (log-info lists the snapshots)")
     lo, hi = first if first is not None else -(1 << 62), last if last is not None else 1 << 62
 
     def wanted(r: LogRecord) -> bool:

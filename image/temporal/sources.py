@@ -22,6 +22,7 @@ from image.release import NEWEST, ReplayRules, UnsupportedRelease, rules_for
 from image.replay import replay_to
 from image.temporal.reads import MemorySource, TemporalSource, base_snapshot
 from metadata.lake.state import spark_named
+from metadata.log.errors import BadInput
 from metadata.log.records import Snapshot
 
 Reader = Literal["auto", "arrow", "spark"]
@@ -34,7 +35,7 @@ def choose_reader(lake: str, reader: Reader = "auto", master: str | None = None)
 
     forced = reader if reader != "auto" else os.environ.get("KRAFT_REPLAY_READER", "auto")
     if forced not in ("auto", "arrow", "spark"):
-        raise ValueError(f"unknown reader {forced!r} (auto, arrow or spark)")
+        raise BadInput(f"unknown reader {forced!r} (auto, arrow or spark)")
     if forced != "auto":
         return forced  # type: ignore[return-value]
     return "arrow" if reachable(lake) and not spark_named(master) else "spark"
@@ -50,7 +51,7 @@ def log_source(
     options = ReadOptions(skip_unknown=skip_unknown)
     records, snapshots = scan_log(path, options), read_checkpoints(path, options)
     if not records and not snapshots:
-        raise ValueError(f"{path}: no metadata log segments or snapshots found")
+        raise BadInput(f"{path}: no metadata log segments or snapshots found")
     return MemorySource.replay(records, snapshots, os.path.abspath(path), rules)
 
 
@@ -69,7 +70,7 @@ def open_source(
     replay rules a log is read with (default the newest); a lake follows the rules it was ingested with, and
     naming another is an error."""
     if (lake is None) == (log is None):
-        raise ValueError("give --lake or --log")
+        raise BadInput("give --lake or --log")
     rules = rules_for(kafka_version)
     if log is not None:
         if not os.path.exists(log):

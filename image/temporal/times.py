@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from metadata.log.errors import BadInput
+
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -16,7 +18,7 @@ def parse_time(value: str | int) -> int:
     try:
         moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ValueError(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
+        raise BadInput(f"invalid time {value!r}: expected ISO-8601 (2025-01-01T00:10:00Z) or epoch ms") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return (moment - _EPOCH) // dt.timedelta(milliseconds=1)

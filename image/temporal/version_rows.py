@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from image.temporal.reads import TemporalSource
 from image.temporal.times import iso_time
 from metadata.lake.version_tables import version_schema
+from metadata.log.errors import BadInput, OffsetOutOfRange
 
 PARTS = ("topics", "partitions", "brokers", "configs")
 """The image parts history and timeline read."""
@@ -104,18 +105,18 @@ def resolve(source: TemporalSource, window: Window) -> tuple[int, int]:
     """
     bounds = source.bounds()
     if bounds is None:
-        raise ValueError("the log has no records")
+        raise OffsetOutOfRange("the log has no records")
     first, last = bounds
 
     def at_time(ms: int, which: str) -> int:
         found = source.offset_at_time(ms)
         if found is None:
-            raise ValueError(f"--{which}-time {iso_time(ms)}: no batch of the log was appended at or before it")
+            raise OffsetOutOfRange(f"--{which}-time {iso_time(ms)}: no batch of the log was appended at or before it")
         return found
 
     for side in ("from", "to"):
         if getattr(window, f"{side}_offset") is not None and getattr(window, f"{side}_time") is not None:
-            raise ValueError(f"give --{side}-offset or --{side}-time, not both")
+            raise BadInput(f"give --{side}-offset or --{side}-time, not both")
     start = (
         window.from_offset
         if window.from_offset is not None
@@ -128,7 +129,7 @@ def resolve(source: TemporalSource, window: Window) -> tuple[int, int]:
     )
     start, end = max(start, first), min(end, last)
     if start > end:
-        raise ValueError(f"the window {start} … {end} holds no offset of the log ({first} … {last})")
+        raise OffsetOutOfRange(f"the window {start} … {end} holds no offset of the log ({first} … {last})")
     return start, end
 
 

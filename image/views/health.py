@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from metadata.log.errors import BadInput
+
 NO_LEADER = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_MIN_INSYNC_REPLICAS = 1
@@ -73,7 +75,7 @@ def parse_min_insync(value: str, resource: tuple[str, str]) -> int:
     text = value.strip()
     if not _INT.fullmatch(text):
         kind, name = resource
-        raise ValueError(f"config {kind} {name!r} {MIN_INSYNC_REPLICAS}={value!r} is not an integer")
+        raise BadInput(f"config {kind} {name!r} {MIN_INSYNC_REPLICAS}={value!r} is not an integer")
     return int(text)
 
 

@@ -40,6 +40,7 @@ from image.views.health import (
     TimelinePoint,
     parse_min_insync,
 )
+from metadata.log.errors import BadInput
 
 OPEN = np.iinfo(np.int64).max
 """``to_offset`` of a version that is still current."""
@@ -329,7 +330,7 @@ def points_by_count(window: VersionWindow, count: int) -> list[Point]:
     """``count`` points evenly spaced over the window's records, the last at its last offset
     (fewer when the window has fewer records, none without); time = the append time at the offset."""
     if not 1 <= count <= MAX_POINTS:
-        raise ValueError(f"--points must be between 1 and {MAX_POINTS}")
+        raise BadInput(f"--points must be between 1 and {MAX_POINTS}")
     r_offsets = _ints(window.records.column("offset"))
     if count == 1 or not len(r_offsets):
         return _with_times(window, r_offsets[-1:])
@@ -346,7 +347,7 @@ def points_every(
     (as ``--at-time``), with that grid time. Grid times before the window's first record are
     left out (all of them when it has none)."""
     if step_ms <= 0:
-        raise ValueError("--every must be positive")
+        raise BadInput("--every must be positive")
     records = window.records
     r_offsets, r_times = _ints(records.column("offset")), _ints(records.column("timestamp"))
     if not len(r_offsets):  # no record appended in the window (a log of snapshots only)
@@ -355,7 +356,7 @@ def points_every(
     end = int(r_times.max()) if to_time is None else to_time
     count = (end - start) // step_ms + 1
     if count > MAX_POINTS:
-        raise ValueError(f"--every {step_ms} ms gives {count} points over the window; at most {MAX_POINTS}")
+        raise BadInput(f"--every {step_ms} ms gives {count} points over the window; at most {MAX_POINTS}")
     grid = start + step_ms * np.arange(max(count, 0), dtype=np.int64)
     by_time = np.argsort(r_times, kind="stable")
     latest = np.maximum.accumulate(r_offsets[by_time])  # last offset appended at or before each time

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from metadata.lake.files import LakeFiles
 from metadata.lake.protocol import LEASE, Lake, LakeDamaged, LakeError, LakeState, explain, table_schemas
 from metadata.lake.tables import TYPED_TABLES
+from metadata.log.errors import BadInput
 from metadata.log.schema import decodes
 from metadata.log.summary import undecoded_records, undecoded_rows
 
@@ -328,7 +329,7 @@ def check_lake(lake: Lake, only: Sequence[str] | None = None) -> CheckReport:
     first, as the others read only the tables it read completely) on the committed state of ``lake``."""
     unknown = sorted(set(only or ()) - set(CHECKS))
     if unknown:
-        raise ValueError(f"no check named {', '.join(unknown)} (checks: {', '.join(CHECKS)})")
+        raise BadInput(f"no check named {', '.join(unknown)} (checks: {', '.join(CHECKS)})")
     try:
         state = lake.state()
     except LakeError as exc:

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from metadata.lake.protocol import COMPACT_AT_FILES, INGESTS, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
 from metadata.lake.staging import remove, staging_dir
 from metadata.lake.state import choose_engine
+from metadata.log.errors import KraftReplayError
 from metadata.log.readers import (
     InputFile,
     InputKind,
@@ -53,7 +54,7 @@ MAX_SPLIT_BYTES = 64 << 20
 MIN_SPLIT_BYTES = 4 << 20
 
 
-class IngestError(RuntimeError):
+class IngestError(KraftReplayError, RuntimeError):
     """Bad input; the lake was left unchanged."""
 
 

@@ -26,10 +26,11 @@ from metadata.lake.spark_store import spark_schema
 from metadata.lake.staging import SUMMARY_SCHEMA, TASK_SCHEMA, stage_tasks
 from metadata.lake.tables import SNAPSHOTS_SCHEMA, TYPED_TABLES, snapshot_rows, typed_rows
 from metadata.log.columns import DECODED_SCHEMA
+from metadata.log.errors import KraftReplayError
 from metadata.log.readers import ReadOptions
 
 
-class StagingError(RuntimeError):
+class StagingError(KraftReplayError, RuntimeError):
     """The staged files are not what the decode tasks wrote (a staging path the workers do not share)."""
 
 

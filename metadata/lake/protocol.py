@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from metadata.lake import version_tables
 from metadata.lake.state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
 from metadata.lake.tables import INGESTS_SCHEMA, table_schemas
+from metadata.log.errors import KraftReplayError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -116,7 +117,7 @@ class LakeBusy(LakeError):
     """Another writer holds the lake's lease for longer than this one would wait; nothing was changed."""
 
 
-class LakeConflict(RuntimeError):
+class LakeConflict(KraftReplayError, RuntimeError):
     """Another writer committed to a table or to ``_ingests`` during a transaction (it is retried)."""
 
 
@@ -198,6 +199,13 @@ def explain(
 
         vacuumed = functools.partial(vacuumed_on_spark, spark)
     return lake_damage.explain(exc, lake, table, version, vacuumed)
+
+
+def damage_of(exc: BaseException) -> LakeDamaged | None:
+    """``exc``, met outside the lake's own reads (in a Spark job over its tables), as the :class:`LakeDamaged` it
+    reveals (:func:`explain`); None for any other failure."""
+    line = explain(exc)
+    return LakeDamaged(line) if line is not None else None
 
 
 # ---------------------------------------------------------------- the lease

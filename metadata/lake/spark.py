@@ -24,6 +24,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from metadata.log.errors import KraftReplayError
+
 _LOCK = threading.Lock()
 _CONNECT: SparkSession | None = None  # the Connect session, once made
 
@@ -178,7 +180,7 @@ def _remember_jars(jars: str) -> None:
         _jar_cache().write_text("\n".join(found))
 
 
-class ResolutionError(RuntimeError):
+class ResolutionError(KraftReplayError, RuntimeError):
     """Spark's resolver could not fetch the Delta Lake connector (the message names its log file)."""
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from metadata.log.errors import BadInput, KraftReplayError
+
 INGESTS = "_ingests"
 
 
@@ -31,7 +33,7 @@ class LakeState:
     written before kraft-replay followed each release's rules."""
 
 
-class LakeError(RuntimeError):
+class LakeError(KraftReplayError, RuntimeError):
     """The lake is missing or not a kraft-replay lake."""
 
 
@@ -76,9 +78,9 @@ def choose_engine(lake: str, engine: str = "auto", master: str | None = None, in
     :data:`LOCAL_MAX_BYTES`, unless a Spark master is named."""
     forced = engine if engine != "auto" else os.environ.get("KRAFT_REPLAY_ENGINE", "auto")
     if forced not in ("auto", "local", "spark"):
-        raise ValueError(f"unknown engine {forced!r} (auto, local or spark)")
+        raise BadInput(f"unknown engine {forced!r} (auto, local or spark)")
     if forced == "local" and not reachable(lake):
-        raise ValueError(f"the local engine writes a lake on a local path or file: URI, not {lake}")
+        raise BadInput(f"the local engine writes a lake on a local path or file: URI, not {lake}")
     if forced != "auto":
         return forced  # type: ignore[return-value]
     local = reachable(lake) and not spark_named(master) and input_bytes <= LOCAL_MAX_BYTES

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from metadata.log.columns import RECORDS_TABLE_SCHEMA, SNAPSHOTS_TABLE_SCHEMA
 from metadata.log.records import snapshot_kind
-from metadata.log.schema import FieldSpec, MessageSpec, metadata_specs, spec_by_type_name
+from metadata.log.schema import FieldSpec, MessageSpec, spec_by_type_name
 
 _PRIMITIVE: dict[str, pa.DataType] = {
     "bool": pa.bool_(),
@@ -56,8 +56,6 @@ INGESTS_SCHEMA = pa.schema(
     ]
 )
 """``_ingests``: the lake's commit log (:mod:`metadata.lake.protocol`)."""
-
-KEY_COLUMNS = ["offset", "batch_base_offset", "batch_leader_epoch", "timestamp", "type", "version"]
 
 _BASE = [
     ("offset", "offset", pa.int64()),
@@ -292,7 +290,3 @@ def table_schemas() -> dict[str, pa.Schema]:
         **{name: t.schema() for name, t in TYPED_TABLES.items()},
         **version_tables.table_schemas(),
     }
-
-
-def all_record_types() -> set[str]:
-    return {s.type_name for s in metadata_specs().values()}

@@ -47,7 +47,7 @@ from metadata.log.codec.records import (
     read_frame,
     unknown_record,
 )
-from metadata.log.errors import DecodeError, UnknownRecordError
+from metadata.log.errors import BadInput, DecodeError, UnknownRecordError
 from metadata.log.records import BOOTSTRAP_CHECKPOINT_ID, Chunks, LogRecord, RecordLog, Snapshot, replay_starts
 from metadata.log.schema import (
     CONTROL_TYPE_NAMES,
@@ -147,7 +147,7 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.max_batch_bytes <= 0:
-            raise ValueError(f"max_batch_bytes must be positive, not {self.max_batch_bytes}")
+            raise BadInput(f"max_batch_bytes must be positive, not {self.max_batch_bytes}")
 
     def to_json(self) -> str:
         """These options as JSON (shipped to the decode tasks; :meth:`from_json` reads them back)."""

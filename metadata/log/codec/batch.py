@@ -94,10 +94,6 @@ class RecordBatch:
     def is_transactional(self) -> bool:
         return bool(self.attributes & ATTR_TRANSACTIONAL)
 
-    @property
-    def timestamp_type(self) -> str:
-        return "LogAppendTime" if self.attributes & ATTR_LOG_APPEND_TIME else "CreateTime"
-
 
 def read_header(buf: bytes, pos: int) -> tuple:
     """The 13 header fields at ``pos`` (caller has checked that 61 bytes are there)."""

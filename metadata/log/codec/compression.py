@@ -19,7 +19,7 @@ import zlib
 import cramjam
 import numpy as np
 
-from metadata.log.errors import DecodeError
+from metadata.log.errors import BadInput, DecodeError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -32,7 +32,7 @@ def _limit_from_env() -> int:
     if not text:
         return 16 << 20
     if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{MAX_BATCH_BYTES_ENV} must be a positive number of bytes, not {text!r}")
+        raise BadInput(f"{MAX_BATCH_BYTES_ENV} must be a positive number of bytes, not {text!r}")
     return int(text)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from metadata.log.errors import DecodeError
+from metadata.log.errors import BadInput, DecodeError
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -101,5 +101,5 @@ def uuid_from_str(text: str) -> bytes:
     """Kafka's Uuid text form → 16 bytes."""
     raw = base64.urlsafe_b64decode(text + "==")
     if len(raw) != 16:
-        raise ValueError(f"not a Kafka Uuid: {text!r}")
+        raise BadInput(f"not a Kafka Uuid: {text!r}")
     return raw

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
+from metadata.log.errors import BadInput
 from metadata.log.schema import SCHEMA_FILES, Versions, metadata_specs, schema_kafka_version
 
 
@@ -76,7 +77,7 @@ def kafka_release(line: str) -> KafkaRelease:
     for release in kafka_releases():
         if release.line == line:
             return release
-    raise ValueError(f"Kafka {line} is not a supported release line ({', '.join(r.line for r in kafka_releases())})")
+    raise BadInput(f"Kafka {line} is not a supported release line ({', '.join(r.line for r in kafka_releases())})")
 
 
 def first_release(api_key: int, version: int) -> KafkaRelease | None:
