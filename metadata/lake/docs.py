@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from metadata.lake import version_tables
-from metadata.lake.protocol import stats_columns
+from metadata.lake.store import stats_columns
 from metadata.lake.tables import INGESTS_SCHEMA, RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
 
 _RECORDS_ABOUT = {

@@ -42,7 +42,7 @@ from metadata.lake.tables import table_schemas
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable
 
-    from metadata.lake.protocol import CommitInfo
+    from metadata.lake.store import CommitInfo
 
 DELETION_VECTORS_PROTOCOL = {
     "minReaderVersion": 3,
@@ -137,7 +137,7 @@ def write(path: str, name: str, data: pa.Table, *, create: bool, tag: str | None
     :func:`create_table`, then the append)."""
     from deltalake import write_deltalake
 
-    from metadata.lake.protocol import table_properties
+    from metadata.lake.store import table_properties
 
     properties = table_properties(name)
     schema = table_schemas().get(name, data.schema)
@@ -188,7 +188,7 @@ class LocalStore:
 
     def commits(self, name: str, first: int, last: int) -> list[CommitInfo]:
         """The commits ``first`` … ``last`` of table ``name``, oldest first, from their commit files."""
-        from metadata.lake.protocol import commit_info
+        from metadata.lake.store import commit_info
 
         out = []
         for version in range(first, last + 1):
@@ -208,7 +208,7 @@ class LocalStore:
         this one (``CommitFailedError``, a conflict); a lost race to create the table likewise fails."""
         from deltalake import CommitProperties, Transaction, write_deltalake
 
-        from metadata.lake.protocol import LakeConflict, table_properties
+        from metadata.lake.store import LakeConflict, table_properties
 
         path = self.path(name)
         table = open_table(path)

@@ -9,6 +9,7 @@ delta-rs cannot reach the lake. The protocol itself (:mod:`metadata.lake.protoco
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -25,7 +26,7 @@ from metadata.lake.state import INGESTS, LakeError, LakeState
 from metadata.lake.tables import table_schemas
 
 if TYPE_CHECKING:
-    from metadata.lake.protocol import CommitInfo
+    from metadata.lake.store import CommitInfo
 
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -97,7 +98,7 @@ class SparkStore:
         """The commits ``first`` … ``last`` of table ``name``, oldest first: a classic session reads the commit
         files through Hadoop's FileSystem; Spark Connect asks ``DESCRIBE HISTORY`` (newest first, so with a
         limit reaching back to ``first``)."""
-        from metadata.lake.protocol import CommitInfo, commit_info
+        from metadata.lake.store import CommitInfo, commit_info
 
         if first > last:
             return []
@@ -159,9 +160,9 @@ class SparkStore:
                 .collect()
             )
         except Exception as exc:
-            from metadata.lake.protocol import explain
+            from metadata.lake.damage import explain
 
-            line = explain(exc, self.uri, INGESTS, None, self.spark)
+            line = explain(exc, self.uri, INGESTS, None, functools.partial(vacuumed, self.spark))
             if line is not None:
                 from metadata.lake.state import LakeDamaged
 
@@ -185,7 +186,7 @@ def write_frame(path: str, name: str, rows: DataFrame, *, create: bool) -> None:
     one Delta commit: appended (a table of an older schema gains the lake's newer columns), or (``create``) as a
     new table with its properties, replacing whatever an interrupted write left there (under Spark Connect, which
     cannot delete it)."""
-    from metadata.lake.protocol import table_properties
+    from metadata.lake.store import table_properties
 
     schema = table_schemas().get(name)
     frame = rows.select(*[F.col(f.name).cast(f.dataType) for f in spark_schema(schema).fields]) if schema else rows
