@@ -10,28 +10,10 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.parts import Row
 from image.replay import delta_between
-from image.temporal.reads import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
+from image.temporal.reads import SnapshotId, TemporalSource, image_before, restart_point
 from image.temporal.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
 from metadata.log.records import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
-
-
-def resolve_window(
-    source: TemporalSource,
-    from_offset: int | None,
-    to_offset: int | None,
-    from_time: str | None = None,
-    to_time: str | None = None,
-) -> tuple[int, int]:
-    """(A, B): offsets, or the last offsets of the last batches appended at or before the times; B
-    defaults to the end of the log."""
-    if from_offset is None and from_time is None:
-        raise ValueError("give --from-offset or --from-time")
-    a = resolve_offset(source, from_offset, from_time)
-    b = resolve_offset(source, to_offset, to_time)
-    if b < a:
-        raise ValueError(f"the window ends (offset {b}) before it starts (offset {a})")
-    return a, b
 
 
 def _restart(source: TemporalSource, from_offset: int) -> int:

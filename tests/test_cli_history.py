@@ -13,7 +13,8 @@ import pytest
 from cli.main import app as main_app  # noqa: F401 — registers every command
 from image.replay import replay_to
 from image.temporal.sources import log_source
-from image.temporal.version_rows import Selection, Window, load
+from image.temporal.version_rows import Selection, load
+from image.temporal.window import Window
 from image.views.health import image_gauges
 from image.views.history import partition_history
 from metadata.log.readers import read_log

@@ -21,7 +21,6 @@ from image.image import MetadataImage
 from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules, rules_for
-from image.temporal.times import iso_time, parse_time
 from image.temporal.versions import Rejection, Span, VersionLog, record_versions
 from metadata.lake.state import LakeError, LakeState
 from metadata.lake.version_tables import version_schema
@@ -115,28 +114,6 @@ class TemporalSource(Protocol):
     ) -> Iterator[DumpRecord]:
         """The records in ``[first, last]`` (unbounded where None) for ``dump``: metadata records, control
         records too with ``include_control``, or only ``types`` (record or control type names)."""
-
-
-def resolve_offset(source: TemporalSource, offset: int | None = None, at_time: str | int | None = None) -> int:
-    """The offset a read is about: ``offset``, the last offset of the last batch appended at or before
-    ``at_time``, or (neither) the end of the log. ValueError past either end of the log."""
-    if offset is not None and at_time is not None:
-        raise ValueError("give an offset or a time, not both")
-    bounds = source.bounds()
-    end = bounds[1] if bounds is not None else -1
-    if at_time is not None:
-        ms = parse_time(at_time)
-        found = source.offset_at_time(ms)
-        if found is None:
-            raise ValueError(f"no batch of the log was appended at or before {iso_time(ms)} ({ms} ms)")
-        return found
-    if offset is None:
-        return end
-    if offset < -1:
-        raise ValueError(f"offset {offset} is before the start of the log")
-    if offset > end:
-        raise ValueError(f"offset {offset} is beyond the end of the log (last offset {end})")
-    return offset
 
 
 def restart_point(source: TemporalSource, offset: int) -> int:
