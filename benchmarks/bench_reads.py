@@ -29,8 +29,8 @@ Commands (``--commands``, default all):
 * ``log-info``: ``log-info --lake L --json``
 * ``replay``: ``replay --lake L --json --at-offset X``
 * ``show``: ``show partitions --lake L --topic T --json --at-offset X``
-* ``diff``: ``diff --lake L --from-offset A --to-offset X --json``
-* ``changes``: ``changes --lake L --from-offset A --to-offset X --broker N --json``
+* ``diff``: ``diff --lake L --after-offset A --to-offset X --json``
+* ``changes``: ``changes --lake L --after-offset A --to-offset X --broker N --json``
 * ``replay-log``: ``replay --log <log dir> --json`` (decoded and replayed in process, no lake; logs of
   at most 10^6 records)
 * ``shell``: Kafka's metadata shell (``MetadataShell --snapshot <segment> tree /image/provenance
@@ -262,7 +262,7 @@ def read_rows(
     for p in points:
         at = f"{p.position} {p.offset}"
         x = ["--at-offset", str(p.offset)]
-        delta = ["--from-offset", str(p.from_offset), "--to-offset", str(p.offset)]
+        delta = ["--after-offset", str(p.from_offset), "--to-offset", str(p.offset)]
         if "replay" in commands:
             plan.append(("replay", at, ["replay", "--lake", lake, "--json", *x], lambda p=p: docs[p.offset]))
         if "show" in commands and p.topic is None:

@@ -24,10 +24,10 @@ from cli.app import (
     print_json,
     source,
 )
+from cli.window import FromOffset, FromTime, ToOffset, ToTime
 from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
-    from image.temporal.version_rows import Window
     from image.views.health import Timeline
     from image.views.history import History
 
@@ -35,11 +35,6 @@ history_app = typer.Typer(
     no_args_is_help=True, help="Every state of one partition, topic or broker in a window, and what changed."
 )
 app.add_typer(history_app, name="history")
-
-FromOffset = Annotated[int | None, typer.Option("--from-offset", help="Window start (inclusive).")]
-ToOffset = Annotated[int | None, typer.Option("--to-offset", help="Window end (inclusive).")]
-FromTime = Annotated[str | None, typer.Option("--from-time", help="Window start: ISO-8601 or epoch ms.")]
-ToTime = Annotated[str | None, typer.Option("--to-time", help="Window end: ISO-8601 or epoch ms.")]
 
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -51,18 +46,6 @@ def duration_ms(text: str) -> int:
     if not found or int(found.group(1)) == 0:
         raise BadInput(f"--every {text!r}: expected a positive duration such as 30s, 1m, 5m, 1h")
     return int(found.group(1)) * _UNIT_MS[found.group(2)]
-
-
-def _window(from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None) -> Window:
-    from image.temporal.times import parse_time
-    from image.temporal.version_rows import Window
-
-    return Window(
-        from_offset=from_offset,
-        to_offset=to_offset,
-        from_time=parse_time(from_time) if from_time is not None else None,
-        to_time=parse_time(to_time) if to_time is not None else None,
-    )
 
 
 def _print_history(title: str, history: History, as_json: bool) -> None:
@@ -91,12 +74,13 @@ def history_partition(
 ) -> None:
     """Every state of one partition: leader, ISR, replicas, reassignment, ELR, epochs, directories."""
     from image.temporal.version_rows import Selection, load
+    from image.temporal.window import Window
     from image.uuids import directory_name
     from image.views.history import partition_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
-        _window(from_offset, to_offset, from_time, to_time),
+        Window.of(from_offset=from_offset, from_time=from_time, to_offset=to_offset, to_time=to_time),
         Selection(parts=("partitions",), topic=topic, partition=partition),
     )
     history = partition_history(window, topic, partition, str if as_json else directory_name)
@@ -119,11 +103,12 @@ def history_topic(
 ) -> None:
     """Every state of one topic name: created, partitions added, configs set / deleted, deleted, re-created."""
     from image.temporal.version_rows import Selection, load
+    from image.temporal.window import Window
     from image.views.history import topic_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
-        _window(from_offset, to_offset, from_time, to_time),
+        Window.of(from_offset=from_offset, from_time=from_time, to_offset=to_offset, to_time=to_time),
         Selection(parts=("topics", "partitions", "configs"), topic=topic),
     )
     _print_history(f"topic {topic}", topic_history(window, topic), as_json)
@@ -145,11 +130,12 @@ def history_broker(
 ) -> None:
     """Every state of one broker: registered, fenced / unfenced, controlled shutdown, unregistered."""
     from image.temporal.version_rows import Selection, load
+    from image.temporal.window import Window
     from image.views.history import broker_history
 
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
-        _window(from_offset, to_offset, from_time, to_time),
+        Window.of(from_offset=from_offset, from_time=from_time, to_offset=to_offset, to_time=to_time),
         Selection(parts=("brokers",), broker=broker),
     )
     _print_history(f"broker {broker}", broker_history(window, broker), as_json)
@@ -207,13 +193,14 @@ def timeline_command(
     """Cluster health over a window: offline, under-replicated, under-min-ISR partitions, fenced brokers,
     leaders per broker, elections, ISR changes (default: one point per change)."""
     from image.temporal.version_rows import Selection, load
+    from image.temporal.window import Window
     from image.views.timeline import points_at_changes, points_by_count, points_every, timeline
 
     if points is not None and every is not None:
         raise BadInput("give --points or --every, not both")
     if as_json and as_csv:
         raise BadInput("give --json or --csv, not both")
-    asked = _window(from_offset, to_offset, from_time, to_time)
+    asked = Window.of(from_offset=from_offset, from_time=from_time, to_offset=to_offset, to_time=to_time)
     window = load(
         source(lake_location, log, kafka_version, skip_unknown),
         asked,
@@ -254,10 +241,15 @@ def report_command(
     """A self-contained HTML incident report for a window: timeline plots, biggest events, leaders per
     broker before / after, and the diff of the images at its ends (opens offline)."""
     from image.temporal.version_rows import Selection, image_diff, load
+    from image.temporal.window import Window
     from image.views.report import incident_report, render_html, report_points
 
     store = source(lake_location, log, kafka_version, skip_unknown)
-    window = load(store, _window(from_offset, to_offset, from_time, to_time), Selection())
+    window = load(
+        store,
+        Window.of(from_offset=from_offset, from_time=from_time, to_offset=to_offset, to_time=to_time),
+        Selection(),
+    )
     report = incident_report(
         window, report_points(window), image_diff(store, window.first_offset, window.last_offset), title
     )

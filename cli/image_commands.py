@@ -27,16 +27,11 @@ from cli.app import (
     source,
     spark,
 )
+from cli.window import AfterOffset, AfterTime, AtOffset, AtTime, ToOffset, ToTime
 from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
     from image.temporal.reads import TemporalSource
-
-AtOffset = Annotated[int | None, typer.Option("--at-offset", help="Image after this offset (default: the latest).")]
-AtTime = Annotated[
-    str | None,
-    typer.Option("--at-time", help="Image at this time: ISO-8601 (2026-01-30T17:05:00Z) or epoch milliseconds."),
-]
 
 
 class Engine(str, Enum):
@@ -73,10 +68,11 @@ def _image(
     """The image JSON at ``offset`` / ``at_time`` (default: the end of the log) by ``engine`` (default:
     temporal for a lake, reference for a log read in process). Records a lenient replay skipped are listed
     on stderr; a strict one fails on the first."""
-    from image.temporal.reads import MemorySource, image_at, resolve_offset
+    from image.temporal.reads import MemorySource, image_at
     from image.temporal.sources import reference_image
+    from image.temporal.window import image_offset
 
-    target = resolve_offset(store, offset, at_time)
+    target = image_offset(store, offset, at_time)
     if engine is Engine.reference or (engine is None and isinstance(store, MemorySource)):
         image = reference_image(store, target, lenient=lenient)
         doc, errors = image.to_json(), list(image.errors)
@@ -158,17 +154,6 @@ def show(
     out.print(render.show(part.value, rows, shown_rows(limit, show_all)))
 
 
-def _side(store: TemporalSource, offset: int | None, at_time: str | None, which: str, required: bool) -> int:
-    """One end of ``diff``: an offset or a time; the end of the log if neither and not ``required``."""
-    from image.temporal.reads import resolve_offset
-
-    if offset is not None and at_time is not None:
-        raise BadInput(f"give --{which}-offset or --{which}-time, not both")
-    if required and offset is None and at_time is None:
-        raise BadInput(f"give --{which}-offset or --{which}-time (or --from-image/--to-image)")
-    return resolve_offset(store, offset, at_time)
-
-
 @app.command("diff")
 @handles_errors
 def diff_command(
@@ -176,17 +161,19 @@ def diff_command(
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
     skip_unknown: SkipUnknownOpt = False,
-    from_offset: Annotated[int | None, typer.Option(help="Image before: at this offset.")] = None,
-    to_offset: Annotated[int | None, typer.Option(help="Image after: at this offset (default: the latest).")] = None,
-    from_time: Annotated[str | None, typer.Option(help="Image before: at this time (ISO-8601 or epoch ms).")] = None,
-    to_time: Annotated[str | None, typer.Option(help="Image after: at this time (ISO-8601 or epoch ms).")] = None,
+    after_offset: AfterOffset = None,
+    to_offset: ToOffset = None,
+    after_time: AfterTime = None,
+    to_time: ToTime = None,
     from_image: Annotated[Path | None, typer.Option(help="Image before: a directory written by replay --save.")] = None,
     to_image: Annotated[Path | None, typer.Option(help="Image after: a directory written by replay --save.")] = None,
     limit: LimitOpt = DEFAULT_LIMIT,
     show_all: AllOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """What changed between two images: topics, partitions, brokers, configs, features and the other parts."""
+    """What changed between two images — at --after-offset/--after-time and at --to-offset/--to-time (what the
+    records (A, B] changed), or two saved with replay --save: topics, partitions, brokers, configs, features and
+    the other parts."""
     from image.diff import diff_rows
     from image.temporal.diff import diff_json
 
@@ -196,16 +183,17 @@ def diff_command(
 
         if from_image is None or to_image is None:
             raise BadInput("give both --from-image and --to-image")
-        if any(v is not None for v in (lake_location, log, from_offset, to_offset, from_time, to_time)):
+        if any(v is not None for v in (lake_location, log, after_offset, to_offset, after_time, to_time)):
             raise BadInput("--from-image/--to-image do not combine with --lake, --log or offsets/times")
         before, after = (ImageFrames.load(spark(), str(p)).to_json() for p in (from_image, to_image))
         ends = [{k: d[k] for k in ("offset", "epoch", "timestamp")} for d in (before, after)]
         doc = diff_rows(json_rows(before), json_rows(after), *ends)
     else:
+        from image.temporal.window import Window
+
         store = source(lake_location, log, kafka_version, skip_unknown)
-        a = _side(store, from_offset, from_time, "from", required=True)
-        b = _side(store, to_offset, to_time, "to", required=False)
-        doc = diff_json(store, a, b)
+        window = Window.of(after_offset=after_offset, after_time=after_time, to_offset=to_offset, to_time=to_time)
+        doc = diff_json(store, *window.delta(store))
     if as_json:
         print_json(doc)
         return

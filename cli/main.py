@@ -39,6 +39,7 @@ from cli.app import (
     spark,
     writes_on_spark,
 )
+from cli.window import FromOffset, ToOffset
 from metadata.log.errors import BadInput
 
 
@@ -135,8 +136,8 @@ def dump(
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
     skip_unknown: SkipUnknownOpt = False,
-    from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).")] = None,
-    to_offset: Annotated[int | None, typer.Option(help="Last offset (inclusive).")] = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
     types: Annotated[
         list[str] | None, typer.Option("--type", help="Record type(s), e.g. PARTITION_CHANGE_RECORD.")
     ] = None,
@@ -253,13 +254,13 @@ def demo(
     middle = 5000
     out.rule(f"kraft-replay replay --lake {lake_location} --at-offset {middle}")
     cli.image_commands.replay(lake_location, at_offset=middle)
-    out.rule(f"kraft-replay diff --lake {lake_location} --from-offset {middle}")
-    cli.image_commands.diff_command(lake_location, from_offset=middle)
-    out.rule(f"kraft-replay changes --lake {lake_location} --from-offset {middle}")
-    cli.replica_commands.changes(lake_location, from_offset=middle)
-    out.rule(f"kraft-replay apply --lake {lake_location} --from-offset {middle} --to-offset {middle + 200} --broker 1")
+    out.rule(f"kraft-replay diff --lake {lake_location} --after-offset {middle}")
+    cli.image_commands.diff_command(lake_location, after_offset=middle)
+    out.rule(f"kraft-replay changes --lake {lake_location} --after-offset {middle}")
+    cli.replica_commands.changes(lake_location, after_offset=middle)
+    out.rule(f"kraft-replay apply --lake {lake_location} --after-offset {middle} --to-offset {middle + 200} --broker 1")
     cli.replica_commands.apply_command(
-        broker=1, lake_location=lake_location, from_offset=middle, to_offset=middle + 200
+        broker=1, lake_location=lake_location, after_offset=middle, to_offset=middle + 200
     )
 
 

@@ -28,6 +28,7 @@ from cli.app import (
     source,
     spark,
 )
+from cli.window import AfterOffset, AfterTime, ToOffset, ToTime
 from metadata.log.errors import BadInput
 
 if TYPE_CHECKING:
@@ -35,10 +36,6 @@ if TYPE_CHECKING:
     from image.temporal.spark.source import SparkSource
     from replica.spark_changes import DeltaFrames
 
-FromOffset = Annotated[int | None, typer.Option(help="Delta start A: the image after this offset (-1 = empty).")]
-ToOffset = Annotated[int | None, typer.Option(help="Delta end B (default: the end of the log).")]
-FromTime = Annotated[str | None, typer.Option(help="Delta start at this time (ISO-8601 or epoch ms).")]
-ToTime = Annotated[str | None, typer.Option(help="Delta end at this time (ISO-8601 or epoch ms).")]
 Listener = Annotated[str, typer.Option("--listener", help="inter.broker.listener.name (fetchers connect to it).")]
 
 
@@ -48,12 +45,15 @@ class ChangesEngine(str, Enum):
     reference = "reference"
 
 
-def _window(
-    store: TemporalSource, from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None
+def _delta_window(
+    store: TemporalSource, after_offset: int | None, to_offset: int | None, after_time: str | None, to_time: str | None
 ) -> tuple[int, int]:
-    from replica.inputs import resolve_window
+    """(A, B) of the delta (A, B] the flags name (:meth:`image.temporal.window.Window.delta`)."""
+    from image.temporal.window import Window
 
-    return resolve_window(store, from_offset, to_offset, from_time, to_time)
+    return Window.of(after_offset=after_offset, after_time=after_time, to_offset=to_offset, to_time=to_time).delta(
+        store
+    )
 
 
 def _on_spark(store: TemporalSource, lake_location: str | None) -> SparkSource:
@@ -94,9 +94,9 @@ def changes(
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
     skip_unknown: SkipUnknownOpt = False,
-    from_offset: FromOffset = None,
+    after_offset: AfterOffset = None,
     to_offset: ToOffset = None,
-    from_time: FromTime = None,
+    after_time: AfterTime = None,
     to_time: ToTime = None,
     broker: Annotated[int | None, typer.Option(help="Only this broker (default: every broker).")] = None,
     engine: Annotated[
@@ -116,7 +116,7 @@ def changes(
 ) -> None:
     """Local replica changes (Kafka's LocalReplicaChanges) of one or every broker for the delta (A, B]."""
     store = source(lake_location, log, kafka_version, skip_unknown)
-    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    a, b = _delta_window(store, after_offset, to_offset, after_time, to_time)
     if engine is ChangesEngine.auto:
         engine = ChangesEngine.spark if _spark_engine(store, save) else ChangesEngine.reference
     if engine is ChangesEngine.reference:
@@ -146,9 +146,9 @@ def apply_command(
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
     skip_unknown: SkipUnknownOpt = False,
-    from_offset: FromOffset = None,
+    after_offset: AfterOffset = None,
     to_offset: ToOffset = None,
-    from_time: FromTime = None,
+    after_time: AfterTime = None,
     to_time: ToTime = None,
     num_replica_fetchers: Annotated[int, typer.Option(help="num.replica.fetchers.")] = 1,
     controlled_shutdown: Annotated[
@@ -163,7 +163,7 @@ def apply_command(
 ) -> None:
     """Step by step what broker N's ReplicaManager and coordinators do with the delta (A, B]."""
     store = source(lake_location, log, kafka_version, skip_unknown)
-    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    a, b = _delta_window(store, after_offset, to_offset, after_time, to_time)
     options = {
         "num_replica_fetchers": num_replica_fetchers,
         "inter_broker_listener": listener,
@@ -198,9 +198,9 @@ def leader_and_isr(
     log: LogOpt = None,
     kafka_version: KafkaVersionOpt = None,
     skip_unknown: SkipUnknownOpt = False,
-    from_offset: FromOffset = None,
+    after_offset: AfterOffset = None,
     to_offset: ToOffset = None,
-    from_time: FromTime = None,
+    after_time: AfterTime = None,
     to_time: ToTime = None,
     broker: Annotated[int | None, typer.Option(help="Only this broker's requests.")] = None,
     controller_epoch: Annotated[int, typer.Option(help="Controller epoch of the requests.")] = 1,
@@ -213,7 +213,7 @@ def leader_and_isr(
     """The delta as the StopReplica and LeaderAndIsr requests a ZooKeeper controller would send
     (with --broker --json: a document for ``zk-replay``)."""
     store = source(lake_location, log, kafka_version, skip_unknown)
-    a, b = _window(store, from_offset, to_offset, from_time, to_time)
+    a, b = _delta_window(store, after_offset, to_offset, after_time, to_time)
     options = {
         "controller_epoch": controller_epoch,
         "controller_id": controller_id,

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from cli.app import JsonOpt, KafkaVersionOpt, LogOpt, ReadLakeOpt, app, handles_errors, source
-from cli.image_commands import AtOffset, AtTime
+from cli.window import AtOffset, AtTime
 from metadata.log.errors import BadInput
 
 
@@ -37,14 +37,14 @@ def shell(
     from image.node.java import JavaException
     from image.node.releases import shell_release
     from image.release import rules_for
-    from image.temporal.reads import resolve_offset
+    from image.temporal.window import image_offset
 
     kafka_file = log is not None and Path(log).is_file() and at_offset is None and at_time is None
     if kafka_file:
         store, offset = kafka_shell_source(str(log), rules_for(kafka_version))
     else:
         store = source(lake_location, log, kafka_version)
-        offset = resolve_offset(store, at_offset, at_time)
+        offset = image_offset(store, at_offset, at_time)
     release = shell_release(store.rules.release)
     session = Session(store, release, offset, kafka_file=kafka_file)
     if not command:

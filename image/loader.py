@@ -24,6 +24,7 @@ import abc
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from image.delta import MetadataDelta
 from image.errors import ReplayError
@@ -337,8 +338,34 @@ def load_snapshot(
     return loader.image()
 
 
-def choose_snapshot(snapshot_ids: Iterable[tuple[int, int]], offset: int) -> tuple[int, int] | None:
-    """The snapshot to start from for the image at ``offset``: the latest (end offset, epoch)
-    with end offset ≤ offset + 1; the log then supplies records [end offset, offset]."""
-    eligible = [snapshot_id for snapshot_id in snapshot_ids if snapshot_id[0] <= offset + 1]
-    return max(eligible, default=None)
+class SnapshotPoint(Protocol):
+    """A snapshot's id: end offset (last contained offset + 1) and epoch."""
+
+    @property
+    def end_offset(self) -> int: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+
+S = TypeVar("S", bound=SnapshotPoint)
+
+
+def snapshot_to_start_from(snapshots: Iterable[S], offset: int) -> S | None:
+    """The snapshot a replay to the image at ``offset`` starts from: the latest with end offset ≤ offset + 1 (the
+    highest epoch among equal end offsets); the log then supplies the records [end offset, offset]. None: the replay
+    starts from the empty image."""
+    return max(
+        (s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch), default=None
+    )
+
+
+def snapshots_to_load(snapshots: Iterable[S], restart: int = -1) -> list[S]:
+    """The snapshots a replay through the log from ``restart`` loads, each at its last contained offset, in end
+    offset order: per end offset the highest epoch (as :func:`snapshot_to_start_from` chooses), those whose last
+    contained offset is at or after ``restart``."""
+    best: dict[int, S] = {}
+    for s in snapshots:
+        if s.end_offset - 1 >= restart and (s.end_offset not in best or s.epoch > best[s.end_offset].epoch):
+            best[s.end_offset] = s
+    return [best[end] for end in sorted(best)]

@@ -10,37 +10,11 @@ from image.delta import MetadataDelta
 from image.image import MetadataImage
 from image.parts import Row
 from image.replay import delta_between
-from image.temporal.reads import SnapshotId, TemporalSource, image_before, resolve_offset, restart_point
+from image.temporal.reads import SnapshotId, TemporalSource
 from image.temporal.sharding import EVERY_SHARD, TOPIC_ID, TOPIC_NAME, components, route_key, topic_edges
-from metadata.log.errors import BadInput, OffsetOutOfRange
+from image.temporal.starts import delta_start, image_before
 from metadata.log.records import LogRecord, Snapshot
 from replica.local_changes import local_changes_json
-
-
-def resolve_window(
-    source: TemporalSource,
-    from_offset: int | None,
-    to_offset: int | None,
-    from_time: str | None = None,
-    to_time: str | None = None,
-) -> tuple[int, int]:
-    """(A, B): offsets, or the last offsets of the last batches appended at or before the times; B
-    defaults to the end of the log."""
-    if from_offset is None and from_time is None:
-        raise BadInput("give --from-offset or --from-time")
-    a = resolve_offset(source, from_offset, from_time)
-    b = resolve_offset(source, to_offset, to_time)
-    if b < a:
-        raise OffsetOutOfRange(f"the window ends (offset {b}) before it starts (offset {a})")
-    return a, b
-
-
-def _restart(source: TemporalSource, from_offset: int) -> int:
-    """Where the reference engine's replay of a delta (A, B] starts: the last delta boundary at or before A
-    outside any metadata transaction, or the snapshot a replay to A loads if later."""
-    restart = restart_point(source, from_offset + 1)
-    snapshots = [s.end_offset for s in source.snapshots() if s.end_offset <= from_offset + 1]
-    return max([restart, *snapshots])
 
 
 def opening_snapshot(
@@ -51,7 +25,7 @@ def opening_snapshot(
     snapshot's end the temporal image is partial), or one beyond the log's last record (a follower that fetched
     it). Like Kafka's loader, the delta then loads it onto the image at A (its topics are new, the image's
     others deleted) and reads the log after it; a whole log replays without its snapshots. ``restart``: the
-    window's :func:`_restart`, if known."""
+    window's :func:`~image.temporal.starts.delta_start`, if known."""
     snapshots = source.snapshots()
     if not snapshots:
         return None
@@ -65,7 +39,7 @@ def opening_snapshot(
         cut = bounds[0] > 0 and snapshot.end_offset == oldest
         return cut or last is None or last.offset < snapshot.end_offset - 1
 
-    restart = _restart(source, from_offset) if restart is None else restart
+    restart = delta_start(source, from_offset) if restart is None else restart
     window = [s for s in snapshots if restart < s.end_offset <= to_offset + 1 and needed(s)]
     return max(window, default=None, key=lambda s: (s.end_offset, s.epoch))
 
@@ -94,10 +68,10 @@ def window_replay(
     source: TemporalSource, from_offset: int, to_offset: int, scoped: bool = False
 ) -> tuple[list[LogRecord], MetadataImage, Snapshot | None]:
     """The records the reference engine replays for the delta (A, B], the image it starts from (the temporal
-    image's at :func:`_restart`; only the window's records are read) and the :func:`opening_snapshot`.
-    ``scoped``: the image holds only the partitions of the :func:`topic_scope` of the records (enough for the
-    delta's topics, not for images of the whole cluster at A and B)."""
-    restart = _restart(source, from_offset)
+    image's at :func:`~image.temporal.starts.delta_start`; only the window's records are read) and the
+    :func:`opening_snapshot`. ``scoped``: the image holds only the partitions of the :func:`topic_scope` of the
+    records (enough for the delta's topics, not for images of the whole cluster at A and B)."""
+    restart = delta_start(source, from_offset)
     snapshot = opening_snapshot(source, from_offset, to_offset, restart)
     if snapshot is None:
         records = source.log_records(restart, to_offset)

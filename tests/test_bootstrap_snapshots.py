@@ -27,8 +27,9 @@ import cli.main  # noqa: F401 — registers every command
 from cli.app import app
 from image.parts import PART_KEYS
 from image.replay import replay_to
-from image.temporal.reads import image_at, resolve_offset
+from image.temporal.reads import image_at
 from image.temporal.sources import log_source
+from image.temporal.window import image_offset
 from metadata.log.codec.batch import HEADER_SIZE, LOG_OVERHEAD
 from metadata.log.readers import METADATA_DIR, discover, read_checkpoints, read_log, read_snapshots
 from metadata.log.records import BOOTSTRAP_CHECKPOINT_ID, BOOTSTRAP_SNAPSHOT_ID
@@ -120,7 +121,7 @@ def test_a_node_formatted_and_never_started_has_the_empty_image(node: Path, ids:
     """No record, no snapshot a replay starts from: the image is the empty one before offset 0, as a broker's;
     ``log-info`` lists the bootstrap files."""
     source = log_source(node)
-    assert source.snapshots() == [] and source.bounds() is None and resolve_offset(source) == -1
+    assert source.snapshots() == [] and source.bounds() is None and image_offset(source) == -1
     doc, errors = image_at(source, -1)
     assert doc == replay_to([], -1).to_json() and not errors
     listed = [(s.end_offset, s.epoch, s.kind, s.records) for s in source.log_info().snapshots]
@@ -167,7 +168,7 @@ def test_empty_snapshots_and_an_empty_segment_are_the_empty_image_at_their_offse
         kinds = [r.control_type for r in snapshot.records]
         assert kinds[0] == "SNAPSHOT_HEADER" and kinds[-1] == "SNAPSHOT_FOOTER" and None not in kinds
     assert len(snapshots[0].records) == 4 and len(snapshots[1].records) == 2
-    assert source.bounds() == (134, 199) and resolve_offset(source) == 199
+    assert source.bounds() == (134, 199) and image_offset(source) == 199
     for offset in (134, 150, 198, 199):
         snapshot = max((s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: s.end_offset)
         doc, errors = image_at(source, offset)
@@ -295,10 +296,10 @@ def reads(log: Path, window: tuple[int, int] | None) -> list[tuple[Any, ...]]:
         ("show", "features", "--at-offset", first),
         ("show", "brokers"),
         ("show", "partitions", "--at-offset", mid),
-        ("diff", "--from-offset", -1),
-        ("diff", "--from-offset", mid),
-        ("changes", "--from-offset", -1, "--to-offset", a),
-        ("changes", "--from-offset", a, "--to-offset", b),
+        ("diff", "--after-offset", -1),
+        ("diff", "--after-offset", mid),
+        ("changes", "--after-offset", -1, "--to-offset", a),
+        ("changes", "--after-offset", a, "--to-offset", b),
         ("history", "broker", "--broker", 1),
         ("history", "topic", "--topic", "t1"),
         ("timeline",),

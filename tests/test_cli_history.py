@@ -16,7 +16,8 @@ from generator import generate
 from image.replay import replay_to
 from image.temporal.sources import log_source
 from image.temporal.times import parse_time
-from image.temporal.version_rows import Selection, Window, image_diff, load
+from image.temporal.version_rows import Selection, image_diff, load
+from image.temporal.window import Window
 from image.uuids import UNASSIGNED
 from image.views.health import image_gauges
 from image.views.history import partition_history

@@ -132,11 +132,11 @@ READS = [
     ("dump", "--type", "TOPIC_RECORD", "--type", "LEADER_CHANGE"),
     ("replay", "--at-offset", 40),
     ("show", "partitions", "--at-offset", 50),
-    ("diff", "--from-offset", 20),
-    ("changes", "--from-offset", 20),
-    ("changes", "--from-offset", 20, "--broker", 1),
-    ("apply", "--broker", 1, "--from-offset", 20),
-    ("leader-and-isr", "--from-offset", 20),
+    ("diff", "--after-offset", 20),
+    ("changes", "--after-offset", 20),
+    ("changes", "--after-offset", 20, "--broker", 1),
+    ("apply", "--broker", 1, "--after-offset", 20),
+    ("leader-and-isr", "--after-offset", 20),
     ("history", "partition", "--topic", "shipments-0001", "--partition", 0),
     ("history", "topic", "--topic", "shipments-0001"),
     ("history", "broker", "--broker", 1),
@@ -169,13 +169,13 @@ def test_human_output_lists_first_rows_with_iso_times(log):
     assert "more" not in every
     doc = python_diff(image, log.image())
     sections = {s: sum(c.values()) for s, c in doc["summary"].items() if sum(c.values())}
-    shown = run("diff", "--lake", log.lake, "--from-offset", log.mid, "--limit", 1).stdout
+    shown = run("diff", "--lake", log.lake, "--after-offset", log.mid, "--limit", 1).stdout
     assert f"({iso_time(image['timestamp'])} → {iso_time(doc['to']['timestamp'])})" in shown
     assert not EPOCH_MS.search(shown)
     kinds = ("added", "removed", "changed")
     assert len([r for r in table_rows(shown) if r[0] in kinds]) == len(sections)
     assert shown.count("… and ") == sum(n > 1 for n in sections.values())
-    every = run("diff", "--lake", log.lake, "--from-offset", log.mid, "--all").stdout
+    every = run("diff", "--lake", log.lake, "--after-offset", log.mid, "--all").stdout
     assert len([r for r in table_rows(every) if r[0] in kinds]) == sum(sections.values()) and "… and" not in every
 
 
@@ -205,7 +205,7 @@ def test_show_brokers_table(log):
 
 
 def test_diff_lake_offsets_json(log):
-    doc = ok_json("diff", "--lake", log.lake, "--from-offset", log.mid, "--to-offset", log.last)
+    doc = ok_json("diff", "--lake", log.lake, "--after-offset", log.mid, "--to-offset", log.last)
     assert doc == python_diff(log.image(log.mid), log.image(log.last))
     assert list(doc)[:3] == ["from", "to", "summary"] and doc["summary"]["partitions"]["changed"] > 0
 
@@ -226,9 +226,9 @@ def test_bad_input_is_one_clear_line(log, tmp_path):
     assert "beyond the end of the log" in fails("replay", "--lake", log.lake, "--at-offset", log.last + 100)
     assert "invalid time" in fails("show", "partitions", "--lake", log.lake, "--at-time", "yesterday")
     assert "do not apply to features" in fails("show", "features", "--lake", log.lake, "--topic", "x")
-    assert "give --lake" in fails("diff", "--from-offset", 1)
+    assert "give --lake" in fails("diff", "--after-offset", 1)
     assert "give both --from-image and --to-image" in fails("diff", "--from-image", tmp_path)
-    assert "--from-offset or --from-time" in fails("diff", "--lake", log.lake, "--to-offset", 3)
+    assert "--after-offset or --after-time" in fails("diff", "--lake", log.lake, "--to-offset", 3)
 
 
 def test_commands_on_a_real_kafka_log_agree_across_engines(shared_lake) -> None:
@@ -245,7 +245,7 @@ def test_commands_on_a_real_kafka_log_agree_across_engines(shared_lake) -> None:
         ok_json("show", "partitions", "--lake", lake, "--at-offset", mid, "--engine", "reference")
         == image["partitions"]
     )
-    diff = ok_json("diff", "--lake", lake, "--from-offset", mid, "--to-offset", last)
+    diff = ok_json("diff", "--lake", lake, "--after-offset", mid, "--to-offset", last)
     assert diff["summary"]["partitions"]["changed"] > 0  # the reassignment moved replicas
     assert ok_json("replay", "--lake", lake) == ok_json("replay", "--lake", lake, "--engine", "reference")
 
@@ -309,8 +309,8 @@ def test_a_lake_read_in_process_loads_no_spark_no_pandas_and_no_pydantic(log):
     import subprocess
     import sys
 
-    reads = [("replay", "--at-offset", 40), ("diff", "--from-offset", 20), ("changes", "--from-offset", 20)]
-    reads += [("apply", "--broker", 1, "--from-offset", 20), ("leader-and-isr", "--from-offset", 20)]
+    reads = [("replay", "--at-offset", 40), ("diff", "--after-offset", 20), ("changes", "--after-offset", 20)]
+    reads += [("apply", "--broker", 1, "--after-offset", 20), ("leader-and-isr", "--after-offset", 20)]
     commands = [[*map(str, c), "--lake", log.lake, "--json"] for c in reads]
     more = [[*c, "--lake", log.lake, "--json"] for c in (["log-info"], ["dump"], ["show", "partitions"])]
     code = f"""

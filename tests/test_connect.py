@@ -47,8 +47,8 @@ out = {"connect": is_connect(get_spark())}
 out["ingest"] = cli("ingest", log_dir, "--lake", lake)
 out["again"] = cli("ingest", log_dir, "--lake", lake)
 out["log_info"] = cli("log-info", "--lake", lake)
-out["changes"] = cli("changes", "--lake", lake, "--from-offset", mid)
-out["changes_reference"] = cli("changes", "--lake", lake, "--from-offset", mid, "--engine", "reference")
+out["changes"] = cli("changes", "--lake", lake, "--after-offset", mid)
+out["changes_reference"] = cli("changes", "--lake", lake, "--after-offset", mid, "--engine", "reference")
 out["replay"] = cli("replay", "--lake", lake, "--at-offset", late)  # the temporal image, read on Spark
 
 # an ingest that dies before its commit, on a lake holding the first segment, then the rerun (records only)

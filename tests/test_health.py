@@ -24,7 +24,8 @@ import pytest
 from generator import generate
 from image.replay import replay_to
 from image.temporal.reads import MemorySource
-from image.temporal.version_rows import Selection, Window, load, resolve
+from image.temporal.version_rows import Selection, load
+from image.temporal.window import Window
 from image.views.health import Gauges, image_gauges, min_insync_replicas, min_insync_settings
 from image.views.history import broker_history, partition_history, topic_history
 from image.views.timeline import points_at_changes, points_by_count, points_every, timeline
@@ -171,7 +172,7 @@ def test_point_times_resolve_back_to_their_offsets(log):
     _, source, _ = log
     window = load(source, Window(), Selection())
     for point in timeline(window, points_by_count(window, 25)).points:
-        resolved = resolve(source, Window(to_time=parse(point.time)))[1]
+        resolved = Window(to_time=parse(point.time)).records(source)[1]
         assert resolved >= point.offset
         assert window.time_at(resolved) == parse(point.time)
 

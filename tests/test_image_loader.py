@@ -9,11 +9,11 @@ import pytest
 from image.configs import ConfigResource
 from image.errors import ReplayError
 from image.image import MetadataImage
-from image.loader import MetadataLoader, choose_snapshot, load_snapshot
+from image.loader import MetadataLoader, load_snapshot, snapshot_to_start_from, snapshots_to_load
 from image.provenance import MetadataProvenance
 from image.release import rules_for
 from image.replay import SnapshotSource, delta_between, replay_to
-from metadata.log.records import LogRecord
+from metadata.log.records import LogRecord, Snapshot
 from tests.logbuilder import (
     LogBuilder,
     abort,
@@ -290,12 +290,19 @@ def test_snapshot_rejects_transaction_records_and_needs_a_timestamp() -> None:
     assert load_snapshot(MetadataImage.EMPTY, data, 100, 3, 77).provenance.last_contained_log_time_ms == 77
 
 
-def test_choose_snapshot() -> None:
-    ids = [(100, 1), (250, 2), (400, 3)]
-    assert choose_snapshot(ids, 98) is None
-    assert choose_snapshot(ids, 99) == (100, 1)
-    assert choose_snapshot(ids, 398) == (250, 2)
-    assert choose_snapshot(ids, 399) == (400, 3)
+def test_snapshot_to_start_from() -> None:
+    snapshots = [Snapshot([], end, epoch) for end, epoch in [(100, 1), (250, 2), (250, 1), (400, 3)]]
+
+    def choose_snapshot(offset: int) -> tuple[int, int] | None:
+        chosen = snapshot_to_start_from(snapshots, offset)
+        return None if chosen is None else (chosen.end_offset, chosen.epoch)
+
+    assert choose_snapshot(98) is None
+    assert choose_snapshot(99) == (100, 1)
+    assert choose_snapshot(398) == (250, 2)
+    assert choose_snapshot(399) == (400, 3)
+    assert [(s.end_offset, s.epoch) for s in snapshots_to_load(snapshots)] == [(100, 1), (250, 2), (400, 3)]
+    assert [(s.end_offset, s.epoch) for s in snapshots_to_load(snapshots, 250)] == [(400, 3)]
 
 
 def test_replay_to_with_a_snapshot_and_the_log_after_it() -> None:

@@ -9,7 +9,8 @@ from image.errors import ReplayError
 from image.release import RELEASES, UnsupportedRelease, rules_for
 from image.replay import replay_to
 from image.temporal.reads import MemorySource
-from image.temporal.version_rows import Selection, Window, load
+from image.temporal.version_rows import Selection, load
+from image.temporal.window import Window
 from image.views.health import image_gauges
 from image.views.history import broker_history
 from image.views.timeline import timeline

@@ -298,7 +298,8 @@ def test_a_scanned_log_reads_like_read_log_in_any_order_of_access(name, tmp_path
 def test_a_replay_decodes_only_its_snapshot_and_the_batches_after_it(path):
     """``--log``: every batch header is read; the records only of the snapshot the replay starts from and from
     the batch holding its end on. The image is the one a replay of the fully decoded log gives."""
-    from image.temporal.reads import MemorySource, base_snapshot
+    from image.loader import snapshot_to_start_from
+    from image.temporal.reads import MemorySource
     from image.temporal.sources import reference_image
 
     log, snapshots = scan_log(path), read_snapshots(path)
@@ -309,7 +310,7 @@ def test_a_replay_decodes_only_its_snapshot_and_the_batches_after_it(path):
     header_batch = [sum(1 for r in e.records if r.batch_base_offset == e.records[0].batch_base_offset) for e in eager]
     assert [s.records.decoded for s in snapshots] == header_batch  # the header, for its timestamp
     assert reference_image(lazy, end).to_json() == reference_image(MemorySource.replay(whole, eager), end).to_json()
-    base = base_snapshot(lazy.snapshots(), end)
+    base = snapshot_to_start_from(lazy.snapshots(), end)
     assert [s.records.decoded for s in snapshots] == [
         len(s.records) if (s.end_offset, s.epoch) == (base.end_offset, base.epoch) else n
         for s, n in zip(snapshots, header_batch)

@@ -422,7 +422,7 @@ def test_reads_in_process_leave_pandas_to_spark() -> None:
     pandas work."""
     log = ROOT / "tests" / "fixtures" / "kafka" / "3.9.1" / "basic"
     reads = [
-        ["diff", "--from-offset", "10", "--to-offset", "200"],
+        ["diff", "--after-offset", "10", "--to-offset", "200"],
         ["log-info"],
         ["history", "broker", "--broker", "1"],
     ]

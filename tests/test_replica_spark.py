@@ -271,11 +271,11 @@ def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
     last = lakes.records[-1].offset
     a = last // 3
     doc = cli_json(
-        "changes", "--lake", lakes.location, "--from-offset", a, "--to-offset", last, "--save", tmp_path / "changes"
+        "changes", "--lake", lakes.location, "--after-offset", a, "--to-offset", last, "--save", tmp_path / "changes"
     )
     assert_same(doc, local_changes_json(lakes.records, a, last), "cli changes")
     assert cli_json(
-        "changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--engine", "reference"
+        "changes", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--engine", "reference"
     ) == local_changes_json(lakes.records, a, last, 2)
     saved: DataFrame = lakes.lake.spark.read.format("delta").load(str(tmp_path / "changes"))
     assert saved.count() == sum(len(b["deletes"]) + len(b["leaders"]) + len(b["followers"]) for b in doc["brokers"])
@@ -285,7 +285,7 @@ def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
             "apply",
             "--lake",
             str(lakes.location),
-            "--from-offset",
+            "--after-offset",
             str(a),
             "--broker",
             "2",
@@ -294,12 +294,12 @@ def test_cli_changes_apply_and_zk_replay(lakes: Lakes, tmp_path: Path) -> None:
         ],
     )
     assert text.exit_code == 0 and "partition(s) to local" in text.stdout
-    requests = cli_json("leader-and-isr", "--lake", lakes.location, "--from-offset", a, "--broker", 2)
+    requests = cli_json("leader-and-isr", "--lake", lakes.location, "--after-offset", a, "--broker", 2)
     (tmp_path / "requests.json").write_text(json.dumps(requests))
     replayed = cli_json("zk-replay", tmp_path / "requests.json")
     assert replayed["brokerId"] == 2 and all(r["errorCode"] == NONE for r in replayed["responses"])
     bad = runner.invoke(app, ["changes", "--lake", lakes.location, "--to-offset", "3"])
-    assert bad.exit_code == 1 and bad.stderr.startswith("error: give --from-offset or --from-time")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: give --after-offset or --after-time")
 
 
 def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> None:
@@ -315,13 +315,13 @@ def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> N
     a = last // 3
     doc = local_changes_json(lakes.records, a, last)
     members = ("deletes", "leaders", "electedLeaders", "followers", "directoryIds")
-    shown = text("changes", "--lake", lakes.location, "--from-offset", a)
+    shown = text("changes", "--lake", lakes.location, "--after-offset", a)
     assert table_rows(shown) == [[str(b["broker"]), *(str(len(b[m])) for m in members)] for b in doc["brokers"]]
     one = next(b for b in doc["brokers"] if b["broker"] == 2)
     lists = {m: len(one[m]) for m in ("leaders", "followers", "deletes")}
     assert max(lists.values()) > 2
-    shown = text("changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 2)
-    every = text("changes", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--all")
+    shown = text("changes", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--limit", 2)
+    every = text("changes", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--all")
     for member, n in lists.items():
         assert f"broker 2: {member} ({n})" in shown and f"broker 2: {member} ({n})" in every
     assert shown.count("… and ") == sum(n > 2 for n in lists.values())
@@ -329,21 +329,21 @@ def test_cli_human_output_of_changes_apply_and_leader_and_isr(lakes: Lakes) -> N
     partitions = [r[0] for r in table_rows(every) if re.fullmatch(r".+-\d+", r[0])]
     assert len(partitions) == sum(lists.values()) and "… and" not in every
 
-    actions = cli_json("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2)["actions"]
+    actions = cli_json("apply", "--lake", lakes.location, "--after-offset", a, "--broker", 2)["actions"]
     phases = Counter(r["phase"] for r in actions)
     assert max(phases.values()) > 3
-    shown = text("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 3)
+    shown = text("apply", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--limit", 3)
     steps = [int(m) for m in re.findall(r"^ +(\d+)  [a-z]", shown, re.MULTILINE)]
     assert len(steps) == sum(min(3, n) for n in phases.values()) and f"{len(actions)} actions" in shown
     assert shown.count("… and ") == sum(n > 3 for n in phases.values())
-    every = text("apply", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--all")
+    every = text("apply", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--all")
     assert [int(m) for m in re.findall(r"^ +(\d+)  [a-z]", every, re.MULTILINE)] == [r["step"] for r in actions]
 
-    requests = cli_json("leader-and-isr", "--lake", lakes.location, "--from-offset", a)
-    shown = text("leader-and-isr", "--lake", lakes.location, "--from-offset", a)
+    requests = cli_json("leader-and-isr", "--lake", lakes.location, "--after-offset", a)
+    shown = text("leader-and-isr", "--lake", lakes.location, "--after-offset", a)
     assert [r[0] for r in table_rows(shown)] == [str(d["brokerId"]) for d in requests["brokers"]]
     document = next(d for d in requests["brokers"] if d["brokerId"] == 2)
-    shown = text("leader-and-isr", "--lake", lakes.location, "--from-offset", a, "--broker", 2, "--limit", 2)
+    shown = text("leader-and-isr", "--lake", lakes.location, "--after-offset", a, "--broker", 2, "--limit", 2)
     for request in document["requests"]:
         n = (
             sum(len(t["partitionStates"]) for t in request["topicStates"])
@@ -358,7 +358,7 @@ def test_changes_between_times_matches_offsets(lakes: Lakes) -> None:
     by_offset = {r.offset: r for r in lakes.records}
     a, b = 50, 120
     from_time, to_time = by_offset[a].timestamp, by_offset[b].timestamp
-    doc = cli_json("changes", "--lake", lakes.location, "--from-time", from_time, "--to-time", to_time)
+    doc = cli_json("changes", "--lake", lakes.location, "--after-time", from_time, "--to-time", to_time)
     a_resolved = max(r.batch_last_offset for r in lakes.records if r.timestamp <= from_time)
     b_resolved = max(r.batch_last_offset for r in lakes.records if r.timestamp <= to_time)
     assert_same(doc, local_changes_json(lakes.records, a_resolved, b_resolved), "times")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from image.temporal.reads import image_at, resolve_offset
+from image.temporal.reads import image_at
 from image.temporal.sources import log_source
+from image.temporal.window import image_offset
 from replica.inputs import reference_changes_json, reference_delta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka" / "4.1.1"
@@ -24,7 +25,7 @@ def test_kafkas_images_of_a_truncated_log(name: str) -> None:
     newest = max(s["endOffset"] for s in kafka["snapshots"]) - 1
     end = max(kafka["lastLogOffset"], newest)
     assert source.bounds() is not None and source.bounds()[1] == end
-    assert resolve_offset(source) == end
+    assert image_offset(source) == end
     info = source.log_info()
     assert info.last_offset == end and info.missing_offsets == 0
     for expected in kafka["images"]:
@@ -38,7 +39,7 @@ def test_a_snapshot_beyond_the_last_segment_is_the_end_of_the_log() -> None:
     last = kafka["images"][-1]
     assert last["offset"] > kafka["lastLogOffset"]  # the snapshot's last contained offset, past every record
     with pytest.raises(ValueError, match="beyond the end of the log"):
-        resolve_offset(source, last["offset"] + 1)
+        image_offset(source, last["offset"] + 1)
 
 
 @pytest.mark.parametrize("name", ["retention", "snapshot-fetch"])

@@ -38,7 +38,8 @@ def node_history(ctx: Context, target: str) -> None:
 
 def _kafka_key_history(ctx: Context, c: list[str]) -> History | None:
     """``kraft-replay history``'s answer for a partition, topic or broker path (None for another path)."""
-    from image.temporal.version_rows import Selection, Window, load
+    from image.temporal.version_rows import Selection, load
+    from image.temporal.window import Window
 
     if c[:3] == ["image", "topics", "byName"] and len(c) in (4, 5):
         from image.views.history import partition_history, topic_history

@@ -34,8 +34,9 @@ from image.node.releases import ShellRelease
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
-from image.temporal.reads import MemorySource, TemporalSource, provenance_at, resolve_offset
-from image.temporal.times import iso_time, parse_time
+from image.temporal.reads import MemorySource, TemporalSource, provenance_at
+from image.temporal.times import iso_time
+from image.temporal.window import image_offset
 
 IMAGES_KEPT = 4
 """Trees of this many points are kept (``at`` back and forth, ``diff`` against a point)."""
@@ -335,8 +336,8 @@ class Session:
         batch appended at or before it)."""
         text = target.strip()
         if _INTEGER.fullmatch(text):
-            return resolve_offset(self.source, int(text))
-        return resolve_offset(self.source, None, parse_time(text))
+            return image_offset(self.source, int(text), flag=None)
+        return image_offset(self.source, None, text, flag=None)
 
     def move(self, offset: int) -> str | None:
         """Move the tree to ``offset``; the working directory is kept if it exists there, else its nearest

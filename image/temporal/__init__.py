@@ -8,7 +8,9 @@
   from the versions; :mod:`~image.temporal.lake_source` (a lake read in process),
   :mod:`~image.temporal.spark` (the build and the reads on Spark), :mod:`~image.temporal.sources` (which one a read
   command gets); :mod:`~image.temporal.version_rows` (windows of version rows for the views),
-  :mod:`~image.temporal.diff` (the diff of two offsets), :mod:`~image.temporal.times` (log times);
+  :mod:`~image.temporal.diff` (the diff of two offsets), :mod:`~image.temporal.times` (log times),
+  :mod:`~image.temporal.window` (the one window and resolver of offsets and times), :mod:`~image.temporal.starts`
+  (where every replay of a stored log starts);
 * :mod:`~image.temporal.lake_check` — the temporal image's checks for ``kraft-replay check``.
 
 May import :mod:`image` (the root), :mod:`metadata.log` and :mod:`metadata.lake`; never :mod:`image.views`,

@@ -34,11 +34,13 @@ from pydantic import BaseModel
 
 from image.errors import ReplayError
 from image.image import MetadataImage
+from image.loader import snapshots_to_load
 from image.parts import PART_KEYS, Row
 from image.provenance import MetadataProvenance
 from image.temporal.lake_source import ArrowSource
-from image.temporal.reads import TemporalSource, lake_rules, restart_point
+from image.temporal.reads import TemporalSource, lake_rules
 from image.temporal.sharding import TOPIC_ID, TOPIC_NAME, ShardPlan, record_shard
+from image.temporal.starts import restart_point
 from image.temporal.versions import (
     Key,
     Rejection,
@@ -257,7 +259,7 @@ def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | 
         and lake.in_process
         and state.high_water_mark - max(restart, 0) >= PARALLEL_BUILD_OFFSETS
     ):
-        weights, edges = plan_inputs(lake, state, restart, snapshots_to_load(source, restart), None)
+        weights, edges = plan_inputs(lake, state, restart, snapshots_to_load(source.snapshots(), restart), None)
         plan = ShardPlan.make(weights, edges, workers)
         context = multiprocessing.get_context("spawn")  # delta-rs runs threads in this process: no fork
         initializer = refuse_pandas if refusing_pandas() else None
@@ -283,7 +285,7 @@ def _replay_inputs(source: TemporalSource, state: LakeState, restart: int) -> tu
     log = [r for r in source.log_records(max(restart, 0), state.high_water_mark) if replayed(r)]
     snapshots = [
         Snapshot([r for r in source.snapshot_records(end, epoch) if replayed(r)], end, epoch, ts)
-        for end, epoch, ts in snapshots_to_load(source, restart)
+        for end, epoch, ts in snapshots_to_load(source.snapshots(), restart)
     ]
     return log, snapshots
 
@@ -302,17 +304,6 @@ def _record_shard(location: str, state: LakeState, restart: int, staging: str, p
 def replayed(record: LogRecord) -> bool:
     """What a shard replays: no control records, no NoOps (they change no key)."""
     return not record.is_control and record.type != "NO_OP_RECORD"
-
-
-def snapshots_to_load(source: TemporalSource, restart: int) -> list[tuple[int, int, int]]:
-    """(end offset, epoch, last contained timestamp) of the snapshots the replay loads: per end offset
-    the highest epoch (of those a replay can start from: :meth:`TemporalSource.snapshots`), only those at or
-    after the restart point."""
-    best: dict[int, tuple[int, int, int]] = {}
-    for s in source.snapshots():
-        if s.end_offset - 1 >= restart and (s.end_offset not in best or s.epoch > best[s.end_offset][1]):
-            best[s.end_offset] = (s.end_offset, s.epoch, s.last_contained_timestamp)
-    return sorted(best.values())
 
 
 DRIVER_RECORDS = 200_000

@@ -17,15 +17,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from image.errors import ReplayError
-from image.image import MetadataImage
-from image.parts import JSON_PARTS, PART_KEYS, Row, assemble
+from image.loader import snapshot_to_start_from
+from image.parts import JSON_PARTS, Row, assemble
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules, rules_for
-from image.temporal.times import iso_time, parse_time
 from image.temporal.versions import Rejection, Span, VersionLog, record_versions
 from metadata.lake.state import LakeError, LakeState
 from metadata.lake.version_tables import version_schema
-from metadata.log.errors import BadInput, OffsetOutOfRange
+from metadata.log.errors import BadInput
 from metadata.log.records import LogRecord, RecordLog, Snapshot, replay_starts, snapshot_kind
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
@@ -116,47 +115,6 @@ class TemporalSource(Protocol):
     ) -> Iterator[DumpRecord]:
         """The records in ``[first, last]`` (unbounded where None) for ``dump``: metadata records, control
         records too with ``include_control``, or only ``types`` (record or control type names)."""
-
-
-def resolve_offset(source: TemporalSource, offset: int | None = None, at_time: str | int | None = None) -> int:
-    """The offset a read is about: ``offset``, the last offset of the last batch appended at or before
-    ``at_time``, or (neither) the end of the log. ValueError past either end of the log."""
-    if offset is not None and at_time is not None:
-        raise BadInput("give an offset or a time, not both")
-    bounds = source.bounds()
-    end = bounds[1] if bounds is not None else -1
-    if at_time is not None:
-        ms = parse_time(at_time)
-        found = source.offset_at_time(ms)
-        if found is None:
-            raise OffsetOutOfRange(f"no batch of the log was appended at or before {iso_time(ms)} ({ms} ms)")
-        return found
-    if offset is None:
-        return end
-    if offset < -1:
-        raise OffsetOutOfRange(f"offset {offset} is before the start of the log")
-    if offset > end:
-        raise OffsetOutOfRange(f"offset {offset} is beyond the end of the log (last offset {end})")
-    return offset
-
-
-def restart_point(source: TemporalSource, offset: int) -> int:
-    """The first offset of a replay that must see what becomes visible from ``offset`` on: the start of the
-    batch holding it (a delta boundary), or the BeginTransactionRecord of a metadata transaction open
-    just before that (the replay then sees the whole transaction)."""
-    restart = min(offset, source.batch_start(offset))
-    for span in source.spans():
-        if span.begin <= restart - 1 and (span.end is None or span.end >= restart):
-            restart = min(restart, span.begin)
-    return restart
-
-
-def image_before(source: TemporalSource, restart: int, topic_ids: Collection[str] | None = None) -> MetadataImage:
-    """The image a replay starting at ``restart`` (a :func:`restart_point`) starts from, hidden state
-    included (:mod:`image.parts`), built from the versions current at ``restart - 1``; ``topic_ids``: with
-    the partitions of these topics only (a replay that reads no other, ``replica.inputs``)."""
-    rows = {part: source.rows_at(part, restart - 1, topic_ids if part == "partitions" else None) for part in PART_KEYS}
-    return MetadataImage.from_rows(rows, provenance_at(source, restart - 1))
 
 
 def log_bounds(first: int | None, last: int | None, snapshots: Sequence[SnapshotId]) -> tuple[int, int] | None:
@@ -273,14 +231,6 @@ def version_filter(during: tuple[int, int] | None, equal: Mapping[str, Any] | No
     return where
 
 
-def base_snapshot(snapshots: Sequence[SnapshotId], offset: int) -> SnapshotId | None:
-    """The snapshot a replay to ``offset`` starts from: the latest with end offset ≤ offset + 1 (the
-    highest epoch among equal end offsets)."""
-    return max(
-        (s for s in snapshots if s.end_offset <= offset + 1), key=lambda s: (s.end_offset, s.epoch), default=None
-    )
-
-
 def provenance_at(source: TemporalSource, offset: int) -> MetadataProvenance:
     """The provenance of the image at ``offset``: inside a visibility span, that of ``begin - 1``; else
     the last record at or before it, unless the snapshot the replay starts from ends after that record,
@@ -289,7 +239,7 @@ def provenance_at(source: TemporalSource, offset: int) -> MetadataProvenance:
         if span.begin <= offset and (span.end is None or offset < span.end):
             offset = span.begin - 1
             break
-    base = base_snapshot(source.snapshots(), offset)
+    base = snapshot_to_start_from(source.snapshots(), offset)
     last = source.record_at_or_before(offset)
     if base is not None and (last is None or last.offset < base.end_offset):
         return MetadataProvenance(base.end_offset - 1, base.epoch, base.last_contained_timestamp, True)
@@ -301,7 +251,7 @@ def provenance_at(source: TemporalSource, offset: int) -> MetadataProvenance:
 def errors_at(source: TemporalSource, offset: int) -> list[ReplayError]:
     """The rejections a replay to ``offset`` meets, in replay order: those of the snapshot it starts
     from, then the log's after that snapshot."""
-    base = base_snapshot(source.snapshots(), offset)
+    base = snapshot_to_start_from(source.snapshots(), offset)
     return source.rejections(base, base.end_offset if base is not None else -1, offset)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from image.configs import RESOURCE_TYPES
+from image.loader import snapshots_to_load
 from image.parts import Row
 from image.release import NEWEST, ReplayRules
 from image.scram import scram_mechanism
@@ -322,10 +323,7 @@ def record_shard(
     """Shard ``shard`` of ``plan`` of :func:`image.temporal.versions.record_versions` into ``sink``: the records
     routed to it (and those every shard replays), each snapshot's records routed to it loaded at the snapshot's end, the
     keys of the empty image and of snapshots it owns. The records it replayed."""
-    ordered = sorted(
-        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
-        key=lambda s: s.end_offset,
-    )
+    ordered = snapshots_to_load(snapshots)
 
     def mine(record: LogRecord) -> bool:
         if record.is_control or record.type == "NO_OP_RECORD":

@@ -20,7 +20,8 @@ from typing import Any, Literal
 from image.image import MetadataImage
 from image.release import NEWEST, ReplayRules, UnsupportedRelease, rules_for
 from image.replay import replay_to
-from image.temporal.reads import MemorySource, TemporalSource, base_snapshot
+from image.temporal.reads import MemorySource, TemporalSource
+from image.temporal.starts import replay_start
 from metadata.lake.state import spark_named
 from metadata.log.errors import BadInput
 from metadata.log.records import Snapshot
@@ -104,10 +105,10 @@ def open_source(
 
 def reference_image(source: TemporalSource, offset: int, *, lenient: bool = False) -> MetadataImage:
     """The image at ``offset`` replayed sequentially by the reference engine from the stored records (and
-    the snapshot a replay to ``offset`` starts from): the cross-check of the temporal image."""
-    base = base_snapshot(source.snapshots(), offset)
+    the snapshot a replay to ``offset`` starts from, :func:`~image.temporal.starts.replay_start`): the cross-check
+    of the temporal image."""
+    base, first = replay_start(source, offset)
     snapshot = None
-    first = -1
     if base is not None:
         snapshot = Snapshot(
             source.snapshot_records(base.end_offset, base.epoch),
@@ -115,7 +116,5 @@ def reference_image(source: TemporalSource, offset: int, *, lenient: bool = Fals
             base.epoch,
             base.last_contained_timestamp,
         )
-        first = base.end_offset
-    bounds = source.bounds()
-    records = source.replay_records(max(first, bounds[0]) if bounds else first, offset)
+    records = source.replay_records(first, offset)
     return replay_to(records, offset, snapshot=snapshot, rules=source.rules, lenient=lenient)

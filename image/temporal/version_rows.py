@@ -23,9 +23,8 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from image.temporal.reads import TemporalSource
-from image.temporal.times import iso_time
+from image.temporal.window import Window
 from metadata.lake.version_tables import version_schema
-from metadata.log.errors import BadInput, OffsetOutOfRange
 
 PARTS = ("topics", "partitions", "brokers", "configs")
 """The image parts history and timeline read."""
@@ -33,15 +32,6 @@ PARTS = ("topics", "partitions", "brokers", "configs")
 RECORDS_SCHEMA = pa.schema([("offset", pa.int64()), ("timestamp", pa.int64()), ("type", pa.string())])
 """The records of a window: offset, batch append time (ms) and record type name (for a control
 record its control type, e.g. ``LEADER_CHANGE``: the lake's ``coalesce(type, control_type)``)."""
-
-
-class Window(BaseModel):
-    """The offsets (inclusive) or times a command asked for; unset ends are the log's ends."""
-
-    from_offset: int | None = None
-    to_offset: int | None = None
-    from_time: int | None = None
-    to_time: int | None = None
 
 
 class Selection(BaseModel):
@@ -96,43 +86,6 @@ def empty(part: str) -> pa.Table:
     return version_schema(part).empty_table()
 
 
-def resolve(source: TemporalSource, window: Window) -> tuple[int, int]:
-    """``window`` as inclusive offsets of the log.
-
-    An unset end is the log's first / last offset; a time is the last offset of the last batch
-    appended at or before it (as ``--at-time``). ValueError for an empty log, a window with no
-    offset, or an offset and a time for one end.
-    """
-    bounds = source.bounds()
-    if bounds is None:
-        raise OffsetOutOfRange("the log has no records")
-    first, last = bounds
-
-    def at_time(ms: int, which: str) -> int:
-        found = source.offset_at_time(ms)
-        if found is None:
-            raise OffsetOutOfRange(f"--{which}-time {iso_time(ms)}: no batch of the log was appended at or before it")
-        return found
-
-    for side in ("from", "to"):
-        if getattr(window, f"{side}_offset") is not None and getattr(window, f"{side}_time") is not None:
-            raise BadInput(f"give --{side}-offset or --{side}-time, not both")
-    start = (
-        window.from_offset
-        if window.from_offset is not None
-        else (at_time(window.from_time, "from") if window.from_time is not None else first)
-    )
-    end = (
-        window.to_offset
-        if window.to_offset is not None
-        else (at_time(window.to_time, "to") if window.to_time is not None else last)
-    )
-    start, end = max(start, first), min(end, last)
-    if start > end:
-        raise OffsetOutOfRange(f"the window {start} … {end} holds no offset of the log ({first} … {last})")
-    return start, end
-
-
 def _equal(part: str, selection: Selection) -> dict[str, Any] | None:
     """The column values ``part``'s rows must have for ``selection`` (None: the part has no such rows)."""
     if selection.topic is not None:
@@ -155,8 +108,9 @@ def _equal(part: str, selection: Selection) -> dict[str, Any] | None:
 
 
 def load(source: TemporalSource, window: Window, selection: Selection) -> VersionWindow:
-    """The version rows and records of ``window`` (see :class:`VersionWindow`) from ``source``."""
-    first, last = resolve(source, window)
+    """The version rows and records of ``window``'s records (:meth:`~image.temporal.window.Window.records`; see
+    :class:`VersionWindow`) from ``source``."""
+    first, last = window.records(source)
     keyed = selection.topic is not None or selection.broker is not None
     tables = {}
     for part in PARTS:

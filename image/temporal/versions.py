@@ -36,7 +36,7 @@ from image.delta import MetadataDelta
 from image.errors import ReplayError
 from image.features import METADATA_VERSION
 from image.image import MetadataImage
-from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, MetadataLoader
+from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, MetadataLoader, snapshots_to_load
 from image.partition import PartitionRegistration
 from image.parts import PART_KEYS, Row, row_key
 from image.provenance import MetadataProvenance
@@ -631,12 +631,9 @@ def record_versions(
 
 def replay_with_snapshots(recorder: VersionRecorder, log: Iterable[LogRecord], snapshots: Iterable[Snapshot]) -> None:
     """Feed ``recorder`` the log records in offset order with each snapshot loaded at its last contained
-    offset (of several snapshots with one end offset, the highest epoch, as the reference engine
-    chooses), then finish it."""
-    pending = sorted(
-        {s.end_offset: s for s in sorted(snapshots, key=lambda s: (s.end_offset, s.epoch))}.values(),
-        key=lambda s: s.end_offset,
-    )
+    offset (:func:`image.loader.snapshots_to_load`: of several with one end offset the highest epoch), then finish
+    it."""
+    pending = snapshots_to_load(snapshots)
     for record in log:
         while pending and pending[0].end_offset - 1 < record.offset:
             snap = pending.pop(0)

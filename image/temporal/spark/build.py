@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from image.image import MetadataImage
+from image.loader import snapshots_to_load
 from image.parts import Row
 from image.provenance import MetadataProvenance
 from image.release import rules_for
@@ -54,7 +55,6 @@ from image.temporal.build import (
     lake_source,
     plan_inputs,
     rewind_steps,
-    snapshots_to_load,
 )
 from image.temporal.reads import lake_rules
 from image.temporal.sharding import (
@@ -237,7 +237,7 @@ def build_on_spark(
         .select(*[F.col(c) for c in _RECORD_COLUMNS if c != "epoch"], F.col("batch_leader_epoch").alias("epoch"))
         .withColumn("route", F.expr(route_key_sql()))
     )
-    snapshot_ids = snapshots_to_load(lake_source(lake, state), restart)
+    snapshot_ids = snapshots_to_load(lake_source(lake, state).snapshots(), restart)
     snap_records = _snapshot_records(lake, state, snapshot_ids)
     stored = _stored_rows(lake, state, stored_at) if stored_at is not None else None
 
