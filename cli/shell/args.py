@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -309,3 +310,21 @@ def commands_help(specs: Sequence[CommandSpec], width: int | None = None) -> str
     for spec in sorted(specs, key=lambda s: s.name):
         out += _help_line(f"  {spec.name}", spec.description, width)
     return out
+
+
+def split_line(line: str, partial: bool = False) -> list[str]:
+    """The words of a command line, as JLine's parser splits them for Kafka's shell: at whitespace, with ``'…'`` and
+    ``"…"`` quoting and ``\\`` escaping (``partial``: an unclosed quote ends the last word, as while typing it).
+    ValueError for an unclosed quote."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    try:
+        for word in lexer:
+            words.append(word)
+    except ValueError:
+        if not partial:
+            raise ValueError("unclosed quotation") from None
+        words.append(lexer.token)
+    return words

@@ -9,13 +9,12 @@ throws (:class:`~image.node.java.JavaException`) propagates: the output so far s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from cli.shell.args import ArgumentError, CommandSpec, Positional, command_help, commands_help, parse
+from cli.shell.args import ArgumentError, CommandSpec, Positional, command_help, commands_help, parse, split_line
 from cli.shell.nodes import ShellNodePrinter
 from cli.shell.paths import NodeInfo, absolute_components, complete_path, effective_paths, visit
-from cli.shell.session import Session, TreeDiff, point_text
+from cli.shell.session import Context, Session, TreeDiff, point_text
 from image.node.java import JavaException, java_sorted, parse_int
 
 WELCOME = "Welcome to kraft-replay's metadata shell: Kafka's metadata shell at any point of the log."
@@ -99,32 +98,6 @@ KAFKA_COMMANDS = ("cat", "cd", "exit", "find", "help", "history", "ls", "man", "
 
 class ExitShell(Exception):
     """``exit``."""
-
-
-@dataclass
-class Context:
-    """Where a command runs: the session, what it prints to, whether a person types the commands (the
-    interactive shell: its commands, its terminal's width for ``ls``), and whether JSON is wanted."""
-
-    session: Session
-    out: TextIO
-    interactive: bool = False
-    screen_width: int | None = None
-    json: bool = False
-    document: Any = None
-    problems: list[str] = field(default_factory=list)
-
-    def say(self, line: str) -> None:
-        """A line of text output (in JSON mode, nothing: the document says it)."""
-        if not self.json:
-            self.out.write(line + "\n")
-
-    def problem(self, line: str) -> None:
-        """A message Kafka's shell prints in its output (in JSON mode, kept apart)."""
-        if self.json:
-            self.problems.append(line)
-        else:
-            self.out.write(line + "\n")
 
 
 def specs(interactive: bool) -> list[CommandSpec]:
@@ -440,7 +413,6 @@ HANDLERS: dict[str, Callable[[Context, dict[str, Any]], None]] = {
 def completions(session: Session, line: str) -> list[str]:
     """What tab completes the last word of ``line`` with (JLine's ``MetadataShellCompleter``): a command name, or a
     path (a directory ends with ``/``, a file with a space) for the commands that take paths."""
-    from cli.shell.interactive import split_line
 
     words = split_line(line, partial=True)
     if line.endswith((" ", "\t")) or not words:

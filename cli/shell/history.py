@@ -12,7 +12,7 @@ from image.node.java import parse_int
 from image.temporal.times import iso_time
 
 if TYPE_CHECKING:
-    from cli.shell.commands import Context
+    from cli.shell.session import Context
     from image.views.history import History
 
 

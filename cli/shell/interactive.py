@@ -6,14 +6,14 @@ load at start), command history kept across sessions, ``Ctrl-C`` cancelling the 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from cli.shell.commands import Context, ExitShell, completions, run
-from cli.shell.session import Session
+from cli.shell.args import split_line
+from cli.shell.commands import ExitShell, completions, run
+from cli.shell.session import Context, Session
 from image.node.java import JavaException
 from image.temporal.times import iso_time
 
@@ -26,24 +26,6 @@ def history_path() -> Path:
     ``~/.cache/kraft-replay/shell-history``."""
     configured = os.environ.get("KRAFT_REPLAY_SHELL_HISTORY")
     return Path(configured) if configured else Path.home() / ".cache" / "kraft-replay" / "shell-history"
-
-
-def split_line(line: str, partial: bool = False) -> list[str]:
-    """The words of a command line, as JLine's parser splits them for Kafka's shell: at whitespace, with ``'…'`` and
-    ``"…"`` quoting and ``\\`` escaping (``partial``: an unclosed quote ends the last word, as while typing it).
-    ValueError for an unclosed quote."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    words: list[str] = []
-    try:
-        for word in lexer:
-            words.append(word)
-    except ValueError:
-        if not partial:
-            raise ValueError("unclosed quotation") from None
-        words.append(lexer.token)
-    return words
 
 
 def prompt(session: Session) -> str:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TextIO
 
 from cli.shell.nodes import RootShellNode
 from cli.shell.paths import absolute_components
@@ -654,3 +654,29 @@ class TreeDiff:
             "removed": [{"path": p, "value": v} for p, (_, v) in self.removed.items()],
             "changed": [{"path": p, "before": b, "after": a} for p, ((_, b), (_, a)) in self.changed.items()],
         }
+
+
+@dataclass
+class Context:
+    """Where a command runs: the session, what it prints to, whether a person types the commands (the
+    interactive shell: its commands, its terminal's width for ``ls``), and whether JSON is wanted."""
+
+    session: Session
+    out: TextIO
+    interactive: bool = False
+    screen_width: int | None = None
+    json: bool = False
+    document: Any = None
+    problems: list[str] = field(default_factory=list)
+
+    def say(self, line: str) -> None:
+        """A line of text output (in JSON mode, nothing: the document says it)."""
+        if not self.json:
+            self.out.write(line + "\n")
+
+    def problem(self, line: str) -> None:
+        """A message Kafka's shell prints in its output (in JSON mode, kept apart)."""
+        if self.json:
+            self.problems.append(line)
+        else:
+            self.out.write(line + "\n")

@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel
 
 from metadata.lake.protocol import COMPACT_AT_FILES, INGESTS, Commit, Compactor, Lake, LakeState, LakeTransaction, Lease
-from metadata.lake.staging import remove, staging_dir
+from metadata.lake.staging import IngestError, Task, remove, staging_dir
 from metadata.lake.state import choose_engine
-from metadata.log.errors import KraftReplayError
 from metadata.log.readers import (
     InputFile,
     InputKind,
@@ -52,10 +51,6 @@ if TYPE_CHECKING:
 
 MAX_SPLIT_BYTES = 64 << 20
 MIN_SPLIT_BYTES = 4 << 20
-
-
-class IngestError(KraftReplayError, RuntimeError):
-    """Bad input; the lake was left unchanged."""
 
 
 class LakeChange(BaseModel):
@@ -99,9 +94,6 @@ class IngestReport(BaseModel):
     skipped: list[str]
     seconds: float
     seq: int | None = None  # the _ingests seq committed; None when nothing was (commit_empty=False)
-
-
-Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
 
 
 class Steps(Protocol):

@@ -20,9 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.lake.ingest import IngestError, Task
 from metadata.lake.protocol import Lake, LakeState, LakeTransaction, per_table
-from metadata.lake.staging import decode_task
+from metadata.lake.staging import IngestError, Task, decode_task
 from metadata.lake.state import refuse_pandas, refusing_pandas
 from metadata.lake.tables import RECORDS_SCHEMA, TYPED_TABLES, snapshot_rows, typed_rows
 from metadata.log.columns import DECODED_SCHEMA

@@ -18,12 +18,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from metadata.lake.ingest import IngestError, Task
 from metadata.lake.progress import spark_progress
 from metadata.lake.protocol import Lake, LakeState, LakeTransaction, per_table
 from metadata.lake.spark import default_parallelism, glob_escaped
 from metadata.lake.spark_store import spark_schema
-from metadata.lake.staging import SUMMARY_SCHEMA, TASK_SCHEMA, stage_tasks
+from metadata.lake.staging import SUMMARY_SCHEMA, TASK_SCHEMA, IngestError, Task, stage_tasks
 from metadata.lake.tables import SNAPSHOTS_SCHEMA, TYPED_TABLES, snapshot_rows, typed_rows
 from metadata.log.columns import DECODED_SCHEMA
 from metadata.log.errors import KraftReplayError

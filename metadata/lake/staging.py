@@ -32,7 +32,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from metadata.log.columns import DECODED_SCHEMA, decode_to_arrow
+from metadata.log.errors import KraftReplayError
 from metadata.log.readers import InputFile, Issue, ReadOptions
+
+
+class IngestError(KraftReplayError, RuntimeError):
+    """Bad input; the lake was left unchanged."""
+
+
+Task = tuple[InputFile, int, int | None]  # a file, its start byte and end byte (None: to the end)
 
 SUMMARY_SCHEMA = pa.schema(
     [

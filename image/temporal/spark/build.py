@@ -43,7 +43,16 @@ from image.loader import snapshots_to_load
 from image.parts import Row
 from image.provenance import MetadataProvenance
 from image.release import rules_for
-from image.temporal.build import (
+from image.temporal.reads import lake_rules
+from image.temporal.sharding import (
+    EVERY_SHARD,
+    ShardPlan,
+    partition_keys,
+    route_key_sql,
+    row_route_key,
+    row_route_key_sql,
+)
+from image.temporal.staged import (
     FILE_ROWS,
     STAGED,
     SUMMARY,
@@ -55,15 +64,6 @@ from image.temporal.build import (
     lake_source,
     plan_inputs,
     rewind_steps,
-)
-from image.temporal.reads import lake_rules
-from image.temporal.sharding import (
-    EVERY_SHARD,
-    ShardPlan,
-    partition_keys,
-    route_key_sql,
-    row_route_key,
-    row_route_key_sql,
 )
 from image.temporal.versions import VersionRecorder
 from metadata.lake.protocol import Lake, LakeState, LakeTransaction, per_table
