@@ -1,6 +1,6 @@
 """Diff of two images (``diff --json``), in process: what was added, removed and changed per part.
 
-Every part is matched on its key (``metadata.lake.version_tables.PART_KEYS``): a row only before is
+Every part is matched on its key (:data:`image.shapes.SHAPES`): a row only before is
 *removed*, only after is *added*, in both with some value column different is *changed* (the changed
 fields with their values before and after). Keys: topics by id (a rename is a change of ``name``; a
 re-created name is a removal plus an addition), partitions by (topicId, partitionId) with the topic name
@@ -20,7 +20,7 @@ from typing import Any
 
 from image.diff_keys import CHANGES, DIFF_KEYS
 from image.parts import JSON_PARTS, Row, assemble, row_key
-from metadata.lake.version_tables import PART_COLUMNS
+from image.shapes import PART_COLUMNS
 
 
 def _sort_value(value: Any) -> Any:

@@ -14,6 +14,7 @@ It is kept so that a replay can resume from rows exactly; it is not part of the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from image.acls import StandardAcl
@@ -23,13 +24,13 @@ from image.configs import ConfigResource
 from image.delegation_tokens import DelegationTokenData
 from image.partition import PartitionRegistration
 from image.scram import SCRAM_MECHANISMS, ScramCredentialData
+from image.shapes import PART_COLUMNS, PART_KEYS, SHAPES, PartShape
 from image.topics import TopicImage
-from metadata.lake.version_tables import PART_COLUMNS, PART_KEYS
 from metadata.log.errors import BadInput
 
 Row = dict[str, Any]
 
-JSON_PARTS = tuple(p for p in PART_KEYS if p != "topicNames")
+JSON_PARTS = tuple(part for part, shape in SHAPES.items() if not shape.hidden)
 """The parts of the image JSON, in its order."""
 
 MECHANISM_CODES = {name: code for code, name in SCRAM_MECHANISMS.items()}
@@ -40,17 +41,15 @@ def _entity_sort(entity: Mapping[str, str | None]) -> tuple[tuple[str, tuple[int
     return tuple((k, (0, "") if v is None else (1, v)) for k, v in sorted(entity.items()))
 
 
-SORT_KEYS: dict[str, Callable[[Row], Any]] = {
-    "topics": lambda r: (r["name"], r["topicId"]),
-    "partitions": lambda r: (r["topic"], r["partitionId"], r["topicId"]),
-    "brokers": lambda r: r["brokerId"],
-    "controllers": lambda r: r["controllerId"],
-    "configs": lambda r: (r["resourceType"], r["resourceName"], r["name"]),
-    "clientQuotas": lambda r: (_entity_sort(r["entity"]), r["key"]),
-    "acls": lambda r: r["id"],
-    "scram": lambda r: (r["mechanism"], r["name"]),
-    "delegationTokens": lambda r: r["tokenId"],
-}
+def _sort_key(shape: PartShape) -> Callable[[Row], Any]:
+    """The sort key of a row of ``shape``'s list: its :attr:`~image.shapes.PartShape.order` columns."""
+    kinds = dict(shape.columns)
+    if not any(kinds[c] == "entity" for c in shape.order):
+        return itemgetter(*shape.order)
+    return lambda r: tuple(_entity_sort(r[c]) if kinds[c] == "entity" else r[c] for c in shape.order)
+
+
+SORT_KEYS: dict[str, Callable[[Row], Any]] = {part: _sort_key(shape) for part, shape in SHAPES.items() if shape.order}
 """The documented order of each list of the image JSON."""
 
 
@@ -101,7 +100,7 @@ def topic_name_row(name: str, topic_id: str) -> Row:
 
 def assemble(rows: Mapping[str, Iterable[Row]], offset: int, epoch: int, timestamp: int) -> dict[str, Any]:
     """The image JSON from rows (any order, any extra columns) and provenance: every row's fields in
-    the order of :data:`~metadata.lake.version_tables.PART_COLUMNS`, every list in its documented order,
+    the order of :data:`~image.shapes.PART_COLUMNS`, every list in its documented order,
     nested ``endPoints`` / ``features`` by name, ``features`` as a name → level map sorted by name."""
     doc: dict[str, Any] = {"offset": offset, "epoch": epoch, "timestamp": timestamp}
     for part in JSON_PARTS:

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -80,14 +81,14 @@ def memory_tables(spark: SparkSession, records: list[LogRecord]) -> TableSource:
         )
         for r in records
     ]
-    frame = spark.createDataFrame(rows, RECORDS_SCHEMA)
+    table = pa.Table.from_pylist([dict(zip(RECORDS_SCHEMA.names, row)) for row in rows], schema=RECORDS_SCHEMA)
     recorded = record_versions(records)
     assert isinstance(recorded, VersionLog)
     spans = spark.createDataFrame(
         [(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
         "from_offset long, to_offset long, offset long, outcome string",
     )
-    return lambda name: spans if name == PROVENANCE else typed_rows(name, frame)
+    return lambda name: spans if name == PROVENANCE else spark.createDataFrame(typed_rows(name, table))
 
 
 def spark_rows(actions: DataFrame) -> list[dict[str, Any]]:

@@ -10,11 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from image.shapes import PART_KEYS
 from image.temporal.lake_source import ArrowSource
 from image.temporal.reads import image_at
 from image.temporal.sources import reference_image
 from metadata.lake.check import CheckContext, Findings, lake_check, listed, readable
-from metadata.lake.version_tables import PART_KEYS, PART_TABLES
+from metadata.lake.version_tables import PART_TABLES
 
 
 def _keys(rows: pa.Table, names: tuple[str, ...]) -> pa.Array:

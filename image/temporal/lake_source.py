@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
+from itertools import starmap
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -26,30 +27,11 @@ from image.temporal.reads import (
 from image.temporal.versions import Span
 from metadata.lake.files import DataFile, LakeFiles
 from metadata.lake.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
-from metadata.log.records import LogRecord, payload_data, snapshot_kind
+from metadata.log.records import LOG_RECORD_COLUMNS, LogRecord, snapshot_kind
 from metadata.log.summary import undecoded_rows
 
 if TYPE_CHECKING:
     from metadata.log.summary import DumpRecord, LogInfo
-
-
-_RECORD_COLUMNS = [
-    "offset",
-    "batch_base_offset",
-    "batch_last_offset",
-    "batch_leader_epoch",
-    "timestamp",
-    "type",
-    "version",
-    "payload",
-    "control_type",
-    "is_transactional",
-    "producer_id",
-    "producer_epoch",
-    "source_file",
-    "api_key",
-]
-"""The ``records`` columns of a :class:`~metadata.log.records.LogRecord`, in its fields' order."""
 
 
 def visible(offset: int) -> pc.Expression:
@@ -214,17 +196,12 @@ class ArrowSource:
     def log_records(self, first: int, last: int) -> list[LogRecord]:
         t = self.files.read(
             "records",
-            columns=_RECORD_COLUMNS,
+            columns=list(LOG_RECORD_COLUMNS),
             where=(pc.field("offset") >= first) & (pc.field("offset") <= last),
             prune=lambda f: f.may_hold("offset", lo=first, hi=last),
         ).sort_by("offset")
         # column by column (a dict per row would cost about as much as parsing the payloads)
-        return [
-            LogRecord(o, b, e, epoch, ts, kind, v, payload_data(p), control, bool(txn), pid, pepoch, source, key)
-            for o, b, e, epoch, ts, kind, v, p, control, txn, pid, pepoch, source, key in zip(
-                *(t[c].to_pylist() for c in _RECORD_COLUMNS)
-            )
-        ]
+        return list(starmap(LogRecord.from_columns, zip(*(t[c].to_pylist() for c in LOG_RECORD_COLUMNS))))
 
     def snapshot_records(self, end_offset: int, epoch: int) -> list[LogRecord]:
         t = self.files.read(

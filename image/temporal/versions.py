@@ -38,11 +38,11 @@ from image.features import METADATA_VERSION
 from image.image import MetadataImage
 from image.loader import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, MetadataLoader, snapshots_to_load
 from image.partition import PartitionRegistration
-from image.parts import PART_KEYS, Row, row_key
+from image.parts import Row, row_key
 from image.provenance import MetadataProvenance
 from image.release import NEWEST, ReplayRules
 from image.scram import scram_mechanism
-from metadata.lake.version_tables import PART_COLUMNS
+from image.shapes import PART_COLUMNS, PART_KEYS
 from metadata.log.records import LogRecord, Snapshot
 
 Key = tuple[Any, ...]
@@ -345,7 +345,7 @@ def state_values(part: str, key: Key, state: Any) -> tuple[Any, ...]:
 
 
 def key_values(part: str, key: Key, state: Any) -> tuple[Any, ...]:
-    """The values of a key's key columns (:data:`~metadata.lake.version_tables.PART_KEYS`)."""
+    """The values of a key's key columns (:data:`~image.shapes.PART_KEYS`)."""
     if part == "partitions":
         return key
     return tuple(state[name] for name in PART_KEYS[part])

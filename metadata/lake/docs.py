@@ -9,6 +9,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from image.shapes import PART_KEYS
 from metadata.lake import version_tables
 from metadata.lake.store import stats_columns
 from metadata.lake.tables import INGESTS_SCHEMA, RECORDS_SCHEMA, SNAPSHOTS_SCHEMA, TYPED_TABLES
@@ -148,7 +149,7 @@ def render() -> str:
         "the versions it supersedes in place, with a MERGE).",
     ]
     for part, table in version_tables.PART_TABLES.items():
-        keys = ", ".join(f"`{k}`" for k in version_tables.PART_KEYS[part]) or "none: one row"
+        keys = ", ".join(f"`{k}`" for k in PART_KEYS[part]) or "none: one row"
         out += ["", f"### {table}", "", f"Versions of `{part}`; key: {keys}. " + _stats(table), ""]
         out += _table(version_tables.version_schema(part), _VERSION_ABOUT)
     for table, about in (

@@ -29,7 +29,7 @@ import pyarrow.dataset as ds
 
 from metadata.lake import damage as lake_damage
 from metadata.lake.state import INGESTS, LakeDamaged, LakeError, LakeState, lake_uri
-from metadata.lake.tables import INGESTS_SCHEMA
+from metadata.lake.tables import INGESTS_SCHEMA, RECORDS_SCHEMA, SNAPSHOTS_SCHEMA
 
 _COMMIT_RE = re.compile(r"\d{20}\.json")
 _CHECKPOINT_RE = re.compile(r"\d{20}\.checkpoint(\.\d+\.\d+)?\.parquet|\d{20}\.checkpoint\.[\w-]+\.(parquet|json)")
@@ -328,11 +328,9 @@ def _schema(name: str) -> pa.Schema | None:
 
 def _unwritten(name: str, columns: Sequence[str] | None) -> pa.Table:
     """No rows of table ``name``, which no ingest wrote: ``records`` and ``snapshots`` with their columns
-    (:data:`~metadata.log.columns.RECORDS_TABLE_SCHEMA`, :data:`~metadata.log.columns.SNAPSHOTS_TABLE_SCHEMA`: a lake
-    of snapshots only has no ``records``), another table with ``columns`` untyped."""
-    from metadata.log.columns import RECORDS_TABLE_SCHEMA, SNAPSHOTS_TABLE_SCHEMA
-
-    schema = {"records": RECORDS_TABLE_SCHEMA, "snapshots": SNAPSHOTS_TABLE_SCHEMA}.get(name)
+    (:data:`~metadata.lake.tables.RECORDS_SCHEMA`, :data:`~metadata.lake.tables.SNAPSHOTS_SCHEMA`: a lake of
+    snapshots only has no ``records``), another table with ``columns`` untyped."""
+    schema = {"records": RECORDS_SCHEMA, "snapshots": SNAPSHOTS_SCHEMA}.get(name)
     if schema is None:
         return pa.schema([(c, pa.null()) for c in columns or []]).empty_table()
     return schema.empty_table().select(list(columns)) if columns else schema.empty_table()

@@ -21,7 +21,7 @@ from functools import cache
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.log.columns import RECORDS_TABLE_SCHEMA, SNAPSHOTS_TABLE_SCHEMA
+from metadata.log.columns import DECODED_SCHEMA
 from metadata.log.records import snapshot_kind
 from metadata.log.schema import FieldSpec, MessageSpec, spec_by_type_name
 
@@ -39,8 +39,35 @@ _PRIMITIVE: dict[str, pa.DataType] = {
     "bytes": pa.string(),
 }
 
-RECORDS_SCHEMA = RECORDS_TABLE_SCHEMA
-SNAPSHOTS_SCHEMA = SNAPSHOTS_TABLE_SCHEMA
+_SNAPSHOT_ONLY = ("position", "snapshot_end_offset", "snapshot_epoch")
+"""The decoded columns of a snapshot's record only: its position, the snapshot's id."""
+
+_TYPE_OF = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
+
+
+def _table_schema(required: tuple[str, ...], columns: Sequence[str]) -> pa.Schema:
+    """A lake table's schema: ``columns`` typed as decoded (``required`` ones never null)."""
+    return pa.schema([pa.field(c, _TYPE_OF[c], c not in required) for c in columns])
+
+
+RECORDS_SCHEMA = _table_schema(("offset",), [c for c in DECODED_SCHEMA.names if c not in _SNAPSHOT_ONLY])
+"""The lake's ``records`` table: a log record's decoded columns (:data:`~metadata.log.columns.DECODED_SCHEMA`)."""
+
+SNAPSHOTS_SCHEMA = _table_schema(
+    ("snapshot_end_offset", "snapshot_epoch", "position"),
+    [
+        "snapshot_end_offset",
+        "snapshot_epoch",
+        "kind",
+        "position",
+        "last_contained_timestamp",
+        "batch_leader_epoch",
+        "timestamp",
+        *RECORDS_SCHEMA.names[RECORDS_SCHEMA.get_field_index("is_control") :],
+    ],
+)
+"""The lake's ``snapshots`` table: a snapshot's id, kind and header time, and each record at its position (its
+columns from ``is_control`` on as in ``records``)."""
 
 INGESTS_SCHEMA = pa.schema(
     [

@@ -16,122 +16,24 @@ every other X the provenance is the last record at or before X (``records``), or
 starts from. ``image_rejections`` lists the records the replay rejected (a strict read raises the first
 one it meets; a lenient read lists them).
 
-This module is the one schema source of these tables (pyarrow types; Spark's are derived from them).
+The parts' columns and keys are their shapes (:data:`image.shapes.SHAPES`); this module is the one schema
+source of these tables (pyarrow types of the shapes' kinds; Spark's are derived from them).
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING
+
+from image.shapes import PART_COLUMNS, PART_KEYS, SHAPES
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-PART_COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "topics": [("name", "string"), ("topicId", "string")],
-    "partitions": [
-        ("topic", "string"),
-        ("topicId", "string"),
-        ("partitionId", "int32"),
-        ("replicas", "ints"),
-        ("isr", "ints"),
-        ("removingReplicas", "ints"),
-        ("addingReplicas", "ints"),
-        ("leader", "int32"),
-        ("leaderRecoveryState", "int32"),
-        ("leaderEpoch", "int32"),
-        ("partitionEpoch", "int32"),
-        ("directories", "strings"),
-        ("eligibleLeaderReplicas", "ints"),
-        ("lastKnownElr", "ints"),
-    ],
-    "brokers": [
-        ("brokerId", "int32"),
-        ("brokerEpoch", "int64"),
-        ("incarnationId", "string"),
-        ("fenced", "bool"),
-        ("inControlledShutdown", "bool"),
-        ("isMigratingZkBroker", "bool"),
-        ("rack", "string"),
-        ("endPoints", "endpoints"),
-        ("features", "features"),
-        ("logDirs", "strings"),
-        ("cordonedLogDirs", "strings"),
-    ],
-    "controllers": [
-        ("controllerId", "int32"),
-        ("incarnationId", "string"),
-        ("zkMigrationReady", "bool"),
-        ("endPoints", "endpoints"),
-        ("features", "features"),
-    ],
-    "configs": [("resourceType", "string"), ("resourceName", "string"), ("name", "string"), ("value", "string")],
-    "features": [("name", "string"), ("level", "int32")],
-    "producerIds": [("nextProducerId", "int64")],
-    "clientQuotas": [("entity", "entity"), ("key", "string"), ("value", "double")],
-    "acls": [
-        ("id", "string"),
-        ("resourceType", "int32"),
-        ("resourceName", "string"),
-        ("patternType", "int32"),
-        ("principal", "string"),
-        ("host", "string"),
-        ("operation", "int32"),
-        ("permissionType", "int32"),
-    ],
-    "scram": [
-        ("mechanism", "string"),
-        ("name", "string"),
-        ("salt", "string"),
-        ("storedKey", "string"),
-        ("serverKey", "string"),
-        ("iterations", "int32"),
-    ],
-    "delegationTokens": [
-        ("tokenId", "string"),
-        ("owner", "string"),
-        ("requester", "string"),
-        ("renewers", "strings"),
-        ("issueTimestamp", "int64"),
-        ("maxTimestamp", "int64"),
-        ("expirationTimestamp", "int64"),
-    ],
-    "topicNames": [("name", "string"), ("topicId", "string")],
-}
-"""Columns of every image part, in the names and order of the image JSON (``topicNames`` is hidden)."""
-
-PART_KEYS: dict[str, tuple[str, ...]] = {
-    "topics": ("topicId",),
-    "partitions": ("topicId", "partitionId"),
-    "brokers": ("brokerId",),
-    "controllers": ("controllerId",),
-    "configs": ("resourceType", "resourceName", "name"),
-    "features": ("name",),
-    "producerIds": (),
-    "clientQuotas": ("entity", "key"),
-    "acls": ("id",),
-    "scram": ("mechanism", "name"),
-    "delegationTokens": ("tokenId",),
-    "topicNames": ("name",),
-}
-"""Key columns of every part."""
-
 VERSION_COLUMNS: list[tuple[str, str]] = [("from_offset", "int64"), ("to_offset", "int64"), ("from_time", "int64")]
 
-PART_TABLES: dict[str, str] = {
-    "topics": "image_topics",
-    "partitions": "image_partitions",
-    "brokers": "image_brokers",
-    "controllers": "image_controllers",
-    "configs": "image_configs",
-    "features": "image_features",
-    "producerIds": "image_producer_ids",
-    "clientQuotas": "image_client_quotas",
-    "acls": "image_acls",
-    "scram": "image_scram",
-    "delegationTokens": "image_delegation_tokens",
-    "topicNames": "image_topic_names",
-}
+PART_TABLES: dict[str, str] = {part: "image_" + re.sub("([A-Z])", r"_\1", part).lower() for part in SHAPES}
 """The versions table of every part."""
 
 PROVENANCE = "image_provenance"
@@ -179,6 +81,12 @@ def _schema(columns: list[tuple[str, str]]) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([(name, _arrow(kind)) for name, kind in columns])
+
+
+@cache
+def part_schema(part: str) -> pa.Schema:
+    """Arrow schema of the columns of ``part`` (as in the image JSON)."""
+    return _schema(PART_COLUMNS[part])
 
 
 @cache

@@ -42,41 +42,8 @@ DECODED_SCHEMA = pa.schema(
         ("snapshot_epoch", pa.int32()),
     ]
 )
-_TYPE_OF = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
-_RECORD_COLUMNS_SHARED = ("is_control", "control_type", "type", "api_key", "version", "payload", "raw", "source_file")
-
-
-def _table_schema(required: tuple[str, ...], *columns: str) -> pa.Schema:
-    """A lake table's schema: ``columns`` typed as staged (``required`` ones never null)."""
-    return pa.schema([pa.field(c, _TYPE_OF[c], c not in required) for c in columns])
-
-
-RECORDS_TABLE_SCHEMA = _table_schema(
-    ("offset",),
-    "offset",
-    "batch_base_offset",
-    "batch_last_offset",
-    "batch_leader_epoch",
-    "timestamp",
-    "producer_id",
-    "producer_epoch",
-    "is_transactional",
-    *_RECORD_COLUMNS_SHARED,
-)
-"""The lake's ``records`` table: a log record's staged columns (the last ones shared with ``snapshots``)."""
-
-SNAPSHOTS_TABLE_SCHEMA = _table_schema(
-    ("snapshot_end_offset", "snapshot_epoch", "position"),
-    "snapshot_end_offset",
-    "snapshot_epoch",
-    "kind",
-    "position",
-    "last_contained_timestamp",
-    "batch_leader_epoch",
-    "timestamp",
-    *_RECORD_COLUMNS_SHARED,
-)
-"""The lake's ``snapshots`` table: a snapshot's id, kind and header time, and each record at its position."""
+"""What a decode yields: one row per record of a log, snapshot or dump file; the lake's ``records`` and
+``snapshots`` tables take their columns from it (:mod:`metadata.lake.tables`)."""
 
 _TYPES = [f.type for f in DECODED_SCHEMA]
 # batch-level columns (one value per batch) and record-level columns, as DECODED_SCHEMA indexes

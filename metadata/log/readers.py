@@ -2,7 +2,7 @@
 
 Every reader produces decoded batches and runs of NoOp batches (:func:`iter_file_items`), which the
 Arrow builder of the Spark ingest consumes (:mod:`metadata.log.columns`), or the same records as rows
-(:data:`ROW_FIELDS`, :func:`iter_file_rows`) for :class:`metadata.log.records.LogRecord` and the reference
+(:data:`Row`, :func:`iter_file_rows`) for :class:`metadata.log.records.LogRecord` and the reference
 engine. Problems are collected as :class:`Issue` values (warnings) or raised as
 :class:`~metadata.log.errors.DecodeError` naming the file, byte position and base offset.
 """
@@ -63,26 +63,9 @@ SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_NAME = "bootstrap.checkpoint"
 METADATA_DIR = "__cluster_metadata-0"
 
-# One decoded record: the columns of the ``records`` table (plus ``data`` as a dict).
-ROW_FIELDS = (
-    "offset",
-    "batch_base_offset",
-    "batch_last_offset",
-    "batch_leader_epoch",
-    "timestamp",
-    "producer_id",
-    "producer_epoch",
-    "is_transactional",
-    "is_control",
-    "control_type",
-    "type",
-    "api_key",
-    "version",
-    "data",
-    "raw",
-    "position",
-)
 Row = tuple
+"""One decoded record: the values of :data:`~metadata.log.columns.DECODED_SCHEMA`'s columns from ``offset`` to
+``position``, with ``data`` (a dict, or JSON text) for ``payload``."""
 
 
 class InputKind(str, Enum):

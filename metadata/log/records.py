@@ -71,25 +71,65 @@ class LogRecord:
         return self.type is None and self.control_type is None
 
     @classmethod
+    def from_columns(
+        cls,
+        offset: int,
+        batch_base_offset: int,
+        batch_last_offset: int,
+        batch_leader_epoch: int,
+        timestamp: int,
+        type: str | None,
+        version: int,
+        payload: str | None,
+        control_type: str | None,
+        is_transactional: bool | None,
+        producer_id: int,
+        producer_epoch: int,
+        source_file: str,
+        api_key: int | None,
+    ) -> LogRecord:
+        """A record from the values of :data:`LOG_RECORD_COLUMNS`, in their order."""
+        return cls(
+            offset,
+            batch_base_offset,
+            batch_last_offset,
+            batch_leader_epoch,
+            timestamp,
+            type,
+            version,
+            payload_data(payload),
+            control_type,
+            bool(is_transactional),
+            producer_id,
+            producer_epoch,
+            source_file,
+            api_key,
+        )
+
+    @classmethod
     def from_row(cls, row: Mapping[str, Any], offset_column: str = "offset") -> LogRecord:
         """A row of the lake's ``records`` table (or of ``snapshots``, with ``offset_column="position"``)."""
-        payload = row["payload"]
-        return cls(
-            offset=row[offset_column],
-            batch_base_offset=row["batch_base_offset"],
-            batch_last_offset=row["batch_last_offset"],
-            epoch=row["batch_leader_epoch"],
-            timestamp=row["timestamp"],
-            type=row["type"],
-            version=row["version"],
-            data=payload_data(payload),
-            control_type=row["control_type"],
-            is_transactional=bool(row["is_transactional"]),
-            producer_id=row["producer_id"],
-            producer_epoch=row["producer_epoch"],
-            source_file=row["source_file"],
-            api_key=row["api_key"],
-        )
+        return cls.from_columns(row[offset_column], *(row[c] for c in LOG_RECORD_COLUMNS[1:]))
+
+
+LOG_RECORD_COLUMNS = (
+    "offset",
+    "batch_base_offset",
+    "batch_last_offset",
+    "batch_leader_epoch",
+    "timestamp",
+    "type",
+    "version",
+    "payload",
+    "control_type",
+    "is_transactional",
+    "producer_id",
+    "producer_epoch",
+    "source_file",
+    "api_key",
+)
+"""The ``records`` columns of a :class:`LogRecord`, in its fields' order (``payload``: the JSON of ``data``,
+``batch_leader_epoch``: ``epoch``); :meth:`LogRecord.from_columns` takes their values."""
 
 
 BOOTSTRAP_SNAPSHOT_ID = (0, 0)
