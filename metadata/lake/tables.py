@@ -45,16 +45,16 @@ _SNAPSHOT_ONLY = ("position", "snapshot_end_offset", "snapshot_epoch")
 _TYPE_OF = {f.name: f.type for f in DECODED_SCHEMA} | {"kind": pa.string(), "last_contained_timestamp": pa.int64()}
 
 
-def _table_schema(required: tuple[str, ...], columns: Sequence[str]) -> pa.Schema:
-    """A lake table's schema: ``columns`` typed as decoded (``required`` ones never null)."""
-    return pa.schema([pa.field(c, _TYPE_OF[c], c not in required) for c in columns])
+def _table_schema(columns: Sequence[str]) -> pa.Schema:
+    """A lake table's schema: ``columns`` typed as decoded. Every column is nullable, as Spark writes a new Delta
+    table whatever its frame says: both engines create the same table schema."""
+    return pa.schema([pa.field(c, _TYPE_OF[c]) for c in columns])
 
 
-RECORDS_SCHEMA = _table_schema(("offset",), [c for c in DECODED_SCHEMA.names if c not in _SNAPSHOT_ONLY])
+RECORDS_SCHEMA = _table_schema([c for c in DECODED_SCHEMA.names if c not in _SNAPSHOT_ONLY])
 """The lake's ``records`` table: a log record's decoded columns (:data:`~metadata.log.columns.DECODED_SCHEMA`)."""
 
 SNAPSHOTS_SCHEMA = _table_schema(
-    ("snapshot_end_offset", "snapshot_epoch", "position"),
     [
         "snapshot_end_offset",
         "snapshot_epoch",
