@@ -27,6 +27,7 @@ from image.temporal.ingest import ingest
 from image.temporal.spark.frames import ImageFrames
 from image.temporal.versions import VersionLog, record_versions
 from metadata.lake.protocol import Lake
+from metadata.lake.spark_store import spark_schema
 from metadata.lake.tables import RECORDS_SCHEMA, typed_rows
 from metadata.lake.version_tables import PROVENANCE
 from metadata.log.columns import payload_json
@@ -88,7 +89,12 @@ def memory_tables(spark: SparkSession, records: list[LogRecord]) -> TableSource:
         [(s.begin, s.end, s.begin - 1, s.outcome) for s in recorded.spans],
         "from_offset long, to_offset long, offset long, outcome string",
     )
-    return lambda name: spans if name == PROVENANCE else spark.createDataFrame(typed_rows(name, table))
+
+    def typed(name: str) -> DataFrame:
+        rows = typed_rows(name, table)
+        return spark.createDataFrame(rows.to_pylist(), spark_schema(rows.schema))
+
+    return lambda name: spans if name == PROVENANCE else typed(name)
 
 
 def spark_rows(actions: DataFrame) -> list[dict[str, Any]]:
