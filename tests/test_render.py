@@ -267,7 +267,7 @@ def test_reserved_values_show_as_kafka_names_them() -> None:
         ("changes", r"│ c1-0 +│ +2 │ +0 │ yes +│ +0 │ \[2,3\] +│ \[2,3\] +│ UNASSIGNED +│"),
         ("apply", r"check-directory +c1-0 +assigned directory UNASSIGNED: if the log is elsewhere"),
     ):
-        args = [command, "--log", str(CORDON), "--broker", "2", "--from-offset", "40", "--to-offset", "62"]
+        args = [command, "--log", str(CORDON), "--broker", "2", "--after-offset", "40", "--to-offset", "62"]
         people = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
         assert people.exit_code == 0 and re.search(line, people.stdout), people.output
         assert UNASSIGNED not in people.stdout and UNASSIGNED in CliRunner().invoke(app, [*args, "--json"]).stdout
