@@ -137,9 +137,10 @@ class SparkStore:
             "userMetadata", metadata
         ).save(self.path(name))
 
-    def restore(self, name: str, version: int) -> None:
-        """``RESTORE`` table ``name`` to ``version`` (a new version with its content)."""
-        self.spark.sql(f"RESTORE TABLE {sql_table(self.path(name))} TO VERSION AS OF {version}").collect()
+    def restore(self, name: str, version: int, tag: str) -> None:
+        """``RESTORE`` table ``name`` to ``version`` (a new version with its content), the commit tagged ``tag``."""
+        with tagged(self.spark, tag):
+            self.spark.sql(f"RESTORE TABLE {sql_table(self.path(name))} TO VERSION AS OF {version}").collect()
 
     def delete(self, name: str) -> None:
         """Delete table ``name`` with its files. Spark Connect offers no file system: there the table stays, and
