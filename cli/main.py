@@ -59,6 +59,12 @@ def ingest(
 ) -> None:
     """Ingest metadata log segments, snapshots and dump-log texts into the lake (idempotent): in process for a
     lake on a local path whose input fits one machine, else on Spark."""
+    session = spark() if writes_on_spark(lake_location, engine) else None
+    engine = "spark" if session is not None else engine
+    if session is None:  # before the imports (pyarrow.dataset's); an input beyond the threshold loads it with Spark
+        from metadata.lake.state import refuse_pandas
+
+        refuse_pandas()
     from cli.lake_commands import follow_ingest, waiting
     from image.release import rules_for
     from image.temporal.ingest import ingest as run
@@ -66,12 +72,6 @@ def ingest(
 
     options = ReadOptions(allow_gaps=allow_gaps, skip_unknown=skip_unknown)
     release = None if kafka_version is None else rules_for(kafka_version).release
-    session = spark() if writes_on_spark(lake_location, engine) else None
-    engine = "spark" if session is not None else engine
-    if session is None:  # (an input beyond the threshold starts Spark all the same, and then pandas loads)
-        from metadata.lake.state import refuse_pandas
-
-        refuse_pandas()
     if follow:
         follow_ingest(
             [str(p) for p in paths],
