@@ -28,7 +28,6 @@ from image.temporal.versions import Span
 from metadata.lake.files import DataFile, LakeFiles
 from metadata.lake.version_tables import PART_TABLES, PROVENANCE, REJECTIONS
 from metadata.log.records import LOG_RECORD_COLUMNS, LogRecord, snapshot_kind
-from metadata.log.summary import undecoded_rows
 
 if TYPE_CHECKING:
     from metadata.log.summary import DumpRecord, LogInfo
@@ -226,7 +225,12 @@ class ArrowSource:
         ]
 
     def log_info(self) -> LogInfo:
-        from metadata.log.summary import SnapshotInfo, compose, newest_snapshot_end  # pydantic: only here
+        from metadata.log.summary import (  # pydantic: only here
+            SnapshotInfo,
+            compose,
+            newest_snapshot_end,
+            undecoded_rows,
+        )
 
         snaps = self.files.read(
             "snapshots",
