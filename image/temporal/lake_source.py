@@ -252,12 +252,11 @@ class ArrowSource:
         )
         snapshots = sorted(
             (
-                SnapshotInfo(
-                    end_offset=r["snapshot_end_offset"],
-                    epoch=r["snapshot_epoch"],
-                    kind=snapshot_kind(r["snapshot_end_offset"], r["snapshot_epoch"]),
-                    records=r["snapshot_end_offset_count"],
-                    last_contained_timestamp=r["last_contained_timestamp_max"],
+                SnapshotInfo.of(
+                    r["snapshot_end_offset"],
+                    r["snapshot_epoch"],
+                    r["snapshot_end_offset_count"],
+                    r["last_contained_timestamp_max"],
                 )
                 for r in grouped
             ),

@@ -25,7 +25,7 @@ from image.temporal.versions import Rejection, Span, VersionLog, record_versions
 from metadata.lake.state import LakeError, LakeState
 from metadata.lake.version_tables import version_schema
 from metadata.log.errors import BadInput
-from metadata.log.records import LogRecord, RecordLog, Snapshot, replay_starts, snapshot_kind
+from metadata.log.records import LogRecord, RecordLog, Snapshot, replay_starts
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is made, the log summary models (pydantic) where one is:
     import pyarrow as pa  # a replay of a log read in process needs neither
@@ -424,13 +424,7 @@ class MemorySource:
         from metadata.log.summary import SnapshotInfo, compose, newest_snapshot_end, snapshot_name, undecoded_rows
 
         snapshots = [
-            SnapshotInfo(
-                end_offset=s.end_offset,
-                epoch=s.epoch,
-                kind=snapshot_kind(s.end_offset, s.epoch),
-                records=len(s.records),
-                last_contained_timestamp=s.last_contained_timestamp,
-            )
+            SnapshotInfo.of(s.end_offset, s.epoch, len(s.records), s.last_contained_timestamp)
             for s in self.stored_snapshots
         ]
         undecoded = undecoded_rows(self._records) + [

@@ -38,16 +38,7 @@ def _log_info(lake: Lake) -> LogInfo:
         .orderBy("snapshot_end_offset", "snapshot_epoch")
         .collect()
     )
-    snapshots = [
-        SnapshotInfo(
-            end_offset=r["snapshot_end_offset"],
-            epoch=r["snapshot_epoch"],
-            kind=snapshot_kind(r["snapshot_end_offset"], r["snapshot_epoch"]),
-            records=r["n"],
-            last_contained_timestamp=r["ts"],
-        )
-        for r in snaps
-    ]
+    snapshots = [SnapshotInfo.of(r["snapshot_end_offset"], r["snapshot_epoch"], r["n"], r["ts"]) for r in snaps]
     newest = newest_snapshot_end(snapshots)
     s = records.agg(
         F.min("offset").alias("lo"),

@@ -27,6 +27,20 @@ class SnapshotInfo(BaseModel):
     records: int
     last_contained_timestamp: int | None
 
+    @classmethod
+    def of(cls, end_offset: int, epoch: int, records: int, last_contained_timestamp: int | None) -> SnapshotInfo:
+        """A stored snapshot file, its kind from its id (:func:`~metadata.log.records.snapshot_kind`)."""
+        from metadata.log.records import snapshot_kind
+
+        kind = snapshot_kind(end_offset, epoch)
+        return cls(
+            end_offset=end_offset,
+            epoch=epoch,
+            kind=kind,
+            records=records,
+            last_contained_timestamp=last_contained_timestamp,
+        )
+
 
 class UndecodedRecords(BaseModel):
     """The records of one apiKey and version the reader kept raw (``--skip-unknown``: newer than the schema):
