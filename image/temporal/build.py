@@ -267,11 +267,13 @@ def write_versions(txn: LakeTransaction, state: LakeState, staging: str) -> list
         directory = os.path.join(staging, kind, table)
         if os.path.isdir(directory):
             rows = pq.read_table(directory, schema=schema)
-            if kind == "versions":
-                rows = rows.take(point_read_order(rows))
-            writes.setdefault(table, []).append(
-                lambda table=table, rows=rows: txn.write(table, rows, create=table not in state.versions)
-            )
+            new = table not in state.versions
+            # a table's first write (the whole build) keeps its open versions apart; a later one is small
+            parts = point_read_files(rows, apart=new) if kind == "versions" else [rows]
+            for n, part in enumerate(parts):
+                writes.setdefault(table, []).append(
+                    lambda table=table, part=part, create=new and n == 0: txn.write(table, part, create=create)
+                )
     per_table(lambda steps: [step() for step in steps], writes.values())
     return list(writes)
 
@@ -287,6 +289,20 @@ def point_read_order(rows: pa.Table) -> pa.Array:
     end = pc.fill_null(rows["to_offset"], -1).to_numpy(zero_copy_only=False)
     level = np.where(end < 0, 64, np.floor(np.log2(np.maximum(end - start + 1, 1))).astype(np.int64))
     return pa.array(np.lexsort((start, level)))
+
+
+def point_read_files(rows: pa.Table, *, apart: bool) -> list[pa.Table]:
+    """Versions in the point-read order (:func:`point_read_order`), as the writes that lay them out (one file
+    each, or more for a large one): with ``apart``, the closed versions and the open ones (``to_offset`` null,
+    last in that order) in writes of their own. The MERGE that ends stored versions (:func:`write_versions`,
+    ``key_match``: ``t.to_offset IS NULL``) skips, by their statistics, the files holding no open version, and
+    rewrites only the files holding one (delta-rs rewrites every file it matched a row in): kept apart, a
+    large table's closed versions are not rewritten by every later ingest."""
+    ordered = rows.take(point_read_order(rows))
+    if not apart:
+        return [ordered]
+    closed = ordered.num_rows - ordered["to_offset"].null_count
+    return [part for part in (ordered.slice(0, closed), ordered.slice(closed)) if part.num_rows]
 
 
 def compact_versions(txn: LakeTransaction, table: str) -> None:
@@ -309,8 +325,15 @@ def compact_versions(txn: LakeTransaction, table: str) -> None:
 
     def overwrite(path: str) -> None:
         delta = open_table(path)
-        ordered = conforming(rows.take(point_read_order(rows)), table_schema(delta))
-        write_deltalake(delta, ordered, mode="overwrite", commit_properties=txn.commit_properties)
+        schema = table_schema(delta)
+        for n, part in enumerate(point_read_files(rows, apart=True) or [rows]):
+            write_deltalake(
+                delta,
+                conforming(part, schema),
+                mode="append" if n else "overwrite",
+                commit_properties=txn.commit_properties,
+            )
+            delta.update_incremental()
 
     txn.apply(table, overwrite)
 
