@@ -126,6 +126,60 @@ def test_a_growing_last_segment_is_decoded_from_its_first_new_batch(tmp_path):
     assert records.num_rows == distinct_offsets(records) == second.high_water_mark + 1
 
 
+def test_the_next_ingest_of_a_grown_segment_hops_from_the_batch_the_last_one_marked(tmp_path, monkeypatch):
+    """An ingest records the last whole batch of each segment it read to the end (``_ingests.segment_marks``); the
+    next ingest of that segment grown, or of a copy of it elsewhere, finds that batch at that position and hops
+    over batch headers from there only. A segment truncated since (no such batch there) is read as before: its
+    headers hopped over from the start."""
+    import metadata.lake.ingest as lake_ingest
+    from metadata.log.readers import BatchMark, batch_mark, discover, first_batch_after
+
+    segment = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))[0]
+    data = segment.read_bytes()
+    boundary = first_batch_after(discover(segment)[0], 0, None, 100)
+    assert boundary is not None and 0 < boundary < len(data) // 2
+    live = tmp_path / "live" / "__cluster_metadata-0"
+    live.mkdir(parents=True)
+    (live / segment.name).write_bytes(data[:boundary])
+    location = str(tmp_path / "lake")
+    first = ingest([str(live)], location, progress=False)
+    marks = Lake(location).state().segment_marks
+    assert list(marks) == [str(live / segment.name)]
+    mark = BatchMark(**marks[str(live / segment.name)])
+    assert mark.last_offset == first.high_water_mark and mark.position < boundary  # the last batch
+    assert batch_mark(discover(live / segment.name)[0], mark.position) == mark
+    assert batch_mark(discover(live / segment.name)[0], mark.position + 1) is None  # not a batch boundary
+
+    hops: list[int] = []  # where each walk over batch headers starts
+
+    def watched(walk: Callable, at: int) -> Callable:
+        return lambda *args: hops.append(args[at]) or walk(*args)
+
+    for name, at in (("plan_ranges", 2), ("first_batch_after", 1), ("last_batch", 1)):
+        monkeypatch.setattr(lake_ingest, name, watched(getattr(lake_ingest, name), at))
+    copy = tmp_path / "copy" / "__cluster_metadata-0"
+    copy.mkdir(parents=True)
+    (copy / segment.name).write_bytes(data)
+    second = ingest([str(copy)], location, progress=False)
+    assert hops and min(hops) == mark.position
+    assert second.bytes_skipped == boundary and second.bytes_read == len(data) - boundary
+    assert (
+        second.records_added
+        == second.records_decoded
+        == int(sorted(SAMPLE.rglob("*.log"))[1].stem) - (first.high_water_mark + 1)
+    )
+    newer = BatchMark(**Lake(location).state().segment_marks[str(copy / segment.name)])
+    assert newer.position > mark.position and newer.last_offset == second.high_water_mark
+
+    hops.clear()
+    (copy / segment.name).write_bytes(data[: newer.position])  # truncated below its mark: read as before
+    third = ingest([str(copy)], location, progress=False)
+    assert min(hops) == 0 and third.records_added == 0 and third.bytes_read == 0
+    assert third.bytes_skipped == newer.position
+    records = table(location, "records")
+    assert records.num_rows == distinct_offsets(records) == second.high_water_mark + 1
+
+
 def test_dump_selects_offsets_and_types(sample_lake):
     lake, _ = sample_lake
     rows = list(ArrowSource(LakeFiles(lake.uri)).dump(100, 200, ["PARTITION_CHANGE_RECORD"]))
@@ -401,3 +455,46 @@ def test_a_large_build_in_process_is_sharded_over_worker_processes(tmp_path, mon
         return {t: sorted(repr(sorted(r.items())) for r in files.read(t).to_pylist()) for t in TABLES if files.has(t)}
 
     assert versions("sharded") == versions("one")
+
+
+def test_a_build_keeps_its_open_versions_apart_and_the_next_ingest_rewrites_only_their_files(tmp_path):
+    """A versions table's first write (the whole build) and its compaction put the open versions in files of their
+    own: the MERGE of a later ingest ending some of them (``t.to_offset IS NULL``) skips the closed versions' files
+    by their statistics, so they stay in the table, not rewritten; the rows are what they were."""
+    from image.temporal.build import COMPACTORS
+    from image.temporal.ingest import ingest as ingest_with_versions
+    from metadata.lake.version_tables import PART_TABLES
+
+    location = str(tmp_path / "lake")
+
+    def files() -> dict[str, dict[str, tuple[int, int]]]:
+        """Per versions table, its files: (rows, open versions)."""
+        out = {}
+        for name in PART_TABLES.values():
+            if LakeFiles(location).has(name):
+                adds = pa.table(DeltaTable(f"{location}/{name}").get_add_actions(flatten=True))
+                out[name] = dict(
+                    zip(
+                        adds["path"].to_pylist(),
+                        zip(adds["num_records"].to_pylist(), adds["null_count.to_offset"].to_pylist()),
+                    )
+                )
+        return out
+
+    def apart(tables: dict[str, dict[str, tuple[int, int]]]) -> bool:
+        return all(nulls in (0, rows) for table in tables.values() for rows, nulls in table.values())
+
+    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
+    ingest_with_versions([str(segments[0])], location, progress=False)
+    built = files()
+    assert apart(built)
+    closed = {name: {p for p, (_, nulls) in table.items() if nulls == 0} for name, table in built.items()}
+    held_open = {p for p, (_, nulls) in built["image_partitions"].items() if nulls}
+    assert closed["image_partitions"] and held_open
+    ingest_with_versions([str(s) for s in segments[:2]], location, progress=False)  # appends: no rewind
+    grown = files()
+    assert all(closed[name] <= set(grown[name]) for name in closed)  # no closed version's file rewritten
+    assert not held_open & set(grown["image_partitions"])  # the MERGE ended versions there: rewritten
+    before = {name: table(location, name).num_rows for name in grown}
+    Lake(location).optimize(list(grown), compactors=COMPACTORS)
+    assert apart(files()) and {name: table(location, name).num_rows for name in grown} == before

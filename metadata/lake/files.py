@@ -190,7 +190,7 @@ class LakeFiles:
             if when.type.tz is None:
                 when = pc.assume_timezone(when, "UTC")
             table = table.set_column(at, "committed_at", when.cast(pa.timestamp("us", "UTC"), safe=False))
-        columns = [  # a column newer than the lake (an older lake's rows lack ``kafka_version``): null
+        columns = [  # a column newer than the lake (an older lake's rows lack ``segment_marks``): null
             table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
             for f in INGESTS_SCHEMA
         ]
@@ -227,6 +227,7 @@ class LakeFiles:
         if newest is None:
             newest = max(self.ingests().to_pylist(), key=lambda r: r["seq"])
         newest["versions"] = dict(newest["versions"])
+        newest["segment_marks"] = dict(newest["segment_marks"] or ())  # null in an older lake's rows
         return LakeState(**newest)
 
     def state(self) -> LakeState:

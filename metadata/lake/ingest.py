@@ -27,8 +27,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -36,12 +36,15 @@ from metadata.lake.protocol import COMPACT_AT_FILES, INGESTS, Commit, Compactor,
 from metadata.lake.staging import IngestError, Task, remove, staging_dir
 from metadata.lake.state import choose_engine
 from metadata.log.readers import (
+    BatchMark,
     InputFile,
     InputKind,
     ReadOptions,
+    batch_mark,
     batch_offset_at,
     discover,
     first_batch_after,
+    last_batch,
     plan_ranges,
 )
 from metadata.log.schema.releases import kafka_releases
@@ -143,68 +146,108 @@ def split_size(total_bytes: int, parallelism: int) -> int:
     return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(1, 2 * parallelism))))
 
 
+class Plan(NamedTuple):
+    """What an ingest decodes: the decode tasks, the tasks skipped (every offset in them is in the lake), and the
+    :class:`~metadata.log.readers.BatchMark` of the last whole batch of every segment that ends its directory's
+    log, by absolute path (what the ingest records in ``_ingests``)."""
+
+    tasks: list[Task]
+    skipped: list[Task]
+    marks: dict[str, BatchMark]
+
+
 def plan(
     paths: Sequence[str],
     split_bytes: int | None = None,
     parallelism: int = 2,
     stored: tuple[int, int] | None = None,
     stored_snapshots: Collection[tuple[int, int]] = (),
-) -> tuple[list[Task], list[Task]]:
-    """(decode tasks, skipped tasks) for ``paths``; ``split_bytes`` defaults to :func:`split_size` of
-    the inputs' total size.
+    marks: Mapping[str, BatchMark] | None = None,
+) -> Plan:
+    """The plan of an ingest of ``paths``; ``split_bytes`` defaults to :func:`split_size` of the inputs' total
+    size.
 
     ``stored`` = (first, last) offsets the lake holds without a gap: segment ranges whose offsets all
     lie inside it are skipped, so a re-run, or the next ingest of a growing log, decodes only what
-    is new. A range's offsets run from its first batch to the batch that starts the next range or the
-    next segment of its directory; a range whose end is unknown (the last of its directory) is decoded from its
-    first batch holding an offset beyond ``last`` (found by hopping over batch headers: a live segment's
-    growth is all that is decoded again), and skipped if it holds none. A snapshot whose (end offset, epoch) is in
-    ``stored_snapshots`` (``bootstrap.checkpoint``: (0, -1)) is skipped.
+    is new. A segment followed by another in its directory holds the offsets from its first batch to the next
+    one's first: one wholly inside is skipped without reading further. A segment holding the batch an earlier
+    ingest marked at the end of a segment of its name (``marks``, by path: :func:`_resume_mark`), that same batch
+    at that position (:func:`batch_mark`, CRC checked), is skipped up to it when the offsets before it are stored,
+    without hopping over the headers before it (a segment rewritten since holds another batch there, and is read as
+    if it had no mark). The rest is cut into ranges; a range's
+    offsets run from its first batch to the batch that starts the next range or the next segment of its
+    directory; a range whose end is unknown (the last of its directory) is decoded from its first batch holding an
+    offset beyond ``last`` (found by hopping over batch headers: a live segment's growth is all that is decoded
+    again), and skipped if it holds none. A snapshot whose (end offset, epoch) is in ``stored_snapshots``
+    (``bootstrap.checkpoint``: (0, -1)) is skipped.
     """
-    files = [f for path in paths for f in discover(path)]
-    split = split_bytes or split_size(sum(f.size for f in files), parallelism)
-    tasks = [(f, start, end) for f in files for start, end in plan_ranges(f, split)]
-    unique = list({(f.path, s, e): (f, s, e) for f, s, e in tasks}.values())  # a file named twice is read once
-    if stored_snapshots:
-        skip = [t for t in unique if _snapshot_id(t[0]) in stored_snapshots]
-        unique = [t for t in unique if _snapshot_id(t[0]) not in stored_snapshots]
-    else:
-        skip = []
-    if stored is None:
-        return unique, skip
+    found = [f for path in paths for f in discover(path)]
+    split = split_bytes or split_size(sum(f.size for f in found), parallelism)
+    files = list({f.path: f for f in found}.values())  # a file named twice is read once
+    skip: list[Task] = [(f, 0, None) for f in files if _snapshot_id(f) in stored_snapshots]
+    files = [f for f in files if _snapshot_id(f) not in stored_snapshots]
     segments = sorted(
-        {f.path: f for f, _, _ in unique if f.kind is InputKind.SEGMENT}.values(),
-        key=lambda f: (os.path.dirname(f.path), f.base_offset),
+        (f for f in files if f.kind is InputKind.SEGMENT), key=lambda f: (os.path.dirname(f.path), f.base_offset)
     )
     following = {
         a.path: b for a, b in zip(segments, segments[1:]) if os.path.dirname(a.path) == os.path.dirname(b.path)
     }
+
+    def inside(lo: int | None) -> bool:
+        return stored is not None and lo is not None and stored[0] <= lo <= stored[1]
+
     keep: list[Task] = []
-    for task in unique:
-        f, start, end = task
-        if f.kind is InputKind.SEGMENT:
-            lo = batch_offset_at(f, start)
-            after = (
-                batch_offset_at(f, end)
-                if end is not None
-                else batch_offset_at(following[f.path], 0)
-                if f.path in following
-                else None
-            )
-            inside = lo is not None and stored[0] <= lo <= stored[1]
-            if inside and after is not None and after - 1 <= stored[1]:
-                skip.append(task)
+    recorded: dict[str, BatchMark] = {}
+    for f in files:
+        begin = 0
+        if f.kind is InputKind.SEGMENT and stored is not None:
+            lo = batch_offset_at(f, 0)
+            after = batch_offset_at(following[f.path], 0) if f.path in following else None
+            if inside(lo) and after is not None and after - 1 <= stored[1]:
+                skip.append((f, 0, None))
                 continue
-            if inside and after is None:  # the end of its directory's log: decode only what lies beyond
-                new = first_batch_after(f, start, end, stored[1])
-                if new is None:
+            mark = _resume_mark(f, marks or {}, stored[1]) if inside(lo) else None
+            if mark is not None:
+                begin = mark.position
+                skip.append((f, 0, begin))
+        last = begin
+        for start, end in plan_ranges(f, split, begin):
+            task, last = (f, start, end), start
+            if f.kind is InputKind.SEGMENT and stored is not None:
+                lo = batch_offset_at(f, start)
+                after = (
+                    batch_offset_at(f, end)
+                    if end is not None
+                    else batch_offset_at(following[f.path], 0)
+                    if f.path in following
+                    else None
+                )
+                if inside(lo) and after is not None and after - 1 <= stored[1]:
                     skip.append(task)
                     continue
-                if new > start:
-                    skip.append((f, start, new))
-                    task = (f, new, end)
-        keep.append(task)
-    return keep, skip
+                if inside(lo) and after is None:  # the end of its directory's log: decode only what lies beyond
+                    new = first_batch_after(f, start, end, stored[1])
+                    if new is None:
+                        skip.append(task)
+                        continue
+                    if new > start:
+                        skip.append((f, start, new))
+                        task, last = (f, new, end), new
+            keep.append(task)
+        if f.kind is InputKind.SEGMENT and f.path not in following and (mark := last_batch(f, last)) is not None:
+            recorded[os.path.abspath(f.path)] = mark
+    return Plan(keep, skip, recorded)
+
+
+def _resume_mark(f: InputFile, marks: Mapping[str, BatchMark], last: int) -> BatchMark | None:
+    """The mark of an earlier ingest that segment ``f`` holds, below which every offset is at most ``last``: one
+    recorded for a segment of ``f``'s name (its own path first; a copy of the log elsewhere has the same names)
+    whose batch ``f`` holds at that position (:func:`batch_mark`); None if none."""
+    path, name = os.path.abspath(f.path), os.path.basename(f.path)
+    for at, mark in sorted(marks.items(), key=lambda item: item[0] != path):
+        if os.path.basename(at) == name and mark.base_offset - 1 <= last and batch_mark(f, mark.position) == mark:
+            return mark
+    return None
 
 
 def _snapshot_id(f: InputFile) -> tuple[int, int] | None:
@@ -254,33 +297,35 @@ def _steps(
     paths: Sequence[str],
     split_bytes: int | None,
     progress: bool,
-) -> tuple[Steps, LakeState, list[Task], list[Task]]:
+) -> tuple[Steps, LakeState, Plan]:
     """The engine's steps for this ingest (:func:`~metadata.lake.state.choose_engine`: in process when the input
-    fits, so the plan comes first), the lake's committed state and the plan (decode tasks, skipped tasks)."""
+    fits, so the plan comes first), the lake's committed state and the plan."""
     if choose_engine(lake_location, engine) == "local":
         from metadata.lake.ingest_local import LocalSteps
 
         steps: Steps = LocalSteps(Lake(lake_location), progress)
         committed = steps.lake.committed()
-        tasks, skipped = _plan(steps, committed, paths, split_bytes)
-        if choose_engine(lake_location, engine, input_bytes=_bytes(tasks)) == "local":
-            return steps, committed, tasks, skipped
+        planned = _plan(steps, committed, paths, split_bytes)
+        if choose_engine(lake_location, engine, input_bytes=_bytes(planned.tasks)) == "local":
+            return steps, committed, planned
     from metadata.lake.ingest_spark import SparkSteps
     from metadata.lake.spark import get_spark
 
     steps = SparkSteps(Lake(lake_location, spark or get_spark()), progress)
     committed = steps.lake.committed()
-    tasks, skipped = _plan(steps, committed, paths, split_bytes)
-    return steps, committed, tasks, skipped
+    return steps, committed, _plan(steps, committed, paths, split_bytes)
 
 
-def _plan(
-    steps: Steps, committed: LakeState, paths: Sequence[str], split_bytes: int | None
-) -> tuple[list[Task], list[Task]]:
-    """:func:`plan` against what the committed state holds."""
+def _plan(steps: Steps, committed: LakeState, paths: Sequence[str], split_bytes: int | None) -> Plan:
+    """:func:`plan` against what the committed state holds (and the segments' marks its ingest recorded)."""
     lake = steps.lake
     return plan(
-        paths, split_bytes, steps.parallelism, _stored_span(lake, committed), _stored_snapshots(lake, committed)
+        paths,
+        split_bytes,
+        steps.parallelism,
+        _stored_span(lake, committed),
+        _stored_snapshots(lake, committed),
+        {path: BatchMark(**mark) for path, mark in committed.segment_marks.items()},
     )
 
 
@@ -338,7 +383,7 @@ def ingest(
     """
     options = options or ReadOptions()
     started = time.monotonic()
-    steps, committed, tasks, skipped = _steps(lake_location, engine, spark, paths, split_bytes, progress)
+    steps, committed, (tasks, skipped, marks) = _steps(lake_location, engine, spark, paths, split_bytes, progress)
     lake = steps.lake
     release = lake_release(committed, kafka_version)
     run_id = uuid.uuid4().hex
@@ -394,6 +439,7 @@ def ingest(
                 snapshots_added=len(names),
                 high_water_mark=hwm,
                 kafka_version=release,
+                segment_marks={path: asdict(mark) for path, mark in marks.items()},
             )
 
         if commit_empty or _holds_news(steps, committed, log, staged, stats, snapshot_ids):

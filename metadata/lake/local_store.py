@@ -205,17 +205,20 @@ class LocalStore:
         """Append ``rows`` with the idempotent-write id (``app``, ``version``) and ``metadata`` as the commit's user
         metadata, as a compare-and-set on the id's version: skipped when the table records ``app`` at ``version``
         or later (as Delta-Spark skips it); a commit recording ``app`` that lands meanwhile makes delta-rs fail
-        this one (``CommitFailedError``, a conflict); a lost race to create the table likewise fails."""
+        this one (``CommitFailedError``, a conflict); a lost race to create the table likewise fails. The table
+        gains the columns of ``rows`` it lacks (an older lake's ``_ingests``)."""
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         from metadata.lake.store import LakeConflict, table_properties
 
         path = self.path(name)
         table = open_table(path)
+        newer = False
         if table is not None:
             recorded = table.transaction_version(app)
             if recorded is not None and recorded >= version:
                 return
+            newer = not set(rows.schema.names) <= set(table_schema(table).names)
         properties = CommitProperties(
             custom_metadata={"userMetadata": metadata}, app_transactions=[Transaction(app, version)]
         )
@@ -224,6 +227,7 @@ class LocalStore:
                 table if table is not None else path,
                 rows,
                 mode="append",
+                schema_mode="merge" if newer else None,
                 configuration=table_properties(name) if table is None else None,
                 commit_properties=properties,
             )

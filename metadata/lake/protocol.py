@@ -91,6 +91,9 @@ class Commit(BaseModel):
     high_water_mark: int
     kafka_version: str | None = None
     """The replay rules' Kafka release line; None keeps the committed state's (a compaction)."""
+    segment_marks: dict[str, dict[str, int]] | None = None
+    """The :class:`~metadata.log.readers.BatchMark` (as a dict) of every segment the ingest read to its end, by
+    absolute path; None keeps the committed state's (a compaction)."""
 
 
 class LakeBusy(LakeError):
@@ -467,8 +470,9 @@ class LakeTransaction:
             run_id=self.run_id,
             committed_at=_now(),
             versions=self._versions(),
-            **commit.model_dump(exclude={"kafka_version"}),
+            **commit.model_dump(exclude={"kafka_version", "segment_marks"}),
             kafka_version=commit.kafka_version or self.base.kafka_version,
+            segment_marks=self.base.segment_marks if commit.segment_marks is None else commit.segment_marks,
         )
         self._lease.stop_heartbeat()
         self._lease.check()

@@ -131,11 +131,12 @@ class SparkStore:
     def append(self, name: str, rows: pa.Table, *, app: str, version: int, metadata: str) -> None:
         """Append ``rows`` with Delta's idempotent-write id (``txnAppId``, ``txnVersion``) and ``metadata`` as the
         commit's user metadata: Delta skips it when the table records ``app`` at ``version`` or later, and fails it
-        (a concurrency exception) when a concurrent commit records ``app``."""
+        (a concurrency exception) when a concurrent commit records ``app``. The table gains the columns of ``rows``
+        it lacks (an older lake's ``_ingests``)."""
         frame = self.spark.createDataFrame(rows.to_pylist(maps_as_pydicts="strict"), spark_schema(rows.schema))
         frame.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", version).option(
             "userMetadata", metadata
-        ).save(self.path(name))
+        ).option("mergeSchema", "true").save(self.path(name))
 
     def restore(self, name: str, version: int, tag: str) -> None:
         """``RESTORE`` table ``name`` to ``version`` (a new version with its content), the commit tagged ``tag``."""
@@ -171,7 +172,9 @@ class SparkStore:
             raise
         if not row:
             raise LakeError(f"no kraft-replay lake at {self.uri}: _ingests holds no committed ingest")
-        return LakeState(**row[0].asDict(recursive=True))
+        fields = row[0].asDict(recursive=True)
+        fields["segment_marks"] = fields.get("segment_marks") or {}  # an older lake's rows lack them
+        return LakeState(**fields)
 
     def data_files(self, name: str) -> int:
         detail = self.spark.sql(f"DESCRIBE DETAIL {sql_table(self.path(name))}").first()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -31,6 +31,10 @@ class LakeState:
     kafka_version: str | None = None
     """The Kafka release line whose replay rules built the temporal image (``--kafka-version``); None in a lake
     written before kraft-replay followed each release's rules."""
+    segment_marks: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The last whole batch of each segment the newest ingest read to its end (a
+    :class:`~metadata.log.readers.BatchMark` as a dict, by absolute path): where the next ingest of that segment
+    starts hopping over batch headers once it finds that batch there."""
 
 
 class LakeError(KraftReplayError, RuntimeError):

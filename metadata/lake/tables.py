@@ -80,6 +80,21 @@ INGESTS_SCHEMA = pa.schema(
         pa.field("high_water_mark", pa.int64()),
         pa.field("versions", pa.map_(pa.string(), pa.int64())),
         pa.field("kafka_version", pa.string()),
+        pa.field(
+            "segment_marks",
+            pa.map_(
+                pa.string(),
+                pa.struct(
+                    [
+                        pa.field("position", pa.int64()),
+                        pa.field("base_offset", pa.int64()),
+                        pa.field("last_offset", pa.int64()),
+                        pa.field("leader_epoch", pa.int32()),
+                        pa.field("crc", pa.int64()),
+                    ]
+                ),
+            ),
+        ),
     ]
 )
 """``_ingests``: the lake's commit log (:mod:`metadata.lake.protocol`)."""

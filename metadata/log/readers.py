@@ -978,16 +978,66 @@ def first_batch_after(f: InputFile, start: int, end: int | None, offset: int) ->
     return pos if pos < size else None
 
 
-def plan_ranges(f: InputFile, split_bytes: int) -> list[tuple[int, int | None]]:
-    """Byte ranges of a segment cut at batch boundaries, each about ``split_bytes`` long, so that a
-    large segment decodes in several tasks. Found by hopping over batch headers only; a stretch of
-    batches of one size (an idle cluster's NoOps) is hopped over in one numpy step."""
-    if f.kind is not InputKind.SEGMENT or f.size <= split_bytes:
-        return [(0, None)]
+_EPOCH_MAGIC_CRC = struct.Struct(">ibI")  # partitionLeaderEpoch, magic, crc (byte 12 of a batch)
+
+
+@dataclass(frozen=True)
+class BatchMark:
+    """A batch of a segment as an ingest saw it: its byte position and what its header says. An ingest records
+    one per segment it read to the end (the segment's last whole batch); the next ingest of that segment finds the
+    same batch at that position (:func:`batch_mark`) and hops over batch headers from there, not from the start."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    crc: int
+
+
+def batch_mark(f: InputFile, position: int) -> BatchMark | None:
+    """The batch at byte ``position`` of segment ``f``, if a whole batch of magic 2 whose CRC-32C checks starts
+    there; else None."""
+    buf = open_bytes(f.path)
+    if position < 0 or position + HEADER_SIZE > len(buf):
+        return None
+    base_offset, batch_length = _PREFIX.unpack_from(buf, position)
+    stop = position + LOG_OVERHEAD + batch_length
+    if batch_length < HEADER_SIZE - LOG_OVERHEAD or stop > len(buf) or buf[position + 16] != 2:
+        return None
+    epoch, _, crc = _EPOCH_MAGIC_CRC.unpack_from(buf, position + 12)
+    if crc32c(memoryview(buf)[position + CRC_START : stop]) != crc:
+        return None
+    (delta,) = _LAST_OFFSET_DELTA.unpack_from(buf, position + _LAST_OFFSET_DELTA_AT)
+    return BatchMark(position, base_offset, base_offset + delta, epoch, crc)
+
+
+def last_batch(f: InputFile, start: int) -> BatchMark | None:
+    """The last whole batch of segment ``f`` (a torn last batch left out), found by hopping over batch headers
+    from ``start`` (a batch boundary); None if the hop meets a length no batch has (damage, a zero-filled tail) or
+    that batch's CRC-32C fails."""
+    buf = open_bytes(f.path)
+    size = len(buf)
+    pos, last = start, None
+    while pos + LOG_OVERHEAD <= size:
+        _, batch_length = _PREFIX.unpack_from(buf, pos)
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            return None
+        if pos + LOG_OVERHEAD + batch_length > size:
+            break
+        last, pos = pos, pos + LOG_OVERHEAD + batch_length
+    return None if last is None else batch_mark(f, last)
+
+
+def plan_ranges(f: InputFile, split_bytes: int, start: int = 0) -> list[tuple[int, int | None]]:
+    """Byte ranges of a segment from ``start`` (a batch boundary) cut at batch boundaries, each about
+    ``split_bytes`` long, so that a large segment decodes in several tasks. Found by hopping over batch headers
+    only; a stretch of batches of one size (an idle cluster's NoOps) is hopped over in one numpy step."""
+    if f.kind is not InputKind.SEGMENT or f.size - start <= split_bytes:
+        return [(start, None)]
     buf = open_bytes(f.path)
     octets = np.frombuffer(buf, np.uint8)
     ranges: list[tuple[int, int | None]] = []
-    start = pos = 0
+    pos = start
     size = len(buf)
     step = run = 0  # the last batch's size; batches in a row of that size
     while pos + LOG_OVERHEAD <= size:
