@@ -131,6 +131,9 @@ def render() -> str:
             "versions": "Delta version of every table readers must use",
             "high_water_mark": "highest log offset stored",
             "kafka_version": "Kafka release line whose replay rules the temporal image follows (--kafka-version)",
+            "segment_marks": "per segment the ingest read to its end (absolute path): its last whole batch (byte "
+            "position, base and last offset, leader epoch, CRC); the next ingest of that segment, or of a copy of it, "
+            "that finds this batch there hops over batch headers from it instead of from the start",
         },
     )
     out += ["", "## The temporal image", ""]
@@ -146,7 +149,9 @@ def render() -> str:
         "",
         "Each ingest brings these tables up to the records it adds, in the same `_ingests` commit "
         "(see docs/temporal-image.md). Versions tables have deletion vectors enabled (a later ingest ends "
-        "the versions it supersedes in place, with a MERGE).",
+        "the versions it supersedes in place, with a MERGE). A table's first write in process (the whole build) "
+        "and its compaction put the open versions (`to_offset` null) in files of their own, so that MERGE, "
+        "rewriting the files it ends versions in, leaves the closed versions' files alone.",
     ]
     for part, table in version_tables.PART_TABLES.items():
         keys = ", ".join(f"`{k}`" for k in PART_KEYS[part]) or "none: one row"

@@ -1,6 +1,7 @@
 """Ingest: decode inputs, stage them, then append what is new to the Delta lake — in process or on Spark.
 
-1. Discover the input files and cut large segments into byte ranges at batch boundaries.
+1. Discover the input files, skip what the lake holds (a segment read to its end before, from the batch the
+   lake's ``_ingests`` marked there: :func:`plan`), and cut large segments into byte ranges at batch boundaries.
 2. Choose the engine (:func:`~metadata.lake.state.choose_engine`): a lake on a local path whose input fits one
    machine is ingested **in process** (:mod:`metadata.lake.ingest_local`: the decoder on this machine's cores, tables
    written with delta-rs, no JVM); a larger input, a remote lake or a named Spark master **on Spark**
