@@ -43,10 +43,11 @@ FIXTURES = {
 """The real-Kafka logs that hold every record from offset 0 (the oracle replays records only; the logs
 truncated to a snapshot are covered by tests/test_versions.py)."""
 GENERATED = {
-    "gen-5-4-4-2-150": (5, 4, 4, 2, 150),
-    "gen-11-3-3-2-200": (11, 3, 3, 2, 200),
-    "gen-23-5-3-3-150": (23, 5, 3, 3, 150),
+    "gen-5-4-4-2-80": (5, 4, 4, 2, 80),
+    "gen-11-3-3-2-100": (11, 3, 3, 2, 100),
+    "gen-23-5-3-3-100": (23, 5, 3, 3, 100),
 }
+"""Generated logs of about 200-250 records (the oracle is O(n²)), each with elections, ISR shrinks and expansions."""
 LOGS = [*FIXTURES, *GENERATED, "incident"]
 GAUGES = tuple(Gauges.model_fields)
 
