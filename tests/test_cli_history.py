@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import app as main_app  # registers every command
 from generator import generate
 from image.replay import replay_to
 from image.temporal.sources import log_source
@@ -24,7 +23,8 @@ from image.views.history import partition_history
 from image.views.report import election_interval, incident_report, render_html, report_points, time_axis
 from metadata.log.errors import BadInput
 from metadata.log.readers import read_log
-from tests.test_cli_image import ok_json, run, runner
+from tests.test_cli_image import ok_json, run
+from tests.test_render import run_wide
 
 REASSIGN = Path(__file__).parent / "fixtures/kafka/4.1.1/reassign/__cluster_metadata-0"
 
@@ -134,7 +134,7 @@ CORDON = Path(__file__).parent / "fixtures/kafka/4.4.0/cordon/__cluster_metadata
 def test_history_names_reserved_directory_ids_for_people_and_keeps_them_in_json():
     """Kafka 4.4 creates c1-0 with both replicas' directories UNASSIGNED, then the brokers assign them."""
     args = ("history", "partition", "--log", CORDON, "--topic", "c1", "--partition", 0)
-    people = runner.invoke(main_app, [str(a) for a in args], env={"COLUMNS": "250"})
+    people = run_wide(*args)
     assert people.exit_code == 0, people.output
     assert "replica 2 directory UNASSIGNED→zO3-EXGiAPnMw7pKxtst4Q" in people.stdout
     assert "replica 3 directory UNASSIGNED→6tCFsom3g2EkY6SrEIRN4w" in people.stdout
@@ -145,7 +145,7 @@ def test_history_names_reserved_directory_ids_for_people_and_keeps_them_in_json(
 
 def test_timeline_lists_broker_ids_as_lists():
     """Brokers 1, 2 and 3 register fenced one after another: the ids read as lists, never as a count."""
-    table = runner.invoke(main_app, ["timeline", "--log", str(CORDON)], env={"COLUMNS": "250"})
+    table = run_wide("timeline", "--log", CORDON)
     assert table.exit_code == 0, table.output
     fenced = [p["fencedBrokers"] for p in ok_json("timeline", "--log", CORDON)["points"]][:6]
     assert fenced == [[], [], [2], [1, 2], [1, 2, 3], [1, 2, 3]]

@@ -26,7 +26,7 @@ SPEC_VERSIONS = [
 
 
 @pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_record_type_and_version_round_trips(spec, version, data):
     value = data.draw(body(spec, version))
@@ -46,7 +46,7 @@ def _outcome(decode, raw: bytes) -> tuple:
 
 
 @pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_json_reader_writes_the_dict_readers_json_also_for_damaged_bodies(spec, version, data):
     """The generated JSON reader: the same text as ``json_text`` of the dict, the same errors."""

@@ -54,7 +54,7 @@ def _prerequisites(kind: str, data: dict[str, Any]) -> list[Body]:
 
 
 @pytest.mark.parametrize("spec,version", SPEC_VERSIONS, ids=[f"{s.type_name}-v{v}" for s, v in SPEC_VERSIONS])
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), same_batch=st.booleans())
 def test_every_decodable_record_replays_or_is_a_kafka_rejection(
     spec: MessageSpec, version: int, data: st.DataObject, same_batch: bool

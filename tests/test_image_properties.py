@@ -40,7 +40,7 @@ def naive_images(records: list[LogRecord]) -> tuple[dict[int, MetadataImage], li
     return images, errors
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch_lists)
 def test_loader_equals_naive_per_batch_apply(batches: list[list[Body]]) -> None:
     records = build_log(batches)
@@ -60,7 +60,7 @@ def test_loader_equals_naive_per_batch_apply(batches: list[list[Body]]) -> None:
     assert replay_to(records, last // 2, lenient=True) == expected[last // 2]
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch_lists, batch_lists)
 def test_snapshot_of_an_image_loads_onto_any_image(target_log: list[list[Body]], other_log: list[list[Body]]) -> None:
     target = replay_to(build_log(target_log), lenient=True)

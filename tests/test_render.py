@@ -13,11 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from rich.console import Console, RenderableType
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
+from cli import app as cli_app
 from cli import render
 from cli.app import DEFAULT_LIMIT
 from cli.main import app
@@ -54,6 +56,13 @@ def text(renderable: RenderableType, width: int = 120) -> str:
     console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def run_wide(*args: object) -> Result:
+    """The command ``args`` in process, printing for a 250-column terminal on a console of its own (the shared
+    console keeps the width ``COLUMNS`` gave it at its first use, in whichever test ran first in this process)."""
+    with mock.patch.object(cli_app.out, "_console", None):
+        return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "250"})
 
 
 def more_line(hidden: int, detail: str = "") -> str:
@@ -268,7 +277,7 @@ def test_reserved_values_show_as_kafka_names_them() -> None:
         ("apply", r"check-directory +c1-0 +assigned directory UNASSIGNED: if the log is elsewhere"),
     ):
         args = [command, "--log", str(CORDON), "--broker", "2", "--after-offset", "40", "--to-offset", "62"]
-        people = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+        people = run_wide(*args)
         assert people.exit_code == 0 and re.search(line, people.stdout), people.output
         assert UNASSIGNED not in people.stdout and UNASSIGNED in CliRunner().invoke(app, [*args, "--json"]).stdout
 

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
+from cli.main import app
 from cli.shell.args import ArgumentError, commands_help, parse
 from cli.shell.commands import Context, run
 from cli.shell.session import Session, leaves
@@ -172,6 +174,11 @@ def test_a_file_kafkas_loader_cannot_publish_shows_the_empty_image(tmp_path):
     assert "BrokerRegistration(" in whole.output
 
 
+def shell_in_process(*args: str) -> Result:
+    """``kraft-replay shell`` in this process."""
+    return CliRunner().invoke(app, ["shell", *args])
+
+
 def fresh_shell(*args: str) -> subprocess.CompletedProcess[str]:
     """``kraft-replay shell`` in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -194,16 +201,18 @@ def test_the_command_line():
             "value": {"offset": last.offset, "epoch": last.epoch, "timestamp": last.timestamp},
         }
     ]
-    find = fresh_shell("--log", str(SEGMENT), "--kafka-version", "4.1.1", "--", "find", "/image/features")
-    assert find.returncode == 1 and find.stdout.splitlines()[-1] == "/image/features/metadataVersion"
+    # the rest in process (the same command line, its status and streams)
+    find = shell_in_process("--log", str(SEGMENT), "--kafka-version", "4.1.1", "--", "find", "/image/features")
+    assert find.exit_code == 1 and find.stdout.splitlines()[-1] == "/image/features/metadataVersion"
     assert find.stderr == (
         "Unexpected error: Expected zkMigrationState to be a valid child of /image/features, but it was not.\n"
     )
-    at = fresh_shell("--log", str(BASIC), "--at-offset", "100", "--", "cat", "/image/topics/byName/alpha/id")
-    assert (at.returncode, at.stdout) == (0, "vD3bFG-OSKyD9tsWFoxPag\n")
-    bad = fresh_shell("--log", str(SEGMENT), "--kafka-version", "3.8", "--", "ls")
-    assert bad.returncode == 1 and "Kafka 3.8 is not supported: kraft-replay follows Kafka 3.9 to 4.4" in bad.stderr
-    assert "--json needs a command" in fresh_shell("--log", str(SEGMENT), "--json").stderr
+    at = shell_in_process("--log", str(BASIC), "--at-offset", "100", "--", "cat", "/image/topics/byName/alpha/id")
+    assert (at.exit_code, at.stdout) == (0, "vD3bFG-OSKyD9tsWFoxPag\n")
+    bad = shell_in_process("--log", str(SEGMENT), "--kafka-version", "3.8", "--", "ls")
+    assert bad.exit_code == 1 and "Kafka 3.8 is not supported: kraft-replay follows Kafka 3.9 to 4.4" in bad.stderr
+    json_alone = shell_in_process("--log", str(SEGMENT), "--json")
+    assert json_alone.exit_code == 1 and "--json needs a command" in json_alone.stderr
 
 
 def test_a_command_on_a_log_loads_no_spark_pandas_pyarrow_or_pydantic():

@@ -30,7 +30,7 @@ from tests.logbuilder import (
     topic,
     uuid,
 )
-from tests.test_render import table_rows
+from tests.test_render import run_wide, table_rows
 from tests.test_versions import assert_same_recording
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kafka" / "4.1.1" / "rolling-restart"
@@ -162,7 +162,7 @@ def test_log_info_lists_the_records_kept_raw_by_type_and_version(logs):
     assert info["by_type"]["UNKNOWN"] == 2
     plain = json.loads(run("log-info", "--log", logs.plain, "--json").stdout)
     assert plain["undecoded"] == [] and plain["records"] == info["records"]
-    people = runner.invoke(app, ["log-info", "--log", str(logs.unknown), "--skip-unknown"], env={"COLUMNS": "250"})
+    people = run_wide("log-info", "--log", logs.unknown, "--skip-unknown")
     assert "records kept raw by --skip-unknown, not replayed (3)" in people.stdout
     rows = table_rows(people.stdout)
     # lists of offsets and of snapshots, in brackets: never read as a count
