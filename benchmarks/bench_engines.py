@@ -18,8 +18,10 @@ wall seconds, CPU seconds of the process and everything it waited for, the large
 * ``follow`` — ``ingest --follow --interval 1`` of an unchanging log for ``--follow-seconds``: the CPU seconds per
   round with nothing new and the RSS over the rounds, sampled from ``/proc`` (in process only).
 
-The median of ``--runs`` runs is what to quote; min and max show how noisy the machine was (the load average is
-printed with each row).
+The commands run from compiled modules, as an installed package's do (:func:`common.compile_modules`), and with the
+record-body readers' code cached by the runs before (``$KRAFT_REPLAY_CACHE``; only a machine's very first ingest
+compiles them). The median of ``--runs`` runs is what to quote; min and max show how noisy the machine was (the load
+average is printed with each row).
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("unknown scenario or engine")
     info = common.machine_info()
     common.print_machine(info)
+    common.compile_modules()
     work = Path(a.data_dir) / "engines"
     work.mkdir(parents=True, exist_ok=True)
     lake = work / "lake"

@@ -58,7 +58,6 @@ first and written with every row to ``--out``.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import multiprocessing
 import os
@@ -361,10 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := (set(commands) - set(COMMANDS)) | (set(kinds) - {"sample", "fixtures", "gen"}):
         ap.error(f"unknown command/kind {', '.join(sorted(unknown))}")
 
-    # the commands run from compiled modules, as an installed package's do (pip compiles them at install): an
-    # editable install under PYTHONDONTWRITEBYTECODE would otherwise compile every module at every start
-    for package in ("cli", "image", "metadata", "replica", "generator"):
-        compileall.compile_dir(str(ROOT / package), quiet=1)
+    common.compile_modules()
     logs = common.bench_logs(common.parse_sizes(a.sizes), kinds, a.data_dir)
     logs = [lg for lg in logs if lg.kind != "fixture" or a.fixtures in lg.name]
     for lg in logs:
