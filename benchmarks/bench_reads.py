@@ -176,7 +176,7 @@ def time_process(args: list[str], runs: int, answer: Callable[[str], Any]) -> di
     """``python -m cli.main args``: one warm-up and ``runs`` measured processes, each checked to exit 0 and
     to print what ``answer(stdout)`` accepts (it raises ``ValueError``/``KeyError``/``OSError`` otherwise; its
     last result is the row's ``answer``); the first failure ends the row as an error."""
-    cmd = [sys.executable, "-m", "cli.main", *args]
+    cmd = [*common.KRAFT_REPLAY, *args]
     measured, result = [], None
     for i in range(runs + 1):
         m = common.run_measured(cmd, cwd=ROOT, env=_env(), timeout=1800)

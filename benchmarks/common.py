@@ -46,6 +46,10 @@ LOG_DIR_NAME = "__cluster_metadata-0"
 _LOG_FORMAT = 2  # bump when the way logs are built changes (invalidates the cache)
 
 
+KRAFT_REPLAY = [sys.executable, "-m", "cli.main"]
+"""``kraft-replay`` from this tree as its console script runs (``cli.main:main``: only the command named is built,
+the collector is tuned, no interpreter teardown at the end) — what an operator's command costs."""
+
 PACKAGES = ("cli", "image", "metadata", "replica", "generator")
 
 
