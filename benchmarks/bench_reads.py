@@ -58,7 +58,6 @@ first and written with every row to ``--out``.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import multiprocessing
 import os
@@ -177,7 +176,7 @@ def time_process(args: list[str], runs: int, answer: Callable[[str], Any]) -> di
     """``python -m cli.main args``: one warm-up and ``runs`` measured processes, each checked to exit 0 and
     to print what ``answer(stdout)`` accepts (it raises ``ValueError``/``KeyError``/``OSError`` otherwise; its
     last result is the row's ``answer``); the first failure ends the row as an error."""
-    cmd = [sys.executable, "-m", "cli.main", *args]
+    cmd = [*common.KRAFT_REPLAY, *args]
     measured, result = [], None
     for i in range(runs + 1):
         m = common.run_measured(cmd, cwd=ROOT, env=_env(), timeout=1800)
@@ -361,10 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := (set(commands) - set(COMMANDS)) | (set(kinds) - {"sample", "fixtures", "gen"}):
         ap.error(f"unknown command/kind {', '.join(sorted(unknown))}")
 
-    # the commands run from compiled modules, as an installed package's do (pip compiles them at install): an
-    # editable install under PYTHONDONTWRITEBYTECODE would otherwise compile every module at every start
-    for package in ("cli", "image", "metadata", "replica", "generator"):
-        compileall.compile_dir(str(ROOT / package), quiet=1)
+    common.compile_modules()
     logs = common.bench_logs(common.parse_sizes(a.sizes), kinds, a.data_dir)
     logs = [lg for lg in logs if lg.kind != "fixture" or a.fixtures in lg.name]
     for lg in logs:

@@ -46,6 +46,23 @@ LOG_DIR_NAME = "__cluster_metadata-0"
 _LOG_FORMAT = 2  # bump when the way logs are built changes (invalidates the cache)
 
 
+KRAFT_REPLAY = [sys.executable, "-m", "cli.main"]
+"""``kraft-replay`` from this tree as its console script runs (``cli.main:main``: only the command named is built,
+the collector is tuned, no interpreter teardown at the end) — what an operator's command costs."""
+
+PACKAGES = ("cli", "image", "metadata", "replica", "generator")
+
+
+def compile_modules() -> None:
+    """Compile this tree's modules, as pip compiles an installed package's: the commands a benchmark times then
+    start from bytecode, where an editable install under ``PYTHONDONTWRITEBYTECODE`` would compile every module at
+    every start (≈ 0.15 s of a small ingest)."""
+    import compileall
+
+    for package in PACKAGES:
+        compileall.compile_dir(str(ROOT / package), quiet=1)
+
+
 # ---------------------------------------------------------------- machine
 
 

@@ -318,3 +318,74 @@ def test_crc32c_is_the_packaged_c_function_loaded_without_the_package_init():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+_COUNT_READER_COMPILES = """
+import builtins, json, sys
+compiles = []
+real = builtins.compile
+def counting(source, filename, *args, **kwargs):
+    if filename == "<kraft-replay body readers>":
+        compiles.append(filename)
+    return real(source, filename, *args, **kwargs)
+builtins.compile = counting
+from metadata.log.readers import read_log
+records = read_log(sys.argv[1])
+print(json.dumps({"compiles": len(compiles), "records": [[r.offset, r.type, r.control_type, r.data] for r in records]}))
+"""
+
+
+def test_the_record_body_readers_are_compiled_once_for_every_later_process(tmp_path):
+    """A process that decodes a real-Kafka log compiles its body readers and keeps their code under
+    ``$KRAFT_REPLAY_CACHE``; a second process compiles none and decodes the same records."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.kafka_logs import KAFKA_FIXTURES
+    from tests.processes import environment
+
+    log = str(KAFKA_FIXTURES[-1] / "__cluster_metadata-0")
+    env = environment(KRAFT_REPLAY_CACHE=str(tmp_path / "cache"))
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _COUNT_READER_COMPILES, log], env=env, capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(2)
+    ]
+    assert runs[0]["compiles"] > 0 and runs[1]["compiles"] == 0
+    assert runs[1]["records"] == runs[0]["records"] and runs[0]["records"]
+    assert len(list((tmp_path / "cache" / "code").rglob("*.marshal"))) == runs[0]["compiles"]
+
+
+def test_a_changed_source_is_compiled_anew_and_a_damaged_or_unwritable_cache_only_means_compiling(
+    tmp_path, monkeypatch
+):
+    """The cache is keyed by the source: a changed source never gets the code of the former one. A damaged
+    file is compiled again (and replaced); a cache directory that cannot be written is no error."""
+    from metadata.log.cache import code_path, compiled
+
+    monkeypatch.setenv("KRAFT_REPLAY_CACHE", str(tmp_path / "cache"))
+
+    def run(source: str) -> object:
+        namespace: dict = {}
+        exec(compiled(source, "<test>"), namespace)  # noqa: S102
+        return namespace["f"]()
+
+    assert run("def f(): return 1") == 1
+    assert code_path("def f(): return 1", "<test>").exists()
+    assert run("def f(): return 2") == 2
+    assert run("def f(): return 1") == 1  # from the cache
+    path = code_path("def f(): return 1", "<test>")
+    good = path.read_bytes()
+    damaged = good[:-8] + bytes(b ^ 0xFF for b in good[-8:])
+    path.write_bytes(damaged)
+    assert run("def f(): return 1") == 1
+    assert path.read_bytes() == good  # compiled again and replaced
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("KRAFT_REPLAY_CACHE", str(blocked / "cache"))  # no directory can be made there
+    assert run("def f(): return 3") == 3

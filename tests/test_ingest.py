@@ -208,6 +208,27 @@ def test_incremental_ingest_adds_only_new_offsets_and_snapshot_plus_tail_is_vali
     assert table(location, "records").num_rows == REPORT["total_records"]
 
 
+def test_the_data_files_counted_from_a_young_tables_log_are_those_delta_rs_lists(first_segment_lake, tmp_path):
+    """What decides whether an ingest compacts a table (``LocalStore.data_files``): read from the commit files of a
+    table without a checkpoint — through appends, MERGEs and rewinds of the temporal image, a DELETE, an OPTIMIZE —
+    the same count as delta-rs's file list; a table with a checkpoint is counted by delta-rs."""
+    from image.temporal.ingest import ingest as ingest_with_image
+
+    location = tmp_path / "lake"
+    shutil.copytree(first_segment_lake, location)
+    log_dir = SAMPLE / "__cluster_metadata-0"
+    ingest_with_image([str(s) for s in sorted(log_dir.glob("*.log"))[2:]], str(location), progress=False)
+    ingest_with_image([str(log_dir)], str(location), progress=False)  # before the stored offsets: a rewind
+    lake = Lake(str(location))
+    DeltaTable(lake.store.path("configs")).delete("resource_type = 2")
+    lake.optimize(["records", "topics"])
+    DeltaTable(lake.store.path("partitions")).create_checkpoint()
+    names = sorted(lake.state().versions)
+    counts = {n: lake.data_files(n) for n in names}
+    assert counts == {n: len(DeltaTable(lake.store.path(n)).file_uris()) for n in names}
+    assert counts["records"] == 1 and counts["image_partitions"] > 1 and lake.data_files("no_such_table") == 0
+
+
 def test_a_snapshot_found_twice_is_stored_once_from_its_first_path(tmp_path):
     snapshot = next((SAMPLE / "__cluster_metadata-0").glob("*.checkpoint"))
     copy = tmp_path / "b-copy" / snapshot.name

@@ -62,6 +62,7 @@ from metadata.lake.version_tables import (
     REJECTIONS,
     closing_schema,
 )
+from metadata.log.columns import numpy_array
 from metadata.log.errors import BadInput
 from metadata.log.records import LogRecord, Snapshot, snapshot_kind
 
@@ -288,7 +289,7 @@ def point_read_order(rows: pa.Table) -> pa.Array:
     start = rows["from_offset"].to_numpy(zero_copy_only=False)
     end = pc.fill_null(rows["to_offset"], -1).to_numpy(zero_copy_only=False)
     level = np.where(end < 0, 64, np.floor(np.log2(np.maximum(end - start + 1, 1))).astype(np.int64))
-    return pa.array(np.lexsort((start, level)))
+    return numpy_array(np.lexsort((start, level)))
 
 
 def point_read_files(rows: pa.Table, *, apart: bool) -> list[pa.Table]:

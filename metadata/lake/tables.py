@@ -21,7 +21,7 @@ from functools import cache
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from metadata.log.columns import DECODED_SCHEMA
+from metadata.log.columns import DECODED_SCHEMA, numpy_array
 from metadata.log.records import snapshot_kind
 from metadata.log.schema import FieldSpec, MessageSpec, spec_by_type_name
 
@@ -303,7 +303,7 @@ def snapshot_rows(staged: pa.Table, ids: Sequence[tuple[int, int]]) -> pa.Table:
         columns = [snaps[k].to_numpy() for k in keys]
         first = np.ones(snaps.num_rows, dtype=bool)
         first[1:] = functools.reduce(np.logical_or, [c[1:] != c[:-1] for c in columns])
-        snaps = snaps.filter(pa.array(first))
+        snaps = snaps.filter(numpy_array(first))
     headers = snaps.filter(pc.fill_null(pc.equal(snaps["control_type"], "SNAPSHOT_HEADER"), False))
     contained = {
         (e, p): json.loads(text or "{}").get("lastContainedLogTimestamp")

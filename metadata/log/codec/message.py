@@ -21,6 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from metadata.log.cache import compiled
 from metadata.log.codec.primitives import URLSAFE, read_uvarint, uuid_from_str, uvarint
 from metadata.log.errors import DecodeError
 from metadata.log.schema import FieldSpec, MessageSpec, Versions
@@ -134,8 +135,9 @@ class _ReaderSource:
         return name
 
     def compile(self) -> dict[str, Any]:
-        """Execute the source; the readers are in the returned namespace."""
-        exec(compile("\n".join(self.lines), "<kraft-replay body readers>", "exec"), self.namespace)  # noqa: S102
+        """Execute the source (its code compiled once for every process: :func:`~metadata.log.cache.compiled`);
+        the readers are in the returned namespace."""
+        exec(compiled("\n".join(self.lines), "<kraft-replay body readers>"), self.namespace)  # noqa: S102
         return self.namespace
 
     def function(self, name: str, body: list[str], value: str) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from metadata.log.cache import cache_root
 from metadata.log.schema import CONTROL_TYPE_NAMES, PRIMITIVES
 
 MAVEN = "https://repo1.maven.org/maven2/org/apache/kafka"
@@ -61,11 +62,6 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 class UpdateError(RuntimeError):
     """Something this script cannot do or does not understand (a new kind of spec, a missing tool)."""
-
-
-def cache_root() -> Path:
-    env = os.environ.get("KRAFT_REPLAY_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kraft-replay"
 
 
 def release_line(version: str) -> str:
