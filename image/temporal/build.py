@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from itertools import starmap
 from typing import Any
@@ -138,7 +139,7 @@ _PARTITION_TABLES = {"partitions": "PARTITION_RECORD", "partition_changes": "PAR
 """The typed tables of the partition records (the bulk of a log), and their record type."""
 
 
-def shard_log(files: LakeFiles, state: LakeState, restart: int, plan: ShardPlan, shard: int) -> list[LogRecord]:
+def shard_log(files: LakeFiles, state: LakeState, restart: int, plan: ShardPlan, shard: int) -> Iterator[LogRecord]:
     """The log records from ``restart`` that shard ``shard`` of ``plan`` replays (:func:`routed_to`), in offset order:
     what :func:`~image.temporal.sharding.record_shard` keeps of the whole log. A partition record (the bulk of a log)
     is routed by the topic id its typed table holds, so another shard's are never made from their payload JSON;
@@ -175,9 +176,20 @@ def shard_log(files: LakeFiles, state: LakeState, restart: int, plan: ShardPlan,
         routed[at] = True
         mine[at] = shards[topics.indices.to_numpy()] == shard
     kept = mine | ~routed
-    rows = t.filter(pa.array(kept))
-    records = starmap(LogRecord.from_columns, zip(*(rows[c].to_pylist() for c in LOG_RECORD_COLUMNS)))
-    return [r for r, known in zip(records, mine[kept]) if known or routed_to(r, plan, shard)]
+    return _made(t.filter(pa.array(kept)), mine[kept], plan, shard)
+
+
+def _made(rows: pa.Table, known: np.ndarray, plan: ShardPlan, shard: int) -> Iterator[LogRecord]:
+    """The records of :func:`shard_log`, made a slice of ``rows`` at a time (a replay holds a slice's, not the
+    log's): those ``known`` to be the shard's, and the others :func:`routed_to` it."""
+    for start in range(0, rows.num_rows, SLICE_ROWS):
+        part = rows.slice(start, SLICE_ROWS)
+        records = starmap(LogRecord.from_columns, zip(*(part[c].to_pylist() for c in LOG_RECORD_COLUMNS)))
+        yield from (r for r, k in zip(records, known[start : start + SLICE_ROWS]) if k or routed_to(r, plan, shard))
+
+
+SLICE_ROWS = 1 << 16
+"""Records a build worker makes at a time (:func:`shard_log`)."""
 
 
 def replayed(record: LogRecord) -> bool:

@@ -49,7 +49,16 @@ class LocalSteps:
         return staged, [row for _, summary in results for row in summary]
 
     def log(self, staged: pa.Table) -> pa.Table:
-        return staged.filter(pc.is_null(staged["snapshot_end_offset"]))
+        # a decode task reads one file: most batches are all the log's (kept as they are, not copied) or all a
+        # snapshot's
+        batches = []
+        for batch in staged.to_batches():
+            snapshot = batch.column("snapshot_end_offset")
+            if snapshot.null_count == batch.num_rows:
+                batches.append(batch)
+            elif snapshot.null_count:
+                batches.append(batch.filter(pc.is_null(snapshot)))
+        return pa.Table.from_batches(batches, staged.schema)
 
     def check_conflicts(self, log: pa.Table) -> None:
         rows = log.filter(pc.and_(pc.invert(log["is_control"]), pc.is_valid(log["type"])))
