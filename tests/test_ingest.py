@@ -452,6 +452,30 @@ def test_a_lake_made_with_an_older_schema_takes_the_columns_of_newer_fields(tmp_
     assert typed.ok, typed.problems
 
 
+def test_a_build_worker_makes_exactly_the_records_its_shard_replays(tmp_path):
+    """A build worker's log (``shard_log``: partition records routed by their typed table's ``topic_id``, their
+    payloads never parsed by another shard) is exactly what routing the whole log gives its shard, in order."""
+    from image.loader import snapshots_to_load
+    from image.temporal.build import shard_log
+    from image.temporal.ingest import ingest as ingest_with_versions
+    from image.temporal.sharding import ShardPlan, routed_to
+    from image.temporal.staged import plan_inputs
+    from tests.lakes import write_crafted
+
+    ingest_with_versions([str(write_crafted(tmp_path))], str(tmp_path / "lake"), progress=False)
+    lake = Lake(str(tmp_path / "lake"))
+    state = lake.committed()
+    source = ArrowSource(LakeFiles(lake.uri, state))
+    whole = source.log_records(0, state.high_water_mark)
+    weights, edges = plan_inputs(lake, state, -1, snapshots_to_load(source.snapshots(), -1), None)
+    for shards in (1, 2, 3):
+        plan = ShardPlan.make(weights, edges, shards)
+        logs = [list(shard_log(LakeFiles(lake.uri, state), state, -1, plan, s)) for s in range(shards)]
+        assert logs == [[r for r in whole if routed_to(r, plan, s)] for s in range(shards)]
+        changes = [r.offset for log in logs for r in log if r.type == "PARTITION_CHANGE_RECORD"]
+        assert sorted(changes) == [r.offset for r in whole if r.type == "PARTITION_CHANGE_RECORD"] != []
+
+
 def test_a_large_build_in_process_is_sharded_over_worker_processes(tmp_path, monkeypatch):
     """A build in process from the empty image beyond ``PARALLEL_BUILD_OFFSETS`` replays one shard per core in
     worker processes: the same versions, rejections and provenance as one sequential replay (the crafted log,

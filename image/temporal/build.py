@@ -17,14 +17,15 @@ ingest on Spark, :mod:`image.temporal.spark.build`): the same predicates, the sa
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from dataclasses import replace
+from itertools import starmap
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -35,7 +36,7 @@ from image.parts import Row
 from image.provenance import MetadataProvenance
 from image.temporal.lake_source import ArrowSource
 from image.temporal.reads import TemporalSource, lake_rules
-from image.temporal.sharding import ShardPlan, record_shard
+from image.temporal.sharding import TOPIC_ID, ShardPlan, record_shard, routed_to
 from image.temporal.staged import (
     STAGED,
     BuildReport,
@@ -55,7 +56,7 @@ from image.temporal.versions import (
 from metadata.lake.files import DataFile, LakeFiles
 from metadata.lake.ingest import LakeChange
 from metadata.lake.protocol import Compactor, Lake, LakeState, LakeTransaction, per_table
-from metadata.lake.state import refuse_pandas, refusing_pandas
+from metadata.lake.state import process_pool
 from metadata.lake.version_tables import (
     PART_TABLES,
     PROVENANCE,
@@ -64,7 +65,7 @@ from metadata.lake.version_tables import (
 )
 from metadata.log.columns import numpy_array
 from metadata.log.errors import BadInput
-from metadata.log.records import LogRecord, Snapshot, snapshot_kind
+from metadata.log.records import LOG_RECORD_COLUMNS, LogRecord, Snapshot, snapshot_kind
 
 # --- the workers ----------------------------------------------------------------------------------
 
@@ -92,9 +93,7 @@ def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | 
     ):
         weights, edges = plan_inputs(lake, state, restart, snapshots_to_load(source.snapshots(), restart), None)
         plan = ShardPlan.make(weights, edges, workers)
-        context = multiprocessing.get_context("spawn")  # delta-rs runs threads in this process: no fork
-        initializer = refuse_pandas if refusing_pandas() else None
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer) as pool:
+        with process_pool(workers) as pool:
             jobs = [(lake.uri, state, restart, staging, plan, shard) for shard in range(workers)]
             return list(pool.map(_record_shard, *zip(*jobs)))
     stored = {}
@@ -114,22 +113,84 @@ def record_here(lake: Lake, state: LakeState, *, restart: int, stored_at: int | 
 def _replay_inputs(source: TemporalSource, state: LakeState, restart: int) -> tuple[list[LogRecord], list[Snapshot]]:
     """What a build replays: the log from ``restart`` without NoOps and control records, the snapshots to load."""
     log = [r for r in source.log_records(max(restart, 0), state.high_water_mark) if replayed(r)]
-    snapshots = [
+    return log, _snapshot_inputs(source, restart)
+
+
+def _snapshot_inputs(source: TemporalSource, restart: int) -> list[Snapshot]:
+    """The snapshots a build from ``restart`` loads, without NoOps and control records."""
+    return [
         Snapshot([r for r in source.snapshot_records(end, epoch) if replayed(r)], end, epoch, ts)
         for end, epoch, ts in snapshots_to_load(source.snapshots(), restart)
     ]
-    return log, snapshots
 
 
 def _record_shard(location: str, state: LakeState, restart: int, staging: str, plan: ShardPlan, shard: int) -> Row:
     """A worker process of :func:`record_here`: shard ``shard`` of ``plan``, read from the lake at ``state``, into
-    its own staged files."""
+    its own staged files. Only the shard's log records are made (:func:`shard_log`)."""
     started = time.monotonic()
-    log, snapshots = _replay_inputs(ArrowSource(LakeFiles(location, state)), state, restart)
+    files = LakeFiles(location, state)
+    log, snapshots = shard_log(files, state, restart, plan, shard), _snapshot_inputs(ArrowSource(files), restart)
     sink = TaskSink(Files(staging, shard))
-    replayed_records = record_shard(log, snapshots, plan, shard, sink, lake_rules(state))
+    replayed_records = record_shard(log, snapshots, plan, shard, sink, lake_rules(state), routed=True)
     sink.flush()
     return sink.summary(shard, replayed_records, started)
+
+
+_PARTITION_TABLES = {"partitions": "PARTITION_RECORD", "partition_changes": "PARTITION_CHANGE_RECORD"}
+"""The typed tables of the partition records (the bulk of a log), and their record type."""
+
+
+def shard_log(files: LakeFiles, state: LakeState, restart: int, plan: ShardPlan, shard: int) -> Iterator[LogRecord]:
+    """The log records from ``restart`` that shard ``shard`` of ``plan`` replays (:func:`routed_to`), in offset order:
+    what :func:`~image.temporal.sharding.record_shard` keeps of the whole log. A partition record (the bulk of a log)
+    is routed by the topic id its typed table holds, so another shard's are never made from their payload JSON;
+    every other record by its :func:`~image.temporal.sharding.route_key`."""
+    first, last = max(restart, 0), state.high_water_mark
+    t = files.read(
+        "records",
+        columns=list(LOG_RECORD_COLUMNS),
+        where=(pc.field("offset") >= first)
+        & (pc.field("offset") <= last)
+        & pc.field("control_type").is_null()
+        & (pc.field("type").is_null() | (pc.field("type") != "NO_OP_RECORD")),
+        prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+    ).sort_by("offset")
+    offsets = t["offset"].to_numpy()
+    routed = np.zeros(len(offsets), dtype=bool)  # a partition record, its shard known from its topic id
+    mine = np.zeros(len(offsets), dtype=bool)
+    for table, kind in _PARTITION_TABLES.items():
+        if table not in state.versions or not len(offsets):
+            continue
+        ids = files.read(
+            table,
+            columns=["offset", "topic_id"],
+            where=(pc.field("offset") >= first) & (pc.field("offset") <= last) & pc.field("topic_id").is_valid(),
+            prune=lambda f: f.may_hold("offset", lo=first, hi=last),
+        )
+        typed = ids["offset"].to_numpy()
+        at = np.minimum(np.searchsorted(offsets, typed), len(offsets) - 1)
+        of_kind = pc.fill_null(pc.equal(t["type"], kind), False).to_numpy(zero_copy_only=False)
+        same = (offsets[at] == typed) & of_kind[at]  # the record at the typed row's offset, of its type
+        topics = ids["topic_id"].filter(pa.array(same)).combine_chunks().dictionary_encode()
+        shards = np.array([plan.shard(TOPIC_ID + i) for i in topics.dictionary.to_pylist()], dtype=np.int64)
+        at = at[same]
+        routed[at] = True
+        mine[at] = shards[topics.indices.to_numpy()] == shard
+    kept = mine | ~routed
+    return _made(t.filter(pa.array(kept)), mine[kept], plan, shard)
+
+
+def _made(rows: pa.Table, known: np.ndarray, plan: ShardPlan, shard: int) -> Iterator[LogRecord]:
+    """The records of :func:`shard_log`, made a slice of ``rows`` at a time (a replay holds a slice's, not the
+    log's): those ``known`` to be the shard's, and the others :func:`routed_to` it."""
+    for start in range(0, rows.num_rows, SLICE_ROWS):
+        part = rows.slice(start, SLICE_ROWS)
+        records = starmap(LogRecord.from_columns, zip(*(part[c].to_pylist() for c in LOG_RECORD_COLUMNS)))
+        yield from (r for r, k in zip(records, known[start : start + SLICE_ROWS]) if k or routed_to(r, plan, shard))
+
+
+SLICE_ROWS = 1 << 16
+"""Records a build worker makes at a time (:func:`shard_log`)."""
 
 
 def replayed(record: LogRecord) -> bool:

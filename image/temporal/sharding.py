@@ -312,28 +312,42 @@ def plan_for(
     return ShardPlan.make(weights, topic_edges([*records, *snapshot_records], rows), shards, seed)
 
 
+def routed_to(record: LogRecord, plan: ShardPlan, shard: int) -> bool:
+    """Whether shard ``shard`` of ``plan`` replays ``record``: not a control record or NoOp, and routed to it (or to
+    every shard)."""
+    if record.is_control or record.type == "NO_OP_RECORD":
+        return False
+    key = route_key(record)
+    return key == EVERY_SHARD or plan.shard(key) == shard
+
+
 def record_shard(
-    log: Sequence[LogRecord],
+    log: Iterable[LogRecord],
     snapshots: Sequence[Snapshot],
     plan: ShardPlan,
     shard: int,
     sink: VersionSink,
     rules: ReplayRules = NEWEST,
+    *,
+    routed: bool = False,
 ) -> int:
     """Shard ``shard`` of ``plan`` of :func:`image.temporal.versions.record_versions` into ``sink``: the records
-    routed to it (and those every shard replays), each snapshot's records routed to it loaded at the snapshot's end, the
-    keys of the empty image and of snapshots it owns. The records it replayed."""
+    routed to it (and those every shard replays: :func:`routed_to`), each snapshot's records routed to it loaded at the
+    snapshot's end, the keys of the empty image and of snapshots it owns. ``routed``: ``log`` holds only the shard's
+    records already (it is read once, as the replay goes). The records it replayed."""
     ordered = snapshots_to_load(snapshots)
+    replayed = 0
 
-    def mine(record: LogRecord) -> bool:
-        if record.is_control or record.type == "NO_OP_RECORD":
-            return False
-        key = route_key(record)
-        return key == EVERY_SHARD or plan.shard(key) == shard
+    def shard_log() -> Iterator[LogRecord]:
+        nonlocal replayed
+        for record in log:
+            if routed or routed_to(record, plan, shard):
+                replayed += 1
+                yield record
 
-    shard_log = [r for r in log if mine(r)]
     shard_snapshots = [
-        Snapshot([r for r in s.records if mine(r)], s.end_offset, s.epoch, s.last_contained_timestamp) for s in ordered
+        Snapshot([r for r in s.records if routed_to(r, plan, shard)], s.end_offset, s.epoch, s.last_contained_timestamp)
+        for s in ordered
     ]
     recorder = VersionRecorder(
         sink,
@@ -341,8 +355,8 @@ def record_shard(
         owns=lambda part, row: plan.shard(row_route_key(part, row)) == shard,
         report_shared=shard == 0,
     )
-    replay_with_snapshots(recorder, shard_log, shard_snapshots)
-    return len(shard_log) + sum(len(s.records) for s in shard_snapshots)
+    replay_with_snapshots(recorder, shard_log(), shard_snapshots)
+    return replayed + sum(len(s.records) for s in shard_snapshots)
 
 
 def record_sharded(

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +20,7 @@ import pyarrow.compute as pc
 
 from metadata.lake.protocol import Lake, LakeState, LakeTransaction, per_table
 from metadata.lake.staging import IngestError, Task, decode_task
-from metadata.lake.state import refuse_pandas, refusing_pandas
+from metadata.lake.state import process_pool
 from metadata.lake.tables import RECORDS_SCHEMA, TYPED_TABLES, snapshot_rows, typed_rows
 from metadata.log.columns import DECODED_SCHEMA
 from metadata.log.readers import ReadOptions
@@ -42,13 +40,7 @@ class LocalSteps:
         jobs = [(f.to_json(), start, end, options.to_json()) for f, start, end in tasks]
         size = sum((f.size if end is None else end) - start for f, start, end in tasks)
         if self.parallelism > 1 and len(jobs) > 1 and size >= PARALLEL_BYTES:
-            # spawned, not forked: delta-rs has started threads in this process
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(
-                min(self.parallelism, len(jobs)),
-                mp_context=context,
-                initializer=refuse_pandas if refusing_pandas() else None,
-            ) as pool:
+            with process_pool(min(self.parallelism, len(jobs))) as pool:
                 results = list(pool.map(decode_task, *zip(*jobs)))
         else:
             results = [decode_task(*job) for job in jobs]
@@ -57,7 +49,16 @@ class LocalSteps:
         return staged, [row for _, summary in results for row in summary]
 
     def log(self, staged: pa.Table) -> pa.Table:
-        return staged.filter(pc.is_null(staged["snapshot_end_offset"]))
+        # a decode task reads one file: most batches are all the log's (kept as they are, not copied) or all a
+        # snapshot's
+        batches = []
+        for batch in staged.to_batches():
+            snapshot = batch.column("snapshot_end_offset")
+            if snapshot.null_count == batch.num_rows:
+                batches.append(batch)
+            elif snapshot.null_count:
+                batches.append(batch.filter(pc.is_null(snapshot)))
+        return pa.Table.from_batches(batches, staged.schema)
 
     def check_conflicts(self, log: pa.Table) -> None:
         rows = log.filter(pc.and_(pc.invert(log["is_control"]), pc.is_valid(log["type"])))

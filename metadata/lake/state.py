@@ -4,13 +4,17 @@ the lake's location."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from metadata.log.errors import BadInput, KraftReplayError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 INGESTS = "_ingests"
 
@@ -120,3 +124,26 @@ def refuse_pandas() -> None:
 def refusing_pandas() -> bool:
     """Whether this process refuses pandas (:func:`refuse_pandas`)."""
     return _NO_PANDAS in sys.meta_path
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` worker processes for an ingest in process (its decode, its build of the temporal image): spawned,
+    not forked (delta-rs runs threads in this process); each collects garbage as the CLI does (``cli.main``: a
+    worker decodes or replays many small objects that form no cycles, and a replaying one holds a whole log's:
+    Python's default thresholds cost it about a fifth of its time) and refuses pandas when this process does."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(refusing_pandas(),),
+    )
+
+
+def _start_worker(refuse: bool) -> None:
+    """A worker of :func:`process_pool` starting."""
+    gc.set_threshold(50_000, 10, 10)
+    if refuse:
+        refuse_pandas()
