@@ -40,6 +40,7 @@ from cli.app import (
     writes_on_spark,
 )
 from cli.window import FromOffset, ToOffset
+from metadata.lake.state import GC_THRESHOLDS
 from metadata.log.errors import BadInput
 
 
@@ -311,7 +312,7 @@ def main() -> None:
     closed, a ``--log`` read's decoding child is reaped), so the process ends at once (``os._exit``) with the
     command's status, 120 when its output cannot be flushed (as Python's own exit). A process that started
     Spark exits normally: its session is stopped at exit."""
-    gc.set_threshold(50_000, 10, 10)
+    gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
     try:
         for_command(command_named(sys.argv[1:]))()

@@ -126,6 +126,11 @@ def refusing_pandas() -> bool:
     return _NO_PANDAS in sys.meta_path
 
 
+GC_THRESHOLDS = (50_000, 10, 10)
+"""The collector's thresholds of a process that makes many small objects forming no cycles (the CLI, an ingest's
+worker): young objects collected every 50,000 allocations instead of Python's 700."""
+
+
 def process_pool(workers: int) -> ProcessPoolExecutor:
     """``workers`` worker processes for an ingest in process (its decode, its build of the temporal image): spawned,
     not forked (delta-rs runs threads in this process); each collects garbage as the CLI does (``cli.main``: a
@@ -144,6 +149,6 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 
 def _start_worker(refuse: bool) -> None:
     """A worker of :func:`process_pool` starting."""
-    gc.set_threshold(50_000, 10, 10)
+    gc.set_threshold(*GC_THRESHOLDS)
     if refuse:
         refuse_pandas()
