@@ -1,6 +1,5 @@
-"""Shared fixtures: one SparkSession per test process (a pytest-xdist worker; local[2], few shuffle partitions, UI
-off), lakes several modules read (ingested in process: no JVM); the count of real-Kafka tests that ran, printed at
-the end of the run."""
+"""Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off), lakes several
+modules read (ingested in process: no JVM); the count of real-Kafka tests that ran, printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession of this test process (Delta-enabled)."""
+    """The one SparkSession of the test run (Delta-enabled)."""
     from metadata.lake.spark import get_spark
 
     session = get_spark("local[2]", shuffle_partitions=2)
@@ -55,7 +54,7 @@ def first_segment_lake(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def shared_lake(tmp_path_factory):
     """``shared_lake(name, write)``: the lake (with its temporal image, ingested in process) of the log directory
-    ``write(root)`` writes under a fresh directory and returns, built once per test process for the test modules that
+    ``write(root)`` writes under a fresh directory and returns, built once per test run for the test modules that
     only read it; returns (lake, log directory)."""
     from metadata.lake.protocol import Lake
     from tests.lakes import make_lake
@@ -75,17 +74,10 @@ def shared_lake(tmp_path_factory):
 # ---------------------------------------------------------------------------- real-Kafka test count
 # CI must see whether the real-Kafka comparisons ran or silently skipped: the terminal summary ends
 # with one line counting the tests marked ``kafka``, also written as JSON to $KRAFT_REPLAY_KAFKA_SUMMARY.
-# The reports of a kafka test carry the property ``KAFKA`` (set where the test is collected: in a pytest-xdist
-# worker, whose reports reach the main process, which counts them).
 
-KAFKA = "kraft-replay-kafka-test"
 _KAFKA_IDS: set[str] = set()
 _KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
 _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    background.configure(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -101,21 +93,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    for item in session.items:
-        if item.get_closest_marker("kafka"):
-            item.user_properties.append((KAFKA, True))
-    background.start(session.items, session.config)
+    _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
+    background.start(session.items)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    background.finish(session.config)
+    background.finish()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A test's outcome: failed if any phase failed, skipped if its setup or call skipped, else passed."""
-    if (KAFKA, True) not in report.user_properties or _KAFKA_OUTCOMES.get(report.nodeid) == "failed":
+    if report.nodeid not in _KAFKA_IDS or _KAFKA_OUTCOMES.get(report.nodeid) == "failed":
         return
-    _KAFKA_IDS.add(report.nodeid)
     if report.failed:
         _KAFKA_OUTCOMES[report.nodeid] = "failed"
     elif report.skipped:

@@ -14,7 +14,6 @@ Nothing here is committed to the repository.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -198,18 +197,10 @@ def ensure_kafka(version: str, *, verbose: bool = False, timeout: float = 900) -
     home = dist_home(version)
     if is_fetched(version):
         return KafkaDist(version, home)
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:  # one fetch at a time (the workers of a pytest-xdist run)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_fetched(version):  # by the process that held the lock
-            return KafkaDist(version, home)
-        return _fetch(version, home, verbose, timeout)
-
-
-def _fetch(version: str, home: Path, verbose: bool, timeout: float) -> KafkaDist:
     mvn = shutil.which("mvn")
     if not mvn:
         raise FetchError("Maven ('mvn') is not on PATH; it is needed to fetch Kafka jars")
+    home.mkdir(parents=True, exist_ok=True)
     pom_text = generate_pom(version)
     (home / "pom.xml").write_text(pom_text)
     tmp_lib = home / "lib.tmp"
