@@ -18,6 +18,7 @@ from image.temporal.ingest import ingest
 from metadata.lake.check import check_lake, lake_differences
 from metadata.lake.protocol import Lake, LakeTransaction
 from metadata.lake.state import INGESTS
+from metadata.log.readers import read_log, read_snapshots
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
@@ -69,8 +70,25 @@ LOGS = {
 """Every log both engines ingest: the real-Kafka fixtures, generated logs (a snapshot half-way, small segments,
 compressed or not) and the data sample."""
 
+DEFAULT_TIER = {
+    "3.9.1/basic",
+    "3.9.1/rolling-restart",
+    "4.1.1/reassign",
+    "4.1.1/retention",
+    "4.1.1/snapshot-fetch",
+    "4.3.2/rolling-restart",
+    "4.4.0/upgrade",
+    "generated",
+    "generated-zstd",
+    "sample",
+}
+"""The logs compared in the default run: real-Kafka logs holding, between them, every record type and version of
+every fixture (in the log and in snapshots: 3.9's ZooKeeper-migration snapshot records, 4.1's broker and 4.4's
+controller unregistrations), a log cut by retention and one whose snapshot was fetched from the leader; the other
+real-Kafka logs (a spark ingest each, on 2 cores) run in the slow tier (``-m slow``)."""
 
-@pytest.mark.parametrize("name", list(LOGS))
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in LOGS])
 def test_both_engines_write_the_same_lake(spark, shared_lake, sample_lake, tmp_path: Path, name: str) -> None:
     """In process and on Spark (the versions built sharded, as a large log's would be): table by table, row by
     row, schema, protocol and properties."""
@@ -88,6 +106,20 @@ def test_both_engines_write_the_same_lake(spark, shared_lake, sample_lake, tmp_p
         report = ingest([str(log)], str(tmp_path / "spark"), engine="spark", spark=spark, progress=False)
     assert report.engine == "spark"
     assert_same(Lake(str(tmp_path / "spark")), local)
+
+
+def test_the_default_tier_holds_every_record_type_and_version_of_the_fixtures() -> None:
+    """What :data:`DEFAULT_TIER` stands for: no real-Kafka fixture left to the slow tier holds a record type and
+    version (in its log or its snapshots) that the default tier's logs lack."""
+
+    def kinds(path: Path) -> set[tuple[str, int, bool]]:
+        log = [(r, False) for r in read_log(path)]
+        snapshots = [(r, True) for s in read_snapshots(path) for r in s.records]
+        return {(r.control_type or r.type, r.version, in_snapshot) for r, in_snapshot in log + snapshots}
+
+    fixtures = {kafka_fixture_name(p): kinds(p / "__cluster_metadata-0") for p in KAFKA_FIXTURES}
+    default = set().union(*(k for name, k in fixtures.items() if name in DEFAULT_TIER))
+    assert {name: k - default for name, k in fixtures.items() if k - default} == {}
 
 
 @pytest.mark.parametrize("first, then", [("local", "spark"), ("spark", "local")])

@@ -34,9 +34,14 @@ class SparkSource:
         self.lake = lake
         self.state = state or lake.state()
         self.rules = lake_rules(self.state)
+        self._tables: dict[str, DataFrame] = {}
 
     def table(self, name: str) -> DataFrame:
-        return self.lake.table(name, self.state)
+        """Table ``name`` at the source's state, loaded once per source: a read that plans several queries over one
+        table (an image, a diff, a delta's two images and typed tables) reuses its Delta snapshot and file index."""
+        if name not in self._tables:
+            self._tables[name] = self.lake.table(name, self.state)
+        return self._tables[name]
 
     def rows_at(self, part: str, offset: int, topic_ids: Collection[str] | None = None) -> list[Row]:
         frame = visible_at(self.table(PART_TABLES[part]), offset)
