@@ -16,6 +16,7 @@ from cli.shell.commands import ExitShell, completions, run
 from cli.shell.session import Context, Session
 from image.node.java import JavaException
 from image.temporal.times import iso_time
+from metadata.log.cache import cache_root
 
 HISTORY_LENGTH = 1000
 """Lines of history kept across sessions."""
@@ -23,9 +24,9 @@ HISTORY_LENGTH = 1000
 
 def history_path() -> Path:
     """Where the command history is kept: ``$KRAFT_REPLAY_SHELL_HISTORY``, else
-    ``~/.cache/kraft-replay/shell-history``."""
+    ``shell-history`` in kraft-replay's cache directory (:func:`~metadata.log.cache.cache_root`)."""
     configured = os.environ.get("KRAFT_REPLAY_SHELL_HISTORY")
-    return Path(configured) if configured else Path.home() / ".cache" / "kraft-replay" / "shell-history"
+    return Path(configured) if configured else cache_root() / "shell-history"
 
 
 def prompt(session: Session) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from metadata.log.cache import cache_root
 from metadata.log.errors import KraftReplayError
 
 _LOCK = threading.Lock()
@@ -161,7 +162,7 @@ def session_id(spark: SparkSession) -> str:
 
 def _jar_cache() -> Path:
     version = importlib.metadata.version("delta-spark")
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kraft-replay" / f"delta-{version}-jars.txt"
+    return cache_root() / f"delta-{version}-jars.txt"
 
 
 def _cached_jars() -> list[str]:

@@ -22,9 +22,13 @@ _DIGEST = 16
 
 
 def cache_root() -> Path:
-    """``$KRAFT_REPLAY_CACHE``, default ``~/.cache/kraft-replay``."""
+    """kraft-replay's cache directory, the one for everything it keeps between runs (compiled code, Delta's jar
+    paths, the shell's history, the test harness's Kafka jars): ``$KRAFT_REPLAY_CACHE``, else
+    ``$XDG_CACHE_HOME/kraft-replay``, else ``~/.cache/kraft-replay``."""
     env = os.environ.get("KRAFT_REPLAY_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kraft-replay"
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraft-replay"
 
 
 def code_path(source: str, filename: str) -> Path:

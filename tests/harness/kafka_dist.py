@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from metadata.log.cache import cache_root
+
 RELEASES = {"3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.2", "4.4": "4.4.0"}
 """Every supported Kafka release line and the newest patch of it that Maven Central serves (the version the
 harness runs for that line: its scenarios, oracle, dump-log and shell)."""
@@ -69,11 +71,6 @@ LOG4J2_VERSION = "2.24.3"
 
 class FetchError(RuntimeError):
     pass
-
-
-def cache_root() -> Path:
-    env = os.environ.get("KRAFT_REPLAY_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kraft-replay"
 
 
 def major(version: str) -> int:
