@@ -194,3 +194,50 @@ def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server() -> None:
     ingested, from_lake, from_log = (json.loads(r.stdout) for r in runs)
     assert ingested["records_added"] == len(read_log(SAMPLE / "__cluster_metadata-0"))
     assert from_lake == from_log and from_lake["topics"]
+
+
+RESOLVING_SIDE = r"""
+import json, sys, time
+from pathlib import Path
+import metadata.lake.spark as spark
+
+root = Path(sys.argv[1])
+spark.RESOLUTION_LOCK = root / "ivy" / "resolve.lock"
+spark.RESOLVER = f'''
+import os, time
+from pathlib import Path
+runs = Path({str(root / "runs")!r})
+with open(runs, "a") as f:
+    f.write("start %d " % os.getpid())
+time.sleep(1.5)  # (Ivy resolving)
+jar = Path({str(root / "delta.jar")!r}); jar.write_bytes(b"")
+from metadata.lake.spark import _remember_jars
+_remember_jars(str(jar))
+with open(runs, "a") as f:
+    f.write("end %d " % os.getpid())
+'''
+print(json.dumps(spark._resolve_jars()))
+"""
+
+
+def test_two_first_spark_starts_at_once_resolve_once(tmp_path: Path) -> None:
+    """Two processes that start Spark for the first time at once (no remembered jars): one resolves, the other
+    waits for it and takes its jars — two resolutions into Ivy's cache at once fail (the resolver here is a
+    stand-in that takes 1.5 s and remembers one jar)."""
+    env = {**os.environ, "KRAFT_REPLAY_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    sides = [
+        subprocess.Popen(
+            [sys.executable, "-c", RESOLVING_SIDE, str(tmp_path)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [side.communicate(timeout=120) for side in sides]
+    assert [side.returncode for side in sides] == [0, 0], outs
+    assert [json.loads(out) for out, _ in outs] == [[str(tmp_path / "delta.jar")]] * 2
+    runs = (tmp_path / "runs").read_text().split()
+    assert runs[0::2] == ["start", "end"], runs  # one resolution, whole
+    assert all(err.startswith("resolving the Delta Lake connector") for _, err in outs), outs

@@ -14,12 +14,14 @@ classic session has a Connect counterpart (:func:`is_connect`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.metadata
 import os
 import re
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -185,11 +187,38 @@ class ResolutionError(KraftReplayError, RuntimeError):
     """Spark's resolver could not fetch the Delta Lake connector (the message names its log file)."""
 
 
+RESOLVER = "from metadata.lake.spark import resolve_here; resolve_here()"
+"""The Python code of the resolving child (:func:`resolve_here`)."""
+RESOLUTION_LOCK = Path.home() / ".ivy2.5.2" / "kraft-replay-resolve.lock"
+"""Held while a child resolves: Ivy's cache (Spark's default ``~/.ivy2.5.2``) is not safe for two resolutions at
+once, and two processes starting Spark for the first time on a machine (two ingests, a Connect server beside a
+classic session) would otherwise both resolve into it, and one fail."""
+
+
+@contextlib.contextmanager
+def _resolution_lock() -> Iterator[None]:
+    """One resolution at a time on this machine (for this user): an exclusive lock on :data:`RESOLUTION_LOCK`
+    (where there is no ``fcntl``, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # (not POSIX)
+        yield
+        return
+    RESOLUTION_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESOLUTION_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _resolve_jars() -> list[str]:
     """Resolve the Delta Lake connector's jars once (the first Spark start on a machine): in a child process
     (:func:`resolve_here`) whose output — Ivy's report, proxy and repository warnings — goes to
     ``~/.cache/kraft-replay/delta-<version>-resolve.log`` instead of this terminal, with one progress line on
-    stderr; a failure names the log. The jar paths, remembered by the child."""
+    stderr; a failure names the log. A process that finds another resolving waits for it and takes its jars. The
+    jar paths, remembered by the child."""
     import subprocess
 
     version = importlib.metadata.version("delta-spark")
@@ -200,15 +229,19 @@ def _resolve_jars() -> list[str]:
         f"first Spark start only (log: {log}) …\n"
     )
     sys.stderr.flush()
-    with open(log, "w") as out:
-        done = subprocess.run(
-            [sys.executable, "-c", "from metadata.lake.spark import resolve_here; resolve_here()"],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        )
-    jars = _cached_jars()
+    with _resolution_lock():
+        jars = _cached_jars()  # resolved by the process this one waited for
+        if jars:
+            return jars
+        with open(log, "w") as out:
+            done = subprocess.run(
+                [sys.executable, "-c", RESOLVER],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            )
+        jars = _cached_jars()
     if done.returncode != 0 or not jars:
         raise ResolutionError(
             f"could not resolve the Delta Lake connector io.delta:delta-spark {version} from Maven Central "
