@@ -1,13 +1,15 @@
 """One lake, one protocol: an ingest on Spark writes the lake an ingest in process writes — the same tables, the
 same rows, the same schemas, protocols and properties — for every real-Kafka log, generated logs and the sample; a
 lake started by one engine is continued by the other; the recovery in process undoes what a writer on Spark left
-(deletion vectors included); the first Spark start on a machine says one line, Ivy's output going to a log file."""
+(deletion vectors included); the first Spark start on a machine says one line, Ivy's output going to a log file
+(a cold process run while the shared session works: :mod:`tests.background`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -19,6 +21,7 @@ from metadata.lake.check import check_lake, lake_differences
 from metadata.lake.protocol import Lake, LakeTransaction
 from metadata.lake.state import INGESTS
 from metadata.log.readers import read_log, read_snapshots
+from tests import background
 from tests.kafka_logs import KAFKA_FIXTURES, kafka_fixture_name
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
@@ -165,19 +168,28 @@ def test_the_recovery_in_process_undoes_what_an_ingest_on_spark_left(spark, samp
     assert check_lake(lake).ok
 
 
-def test_the_first_spark_start_says_one_line_and_logs_the_resolver(tmp_path):
-    """With no remembered jars (a fresh machine's cache), an ingest on Spark resolves the Delta connector in a
-    child process: one progress line on stderr, Ivy's report in the log it names, the jar paths remembered for
-    the next start."""
-    cache = tmp_path / "cache"
+def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
+    """An ingest on Spark in a cold process with no remembered jars (a fresh machine's cache): run while the shared
+    session works (:mod:`tests.background`)."""
+    cache = root / "cache"
     proc = subprocess.run(
-        [*KRAFT_REPLAY, "ingest", str(KAFKA_FIXTURES[0] / "__cluster_metadata-0"), "--lake", str(tmp_path / "lake")],
-        env=environment(spark=True, XDG_CACHE_HOME=str(cache)),
+        [*KRAFT_REPLAY, "ingest", str(KAFKA_FIXTURES[0] / "__cluster_metadata-0"), "--lake", str(root / "lake")],
+        env=environment(env, spark=True, XDG_CACHE_HOME=str(cache)),
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=900,
     )
+    return {"proc": proc, "cache": cache}
+
+
+@pytest.mark.background
+def test_the_first_spark_start_says_one_line_and_logs_the_resolver():
+    """With no remembered jars (a fresh machine's cache), an ingest on Spark resolves the Delta connector in a
+    child process: one progress line on stderr, Ivy's report in the log it names, the jar paths remembered for
+    the next start."""
+    side = background.result(__name__)
+    proc, cache = side["proc"], side["cache"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
     assert len(lines) == 1 and lines[0].startswith("resolving the Delta Lake connector"), proc.stderr

@@ -25,6 +25,7 @@ from metadata.lake.check import CHECKS, check_lake
 from metadata.lake.files import LakeFiles
 from metadata.lake.protocol import INGESTS, Commit, Lake, LakeDamaged, LakeTransaction
 from metadata.lake.tables import INGESTS_SCHEMA
+from tests import background
 from tests.processes import KRAFT_REPLAY, ROOT, environment
 
 LOG_DIR = ROOT / "data" / "sample" / "__cluster_metadata-0"
@@ -146,18 +147,27 @@ def test_the_committed_state_needs_a_log_version_that_is_gone(copy):
     assert "table records: version 1 is not in the table's Delta log any more (it holds versions 0–0)" in line
 
 
-@pytest.mark.spark
-def test_a_damaged_lake_is_one_line_from_a_real_process(copy):
-    """Through the real command (its own JVM): stderr holds the one line and no Java stack trace."""
-    data_file(copy, "records").unlink()
-    proc = subprocess.run(
-        [*KRAFT_REPLAY, "replay", "--lake", str(copy), "--engine", "reference"],
-        env=environment(spark=True),
+def run_in_background(env: dict[str, str], root: Path) -> subprocess.CompletedProcess[str]:
+    """A lake of the first segment, one of its ``records`` data files gone, replayed through the real command on
+    Spark (its own JVM), while the shared session works (:mod:`tests.background`)."""
+    lake = root / "lake"
+    ingest([str(SEGMENTS[0])], str(lake), engine="local", progress=False)
+    data_file(lake, "records").unlink()
+    return subprocess.run(
+        [*KRAFT_REPLAY, "replay", "--lake", str(lake), "--engine", "reference"],
+        env=environment(env, spark=True),
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+@pytest.mark.spark
+@pytest.mark.background
+def test_a_damaged_lake_is_one_line_from_a_real_process():
+    """Through the real command (its own JVM): stderr holds the one line and no Java stack trace."""
+    proc = background.result(__name__)
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
     assert len(lines) == 1 and lines[0].startswith("error: lake ") and "data file" in lines[0], proc.stderr

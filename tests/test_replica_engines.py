@@ -90,10 +90,10 @@ def as_json(value: Any) -> str:
 SHARED = {"crafted", *(kafka_fixture_name(p) for p in KAFKA_FIXTURES)}
 """The logs whose lakes other test modules read too (built once per run: the ``shared_lake`` fixture)."""
 
-DEFAULT_TIER = {"crafted", "4.1.1/reassign", "4.1.1/retention"}
-"""The logs compared in the default run (each costs Spark passes per window on 2 cores); the others run in the
-slow tier (``-m slow``). The coordinator scenario's Spark plans are compared in the default run by
-tests/test_replica_spark.py (from the records, without a lake)."""
+DEFAULT_TIER = {"crafted"}
+"""The log compared in the default run (each costs Spark passes per window on 2 cores): its windows hold every
+kind of action; the others run in the slow tier (``-m slow``). The hand-made scenarios' Spark plans and requests
+are compared in the default run by tests/test_replica_spark.py (from the records, without a lake)."""
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in LOGS])

@@ -134,7 +134,7 @@ def staged(root: str) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize("lake_name", ["crafted", "generated"])
+@pytest.mark.parametrize("lake_name", [pytest.param("crafted", marks=pytest.mark.slow), "generated"])
 def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
     request, spark, tmp_path: Path, lake_name: str
 ) -> None:
@@ -162,7 +162,7 @@ def test_any_number_of_shards_and_any_routing_seed_build_the_same_versions(
     "engine, lake_name",
     [
         ("spark", "crafted"),
-        ("spark", "generated"),
+        pytest.param("spark", "generated", marks=pytest.mark.slow),  # (its snapshot alone, on Spark: -m slow)
         ("local", "crafted"),
         ("local", "generated"),
     ],
