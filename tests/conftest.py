@@ -1,16 +1,24 @@
 """Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off), lakes several
-modules read (ingested in process: no JVM); the count of real-Kafka tests that ran, printed at the end of the run."""
+modules read (ingested in process: no JVM); the run's two pytest-xdist workers (every test of the session, and the
+background work beside it, in one worker; the other tests by module); the count of real-Kafka tests that ran,
+printed at the end of the run."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests import background
 
+# The run starts hundreds of Python processes (the CLI, an ingest's workers, Spark's Python workers, two pytest-xdist
+# workers): they read the modules compiled once into __pycache__ (gitignored), also where PYTHONDONTWRITEBYTECODE is
+# set (as on many CI machines), instead of each compiling the package again.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("KRAFT_REPLAY_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("KRAFT_REPLAY_DRIVER_MEMORY", "2g")
 os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "spark-conf"))
@@ -71,30 +79,59 @@ def shared_lake(tmp_path_factory):
     return lake
 
 
+# ---------------------------------------------------------------------------- the two workers
+# The default run spreads its tests over two pytest-xdist workers (``-n 2 --dist loadgroup``, pyproject.toml): the
+# tests of the shared SparkSession — and those of the background work, which runs beside the session — form one
+# group, run first, in one worker, so that one JVM runs them all; the other tests form a group per module, run by
+# either worker. Without xdist (``-n 0``) the same order: the Spark group first.
+
+SPARK_GROUP = "spark"
+
+
+def _group(item: pytest.Item) -> str:
+    if item.get_closest_marker("spark") or item.get_closest_marker("background"):
+        return SPARK_GROUP
+    return item.nodeid.split("::")[0]
+
+
 # ---------------------------------------------------------------------------- real-Kafka test count
 # CI must see whether the real-Kafka comparisons ran or silently skipped: the terminal summary ends
 # with one line counting the tests marked ``kafka``, also written as JSON to $KRAFT_REPLAY_KAFKA_SUMMARY.
+# A kafka test's reports carry the property ``KAFKA`` (set where the test is collected: in a pytest-xdist
+# worker, whose reports reach the main process, which counts them).
 
+KAFKA = "kraft-replay-kafka-test"
 _KAFKA_IDS: set[str] = set()
 _KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
 _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
 
 
+@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist names the groups)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run only when the marker expression names ``slow`` (``-m slow``, ``-m "slow and
     not kafka"``): a ``-m`` without it (the fast tier, ``-m "not spark and not kafka"``) leaves them out as the
-    default run does."""
-    if "slow" in (config.option.markexpr or ""):
-        return
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    default run does. The Spark group first, each test in its group (:func:`_group`)."""
+    if "slow" not in (config.option.markexpr or ""):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    items.sort(key=lambda item: _group(item) != SPARK_GROUP)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+        if item.get_closest_marker("kafka"):
+            item.user_properties.append((KAFKA, True))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    _KAFKA_IDS.update(item.nodeid for item in session.items if item.get_closest_marker("kafka"))
-    background.start(session.items)
+    if not hasattr(session.config, "workerinput"):  # one process: the background work starts with the run
+        background.start(session.items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In a pytest-xdist worker, the background work starts with the first test of the Spark group it runs."""
+    if hasattr(item.config, "workerinput") and _group(item) == SPARK_GROUP:
+        background.start(item.session.items)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -103,8 +140,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A test's outcome: failed if any phase failed, skipped if its setup or call skipped, else passed."""
-    if report.nodeid not in _KAFKA_IDS or _KAFKA_OUTCOMES.get(report.nodeid) == "failed":
+    if (KAFKA, True) not in report.user_properties or _KAFKA_OUTCOMES.get(report.nodeid) == "failed":
         return
+    _KAFKA_IDS.add(report.nodeid)
     if report.failed:
         _KAFKA_OUTCOMES[report.nodeid] = "failed"
     elif report.skipped:

@@ -14,6 +14,7 @@ Nothing here is committed to the repository.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -190,10 +191,20 @@ def is_fetched(version: str) -> bool:
 
 
 def ensure_kafka(version: str, *, verbose: bool = False, timeout: float = 900) -> KafkaDist:
-    """Return the cached distribution, resolving it with Maven first if needed (idempotent)."""
+    """Return the cached distribution, resolving it with Maven first if needed (idempotent; one fetch at a time on
+    the machine — the workers of a test run share the cache and Maven's repository)."""
     home = dist_home(version)
     if is_fetched(version):
         return KafkaDist(version, home)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / ".fetch.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_fetched(version):  # by the process this one waited for
+            return KafkaDist(version, home)
+        return _fetch(version, home, verbose, timeout)
+
+
+def _fetch(version: str, home: Path, verbose: bool, timeout: float) -> KafkaDist:
     mvn = shutil.which("mvn")
     if not mvn:
         raise FetchError("Maven ('mvn') is not on PATH; it is needed to fetch Kafka jars")
