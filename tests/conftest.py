@@ -1,7 +1,6 @@
 """Shared fixtures: one SparkSession per test run (local[2], few shuffle partitions, UI off), lakes several
-modules read (ingested in process: no JVM); the run's two pytest-xdist workers (every test of the session, and the
-background work beside it, in one worker; the other tests by module); the count of real-Kafka tests that ran,
-printed at the end of the run."""
+modules read (ingested in process: no JVM); the run's two pytest-xdist workers (:mod:`tests.workers`); the count
+of real-Kafka tests that ran, printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import background
+from tests import background, workers
 
 # The run starts hundreds of Python processes (the CLI, an ingest's workers, Spark's Python workers, two pytest-xdist
 # workers): they read the modules compiled once into __pycache__ (gitignored), also where PYTHONDONTWRITEBYTECODE is
@@ -79,19 +78,21 @@ def shared_lake(tmp_path_factory):
     return lake
 
 
-# ---------------------------------------------------------------------------- the two workers
-# The default run spreads its tests over two pytest-xdist workers (``-n 2 --dist loadgroup``, pyproject.toml): the
-# tests of the shared SparkSession — and those of the background work, which runs beside the session — form one
-# group, run first, in one worker, so that one JVM runs them all; the other tests form a group per module, run by
-# either worker. Without xdist (``-n 0``) the same order: the Spark group first.
-
-SPARK_GROUP = "spark"
+# ---------------------------------------------------------------------------- the two workers (tests/workers.py)
 
 
-def _group(item: pytest.Item) -> str:
-    if item.get_closest_marker("spark") or item.get_closest_marker("background"):
-        return SPARK_GROUP
-    return item.nodeid.split("::")[0]
+def pytest_configure(config: pytest.Config) -> None:
+    workers.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    workers.unconfigure(config)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getoption("dist", None) == "loadgroup":
+        return workers.make_scheduler(config, log)
+    return None
 
 
 # ---------------------------------------------------------------------------- real-Kafka test count
@@ -106,19 +107,17 @@ _KAFKA_OUTCOMES: dict[str, str] = {}  # nodeid -> passed | failed | skipped
 _KAFKA_SKIPS: dict[str, str] = {}  # nodeid -> skip reason
 
 
-@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist names the groups)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run only when the marker expression names ``slow`` (``-m slow``, ``-m "slow and
     not kafka"``): a ``-m`` without it (the fast tier, ``-m "not spark and not kafka"``) leaves them out as the
-    default run does. The Spark group first, each test in its group (:func:`_group`)."""
+    default run does. The Spark group first (:func:`tests.workers.order`)."""
     if "slow" not in (config.option.markexpr or ""):
         slow = [item for item in items if item.get_closest_marker("slow")]
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if not item.get_closest_marker("slow")]
-    items.sort(key=lambda item: _group(item) != SPARK_GROUP)
+    workers.order(config, items)
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
         if item.get_closest_marker("kafka"):
             item.user_properties.append((KAFKA, True))
 
@@ -130,7 +129,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """In a pytest-xdist worker, the background work starts with the first test of the Spark group it runs."""
-    if hasattr(item.config, "workerinput") and _group(item) == SPARK_GROUP:
+    if hasattr(item.config, "workerinput") and workers.group(item) == workers.SPARK_GROUP:
         background.start(item.session.items)
 
 
