@@ -45,9 +45,10 @@ class Log:
 
 @pytest.fixture(scope="module")
 def log(spark, tmp_path_factory) -> Log:
+    """A generated log and its lake, ingested in process (the shared session reads it on Spark)."""
     root = tmp_path_factory.mktemp("cli-image")
     generate(6, 4, 3, 2, 80, root / "gen")
-    ingest([str(root / "gen" / "__cluster_metadata-0")], str(root / "lake"), spark=spark, progress=False)
+    ingest([str(root / "gen" / "__cluster_metadata-0")], str(root / "lake"), engine="local", progress=False)
     records = read_log(root / "gen" / "__cluster_metadata-0")
     return Log(root, records)
 

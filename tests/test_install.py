@@ -45,6 +45,8 @@ COMMANDS = [
     "history",
 ]
 """Every command, in the order ``--help`` lists them."""
+CONNECT_LOG = ROOT / "tests" / "fixtures" / "kafka" / "4.1.1" / "reassign" / "__cluster_metadata-0"
+"""The log ingested on the Connect server: Kafka 4.1.1's (the ingest's decode runs in the server's Python workers)."""
 DEMO_STEPS = ["ingest", "log-info", "dump", "replay", "diff", "changes", "apply"]
 """The commands ``demo`` runs, in order; it prints a rule ``kraft-replay <command> …`` before each."""
 
@@ -138,7 +140,8 @@ def _did_the_main_job(run: subprocess.CompletedProcess[str], lake: Path) -> None
 def run_in_background(env: dict[str, str], root: Path) -> dict[str, object]:
     """The install and the runs of the two tests below (while the shared session works:
     :mod:`tests.background`): ``kraft-replay --help`` and ``demo`` by the console script's path, and
-    ``python -m cli.main`` ingesting on a local Connect server then replaying the lake and the log."""
+    ``python -m cli.main`` ingesting a real-Kafka log on a local Connect server then replaying the lake and the
+    log."""
     venv = _install(root / "install")
     script, demo = venv / "bin" / "kraft-replay", root / "demo"
     plain = _without_venv_on_path(env, demo)
@@ -161,9 +164,9 @@ def run_in_background(env: dict[str, str], root: Path) -> dict[str, object]:
     runs["connect"] = [
         subprocess.run([*python, *args, "--json"], cwd=ROOT, env=e, capture_output=True, text=True, timeout=1700)
         for args, e in (
-            (["ingest", str(SAMPLE), "--lake", str(connect / "lake")], {**plain, "SPARK_REMOTE": "local[2]"}),
+            (["ingest", str(CONNECT_LOG), "--lake", str(connect / "lake")], {**plain, "SPARK_REMOTE": "local[2]"}),
             (["replay", "--lake", str(connect / "lake")], plain),
-            (["replay", "--log", str(SAMPLE)], plain),
+            (["replay", "--log", str(CONNECT_LOG)], plain),
         )
     ]
     return runs
@@ -186,13 +189,13 @@ def test_console_script_of_a_venv_install_run_by_its_path() -> None:
 def test_python_m_cli_main_in_a_checkout_on_a_local_connect_server() -> None:
     """``python -m cli.main`` with the environment's interpreter (not activated), from the checkout, on the
     local Spark Connect server kraft-replay starts (``SPARK_REMOTE=local[2]``): the server's JVM starts the
-    Python workers of the ingest's temporal-image build, and the lake it wrote (read in process: reads on a
+    Python workers of the ingest's decode (``mapInArrow``), and the lake it wrote (read in process: reads on a
     Connect server are tests/test_connect.py's) gives the image a replay of the log gives."""
     runs = background.result(__name__)["connect"]
     for run in runs:
         assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     ingested, from_lake, from_log = (json.loads(r.stdout) for r in runs)
-    assert ingested["records_added"] == len(read_log(SAMPLE / "__cluster_metadata-0"))
+    assert ingested["records_added"] == len(read_log(CONNECT_LOG))
     assert from_lake == from_log and from_lake["topics"]
 
 
