@@ -81,14 +81,14 @@ DEFAULT_TIER = {
     "4.1.1/snapshot-fetch",
     "4.3.2/rolling-restart",
     "4.4.0/upgrade",
-    "generated",
     "generated-zstd",
     "sample",
 }
 """The logs compared in the default run: real-Kafka logs holding, between them, every record type and version of
 every fixture (in the log and in snapshots: 3.9's ZooKeeper-migration snapshot records, 4.1's broker and 4.4's
-controller unregistrations), a log cut by retention and one whose snapshot was fetched from the leader; the other
-real-Kafka logs (a spark ingest each, on 2 cores) run in the slow tier (``-m slow``)."""
+controller unregistrations), a log cut by retention and one whose snapshot was fetched from the leader; a generated
+log in zstd batches. The uncompressed generated log (uncompressed like the sample and the real-Kafka logs) and the
+other real-Kafka logs — a Spark ingest each, on 2 cores — run in the slow tier (``-m slow``)."""
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_TIER else pytest.param(n, marks=pytest.mark.slow) for n in LOGS])
