@@ -1,6 +1,9 @@
 """Work in other processes that needs nothing from this one — a Spark Connect server's session, a virtual
-environment's install and runs, ``ingest --follow`` — started when the run starts and collected by the tests
-that check it, so that it runs while the shared session works instead of after it.
+environment's install and runs, ``ingest --follow``, a first Spark start, a Spark process reading a damaged lake —
+started when the run starts (under pytest-xdist: by the worker that runs the Spark group, with its first test;
+:mod:`tests.workers`) and collected by the tests that check it, so that it runs while the shared session works
+instead of after it. The tests marked ``background`` belong to the Spark group, so the worker that started the work
+takes its results.
 
 A test module opts in with a module-level ``run_in_background(env, root)`` function (``env``: the environment
 when the run started, before any test changed it; ``root``: a directory of its own) whose result the tests
