@@ -14,19 +14,17 @@ classic session has a Connect counterpart (:func:`is_connect`).
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib.metadata
 import os
 import re
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from metadata.log.cache import cache_root
+from metadata.log.cache import cache_root, exclusive
 from metadata.log.errors import KraftReplayError
 
 _LOCK = threading.Lock()
@@ -195,24 +193,6 @@ once, and two processes starting Spark for the first time on a machine (two inge
 classic session) would otherwise both resolve into it, and one fail."""
 
 
-@contextlib.contextmanager
-def _resolution_lock() -> Iterator[None]:
-    """One resolution at a time on this machine (for this user): an exclusive lock on :data:`RESOLUTION_LOCK`
-    (where there is no ``fcntl``, no lock)."""
-    try:
-        import fcntl
-    except ImportError:  # (not POSIX)
-        yield
-        return
-    RESOLUTION_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(RESOLUTION_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _resolve_jars() -> list[str]:
     """Resolve the Delta Lake connector's jars once (the first Spark start on a machine): in a child process
     (:func:`resolve_here`) whose output — Ivy's report, proxy and repository warnings — goes to
@@ -229,7 +209,7 @@ def _resolve_jars() -> list[str]:
         f"first Spark start only (log: {log}) …\n"
     )
     sys.stderr.flush()
-    with _resolution_lock():
+    with exclusive(RESOLUTION_LOCK):
         jars = _cached_jars()  # resolved by the process this one waited for
         if jars:
             return jars

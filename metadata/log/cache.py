@@ -1,4 +1,5 @@
-"""kraft-replay's cache directory, and generated code compiled once for every later process.
+"""kraft-replay's cache directory, a lock for what several processes of a machine fill once, and generated code
+compiled once for every later process.
 
 The record-body readers are Python source generated from the schema (:mod:`metadata.log.codec.message`);
 compiling them costs a small ingest a tenth of a second in every process. :func:`compiled` keeps each compiled
@@ -14,6 +15,7 @@ import marshal
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
 
@@ -29,6 +31,25 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kraft-replay"
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Held by one process of the machine at a time (an exclusive ``flock`` on the file ``lock``, made with its
+    directory if missing; where there is no ``fcntl``, no lock): for work that fills a shared cache once — a second
+    process waits, then finds it filled."""
+    try:
+        import fcntl
+    except ImportError:  # (not POSIX)
+        yield
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def code_path(source: str, filename: str) -> Path:

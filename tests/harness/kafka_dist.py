@@ -14,7 +14,6 @@ Nothing here is committed to the repository.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -28,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from metadata.log.cache import cache_root
+from metadata.log.cache import cache_root, exclusive
 
 RELEASES = {"3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.2", "4.4": "4.4.0"}
 """Every supported Kafka release line and the newest patch of it that Maven Central serves (the version the
@@ -196,9 +195,7 @@ def ensure_kafka(version: str, *, verbose: bool = False, timeout: float = 900) -
     home = dist_home(version)
     if is_fetched(version):
         return KafkaDist(version, home)
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / ".fetch.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(home.parent / ".fetch.lock"):
         if is_fetched(version):  # by the process this one waited for
             return KafkaDist(version, home)
         return _fetch(version, home, verbose, timeout)
