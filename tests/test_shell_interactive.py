@@ -4,6 +4,7 @@ across sessions), ``at`` and ``diff``, ``Ctrl-C`` cancelling a line and ``Ctrl-D
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -66,6 +67,25 @@ class Terminal:
 
     def send(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
+
+    def interrupt(self, next_prompt: str) -> None:
+        """Ctrl-C, until the shell answers with ``^C`` and ``next_prompt``, as a person presses it again: CPython's
+        readline loop misses a SIGINT that lands while it handles a key (it takes it with the next key), which a
+        loaded machine makes likely. Any later answer to a repeated Ctrl-C is consumed too."""
+        answer = r"\^C\r\n" + next_prompt
+        for attempt in range(6):
+            time.sleep(0.5)
+            self.send("\x03")
+            try:
+                self.read_until(answer, timeout=5)
+                break
+            except AssertionError:
+                if attempt == 5:
+                    raise
+        if attempt:
+            with contextlib.suppress(AssertionError):
+                while True:
+                    self.read_until(answer, timeout=2)
 
     def finish(self) -> int:
         """Wait for the shell to end; its exit status."""
@@ -134,9 +154,7 @@ def test_a_session_in_a_terminal(tmp_path):
     # Ctrl-C drops the line being typed
     term.send("cat /image/provenan")
     term.read_until("provenan")
-    time.sleep(0.5)  # CPython's readline loop misses a SIGINT that lands while it handles a key (it waits for the next)
-    term.send("\x03")
-    term.read_until(r"\^C\r\n" + prompt(109, times[109], "/image/topics/byName"))
+    term.interrupt(prompt(109, times[109], "/image/topics/byName"))
 
     # the history: history N (Kafka's meaning), the up arrow
     term.send("history 3\r")
