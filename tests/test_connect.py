@@ -1,15 +1,17 @@
 """Spark Connect: the same commands on a local Connect server (``SPARK_REMOTE=local[2]``) give the
 same lake and the same answers as the classic session and the reference engine.
 
-A Connect server and a classic session cannot share one Python process, so the Connect side runs
-in a subprocess (:data:`CONNECT_SIDE`) and prints its results as JSON.
-"""
+A Connect server and a classic session cannot share one Python process, so the Connect side runs in a subprocess
+(:data:`CONNECT_SIDE`) and prints its results as JSON. It runs kraft-replay as a user's virtual environment holds
+it (:mod:`tests.installs`: the environment's interpreter run by its path, a ``python3`` on PATH that cannot run
+Spark's Python workers): the local server kraft-replay starts must start its Python workers — the ingest's decode
+(``mapInArrow``) and the versions' sharded build — with the interpreter kraft-replay runs in
+(:mod:`metadata.lake.spark`)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +21,10 @@ from generator import generate
 from image.replay import replay_to
 from metadata.lake.protocol import Lake
 from metadata.log.readers import read_log
-from tests import background
+from tests import background, installs
 
 pytestmark = [pytest.mark.spark, pytest.mark.background]
 
-ROOT = Path(__file__).resolve().parent.parent
 
 CONNECT_SIDE = r"""
 import json, sys
@@ -40,7 +41,7 @@ runner = CliRunner()
 
 def cli(*args):
     res = runner.invoke(app, [*args, "--json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 0, f"{args}: exit {res.exit_code} {res.exception!r}\n{res.output}"
     return json.loads(res.stdout)
 
 out = {"connect": is_connect(get_spark())}
@@ -85,16 +86,17 @@ def run_in_background(env: dict[str, str], root: Path) -> dict[str, Any]:
     generate(4, 4, 3, 2, 60, root / "gen", segment_bytes=4096)
     records = read_log(root / "gen" / "__cluster_metadata-0")
     mid, late = records[len(records) // 2].offset, records[len(records) * 3 // 4].offset
-    env = {**env, "SPARK_REMOTE": "local[2]", "PYTHONPATH": str(ROOT)}
-    # relative paths (the server's Python workers do not run in the client's working directory) and a lake
-    # path that is not a plain name (table versions come from a glob under Connect)
+    # kraft-replay installed in a virtual environment, its interpreter run by its path, a python3 on PATH that
+    # cannot run Spark's Python workers; relative paths (the server's Python workers do not run in the client's
+    # working directory) and a lake path that is not a plain name (table versions come from a glob under Connect)
+    python = installs.venv() / "bin" / "python"
     proc = subprocess.run(
-        [sys.executable, "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn", str(mid), str(late)],
-        env=env,
+        [str(python), "-c", CONNECT_SIDE, "gen/__cluster_metadata-0", "lake, 1 {x}", "torn", str(mid), str(late)],
+        env={**installs.without_venv_on_path(env, root / "shims"), "SPARK_REMOTE": "local[2]"},
         capture_output=True,
         text=True,
         cwd=root,
-        timeout=600,
+        timeout=900,
     )
     return {"proc": proc, "mid": mid, "late": late, "root": root}
 

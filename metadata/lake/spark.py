@@ -1,7 +1,7 @@
 """The SparkSession kraft-replay runs on, with the Delta Lake connector.
 
-Delta's jars come from Maven Central through Spark's own resolver
-(``configure_spark_with_delta_pip``); the first run downloads them into Ivy's cache, in a child process
+Delta's jars come from Maven Central through Spark's own resolver (spark-submit's packages, the
+coordinates ``configure_spark_with_delta_pip`` names); the first run downloads them into Ivy's cache, in a child process
 whose output (Ivy's resolution report, proxy warnings) goes to a log file, while one line on stderr says
 what is happening (:func:`_resolve_jars`); the jar paths are remembered, and later starts skip resolution.
 ``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master, or
@@ -231,15 +231,18 @@ def _resolve_jars() -> list[str]:
 
 
 def resolve_here() -> None:
-    """The child of :func:`_resolve_jars`: start a session with Spark's resolver fetching Delta's jars, remember
-    their paths, stop."""
-    from delta import configure_spark_with_delta_pip
+    """The child of :func:`_resolve_jars`: Spark's JVM gateway alone (spark-submit, no SparkContext: a third of a
+    session's start) with the Delta connector as a package, so that spark-submit's resolver fetches it; remember the
+    jars it put on the class path, stop. The connector's coordinates are those ``delta``'s
+    ``configure_spark_with_delta_pip`` names (Spark 4 is built for Scala 2.13 only)."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
 
-    builder = (
-        SparkSession.builder.master("local[1]")
-        .appName("kraft-replay resolving Delta")
-        .config("spark.ui.enabled", "false")
+    conf = SparkConf().set(
+        "spark.jars.packages", f"io.delta:delta-spark_2.13:{importlib.metadata.version('delta-spark')}"
     )
-    spark = configure_spark_with_delta_pip(builder).getOrCreate()
-    _remember_jars(spark.conf.get("spark.jars", ""))
-    spark.stop()
+    gateway = launch_gateway(conf)
+    try:
+        _remember_jars(gateway.jvm.System.getProperty("spark.jars") or "")
+    finally:
+        gateway.shutdown()

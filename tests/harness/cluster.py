@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from .kafka_dist import KafkaDist, java_bin
+from .kafka_dist import SHORT_LIVED_JVM, KafkaDist, java_bin
 
 LOOPBACK = "127.0.0.1"
 CONTROLLER_ID = 0
@@ -73,8 +73,7 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
 
 JVM_OPTS = [
     "-Xms64m",
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
+    *SHORT_LIVED_JVM,
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",
