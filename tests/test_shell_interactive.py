@@ -69,9 +69,10 @@ class Terminal:
         os.write(self.fd, keys.encode())
 
     def interrupt(self, next_prompt: str) -> None:
-        """Ctrl-C, until the shell answers with ``^C`` and ``next_prompt``, as a person presses it again: CPython's
-        readline loop misses a SIGINT that lands while it handles a key (it takes it with the next key), which a
-        loaded machine makes likely. Any later answer to a repeated Ctrl-C is consumed too."""
+        """Ctrl-C, pressed again (as a person would) until the shell answers with ``^C`` and ``next_prompt``: CPython's
+        readline loop takes a SIGINT that lands while it handles a key only with the next key. Any later answer to
+        a repeated Ctrl-C is consumed too; a shell that never answers is shown with its threads' signal masks (the
+        prompt's thread alone may take SIGINT: :mod:`cli.shell.ctrl_c`)."""
         answer = r"\^C\r\n" + next_prompt
         for attempt in range(6):
             time.sleep(0.5)
@@ -79,13 +80,26 @@ class Terminal:
             try:
                 self.read_until(answer, timeout=5)
                 break
-            except AssertionError:
+            except AssertionError as e:
                 if attempt == 5:
-                    raise
+                    raise AssertionError(f"{e}\nthe shell's threads: {self.threads()}") from None
         if attempt:
             with contextlib.suppress(AssertionError):
                 while True:
                     self.read_until(answer, timeout=2)
+
+    def threads(self) -> dict[str, dict[str, str]]:
+        """Each thread of the shell's process: its signal masks (blocked, ignored, caught, pending) and where it
+        waits."""
+        found = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines())
+                found[task.name] = {
+                    **{k: status[k] for k in ("SigBlk", "SigIgn", "SigCgt", "SigPnd", "ShdPnd") if k in status},
+                    "wchan": (task / "wchan").read_text(),
+                }
+        return found
 
     def finish(self) -> int:
         """Wait for the shell to end; its exit status."""
@@ -206,5 +220,22 @@ def test_errors_do_not_end_the_session(tmp_path):
     assert "Unexpected error: Expected zkMigrationState to be a valid child of /image/features, but it was not." in text
     term.send('cat "/image/provenance\r')
     assert "unclosed quotation" in term.read_until(here)
+    term.send("exit\r")
+    assert term.finish() == 0
+
+
+def test_at_the_prompt_only_the_main_thread_takes_ctrl_c(tmp_path):
+    """The threads the loading started (pyarrow's) block SIGINT, the prompt's thread takes it: a Ctrl-C delivered to
+    another thread would leave readline waiting for a key."""
+    term = Terminal(tmp_path / "history")
+    records = read_log(LOG)
+    term.read_until(prompt(records[-1].offset, records[-1].timestamp, "/"))
+    threads = term.threads()
+    sigint = 1 << (signal.SIGINT - 1)
+    assert len(threads) > 1  # (else the test shows nothing)
+    assert {tid: bool(int(t["SigBlk"], 16) & sigint) for tid, t in threads.items()} == {
+        tid: tid != str(term.pid) for tid in threads
+    }
+    assert int(threads[str(term.pid)]["SigCgt"], 16) & sigint
     term.send("exit\r")
     assert term.finish() == 0

@@ -13,6 +13,7 @@ from typing import TextIO
 
 from cli.shell.args import split_line
 from cli.shell.commands import ExitShell, completions, run
+from cli.shell.ctrl_c import take_ctrl_c
 from cli.shell.session import Context, Session
 from image.node.java import JavaException
 from image.temporal.times import iso_time
@@ -92,6 +93,7 @@ class Shell:
             self.readline.set_completer(self.complete)
             self.readline.parse_and_bind("tab: complete")
         self.load_history()
+        take_ctrl_c()
         self.out.write(banner + "\n")
         self.session.image_at(self.session.offset)
         if self.session.unpublished is not None:
