@@ -15,7 +15,8 @@ def held_for_the_prompt() -> Iterator[None]:
     and SIGINT's handler as they were afterwards; enter it before the image is loaded. The threads started meanwhile
     (by the libraries the loading imports) inherit the block, so a Ctrl-C at the prompt goes to the main thread and
     interrupts readline's wait for a key. Delivered to another thread, it would only flag Python's handler: the wait
-    would go on, and the line would not be cancelled."""
+    would go on, and the line would not be cancelled. (A Ctrl-C while the image loads reaches the prompt once it
+    shows: ``^C`` and a new prompt.)"""
     handler = signal.getsignal(signal.SIGINT)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
