@@ -1,8 +1,8 @@
 """The SparkSession kraft-replay runs on, with the Delta Lake connector.
 
 Delta's jars come from Maven Central through Spark's own resolver (spark-submit's packages, the
-coordinates ``configure_spark_with_delta_pip`` names); the first run downloads them into Ivy's cache, in a child process
-whose output (Ivy's resolution report, proxy warnings) goes to a log file, while one line on stderr says
+coordinates ``configure_spark_with_delta_pip`` names); the first run downloads them into Ivy's cache, in a child
+process whose output (Ivy's resolution report, proxy warnings) goes to a log file, while one line on stderr says
 what is happening (:func:`_resolve_jars`); the jar paths are remembered, and later starts skip resolution.
 ``--master``/``KRAFT_REPLAY_MASTER`` select any master. ``SPARK_REMOTE`` (or an ``sc://`` master, or
 ``SPARK_API_MODE=connect``) selects Spark Connect instead: ``sc://host:port`` is a running Connect

@@ -226,7 +226,7 @@ def _fetch(version: str, home: Path, verbose: bool, timeout: float) -> KafkaDist
         f"-DoutputDirectory={tmp_lib}",
         "-DincludeScope=runtime",
     ]
-    env = {**os.environ, "MAVEN_OPTS": " ".join([os.environ.get("MAVEN_OPTS", ""), *SHORT_LIVED_JVM]).strip()}
+    env = {"MAVEN_OPTS": " ".join(SHORT_LIVED_JVM), **os.environ}  # (a MAVEN_OPTS of the user's, naming a GC, wins)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=not verbose, text=True, timeout=timeout, check=False, env=env)
     if proc.returncode != 0:
