@@ -7,8 +7,8 @@ Run from the repository root::
     python benchmarks/bench_engines.py --scenarios follow --follow-seconds 3600
 
 Scenarios (``--scenarios``; each ``kraft-replay`` command of this tree in its own process as the console script runs
-it (``common.KRAFT_REPLAY``), timed by ``wait4``: wall seconds, CPU seconds of the process and everything it waited
-for, the largest peak RSS among them):
+it (``common.KRAFT_REPLAY``), timed by ``common.run_measured``: wall seconds to its exit, CPU seconds of the process
+and all its descendants (a Spark ingest's JVM and Python workers included), the largest peak RSS among them):
 
 * ``sample`` — ``ingest data/sample --lake <new lake>``;
 * ``fixture`` — ``ingest`` of a real-Kafka log (``tests/fixtures/kafka/4.1.1/basic``) into a new lake;

@@ -357,7 +357,7 @@ def _r(x: float | None, nd: int = 1) -> float | None:
 @dataclass
 class Measured:
     """A finished child process: output, exit code, wall seconds, peak RSS of it and its descendants, CPU
-    seconds (user + system) of it and the descendants it waited for."""
+    seconds (user + system) of it and all its descendants."""
 
     returncode: int
     stdout: str
@@ -370,9 +370,13 @@ class Measured:
 #: Started by :func:`run_measured` as a fresh small interpreter: forks and execs the measured command, waits
 #: for it and writes its wall seconds and rusage to ``argv[1]``. A process's ``ru_maxrss`` includes the memory
 #: of the process it was forked from until it execs, so forking the command from the benchmark itself (often
-#: hundreds of MB after reading lakes) would report the benchmark's RSS for any smaller command.
+#: hundreds of MB after reading lakes) would report the benchmark's RSS for any smaller command. The launcher is
+#: its descendants' subreaper (``PR_SET_CHILD_SUBREAPER``) and reaps them all before it reports: a descendant
+#: nobody waits for, such as the JVM PySpark starts (it exits when its Python parent has gone), is counted too.
+#: The wall seconds end when the command exits.
 _LAUNCHER = """
-import json, os, sys, time
+import ctypes, json, os, resource, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 t0 = time.perf_counter()
 pid = os.fork()
 if pid == 0:
@@ -381,10 +385,23 @@ if pid == 0:
     except OSError as e:
         print(f"{sys.argv[2]}: {e}", file=sys.stderr, flush=True)
     os._exit(127)
-_, status, usage = os.wait4(pid, 0)
+_, status = os.waitpid(pid, 0)
+wall = time.perf_counter() - t0
+deadline, left = time.monotonic() + 120, False
+while True:
+    try:
+        if os.waitpid(-1, os.WNOHANG)[0]:
+            continue
+    except ChildProcessError:
+        break
+    if time.monotonic() > deadline:
+        left = True
+        break
+    time.sleep(0.01)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "w") as f:
-    json.dump({"status": status, "wall_s": time.perf_counter() - t0, "maxrss_kb": usage.ru_maxrss,
-               "cpu_s": usage.ru_utime + usage.ru_stime}, f)
+    json.dump({"status": status, "wall_s": wall, "maxrss_kb": usage.ru_maxrss,
+               "cpu_s": usage.ru_utime + usage.ru_stime, "descendants_left": left}, f)
 """
 
 
@@ -395,10 +412,11 @@ def run_measured(
     cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> Measured:
-    """Run ``cmd`` (from a small launcher process, :data:`_LAUNCHER`); its peak RSS and CPU seconds come
-    from ``wait4`` (the max / sum over the command and every descendant it waited for, e.g. the JVM a
-    Python CLI started); its wall seconds from fork to exit. A command still running after ``timeout``
-    is killed (with its process group) and reported with the launcher's figures."""
+    """Run ``cmd`` (from a small launcher process, :data:`_LAUNCHER`); its peak RSS and CPU seconds are the
+    max / sum over the command and every descendant (e.g. the JVM a Python CLI started), its wall seconds from
+    fork to the command's exit. A command still running after ``timeout`` is killed (with its process group) and
+    reported with the launcher's figures; descendants still running two minutes after the command are left
+    uncounted, said on stderr."""
     import tempfile
 
     with (
@@ -431,6 +449,10 @@ def run_measured(
         child = json.loads(report.read() or "null")
         out.seek(0)
         err.seek(0)
+        if child is not None and child["descendants_left"]:
+            print(
+                f"run_measured: {cmd[0]}: descendants outlived the command; their CPU is not counted", file=sys.stderr
+            )
         if child is None:  # killed, or the launcher failed
             return Measured(
                 proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
