@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from metadata.lake.state import LOCAL_MAX_BYTES
 from metadata.log.errors import BadInput, KraftReplayError, Unavailable
 
 if TYPE_CHECKING:
@@ -85,8 +86,9 @@ EngineOpt = Annotated[
     str,
     typer.Option(
         "--engine",
-        help="Where to write: auto (in process for a lake on a local path whose input fits one machine, "
-        "unless a Spark master is named; or KRAFT_REPLAY_ENGINE), local (in process, no JVM) or spark.",
+        help="Where to write: auto (in process for a lake on a local path whose input fits one machine, at most "
+        f"{LOCAL_MAX_BYTES / (1 << 20):g} MiB to decode (KRAFT_REPLAY_LOCAL_MAX_BYTES), unless a Spark master is "
+        "named; or KRAFT_REPLAY_ENGINE), local (in process, no JVM) or spark.",
     ),
 ]
 LimitOpt = Annotated[
