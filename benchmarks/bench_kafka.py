@@ -15,7 +15,7 @@ Each log is replayed to its end by:
 * ``kafka``: the harness oracle (``python -m tests.harness oracle -- bench``): Kafka's
   ``MetadataRecordSerde`` + ``MetadataDelta.replay`` with an image published after every batch,
   JVM start excluded, best of ``--repeat`` after ``--warmup`` passes in the same JVM (C2 JIT).
-  Memory: peak RSS of the oracle process tree (``wait4``).
+  Memory: peak RSS of the oracle process tree (``common.run_measured``).
 * ``shell``: Kafka's metadata shell (``MetadataShell --snapshot <segment> cat /image/provenance``,
   one run; single-segment logs only): wall time minus the same command on a tiny log (JVM start,
   class loading), i.e. roughly its load time of the segment.

@@ -45,9 +45,9 @@ Commands (``--commands``, default all):
   a warm JVM, best of ``--runs``, JVM start excluded; from the newest snapshot when the log has one).
 
 Columns of the reads table: ``command``, ``log``, ``at`` (offset position and X), ``wall s`` (median of
-the runs), ``min–max s`` (wall), ``CPU s`` (median user + system seconds of the process and its children,
-``wait4``), ``peak RSS MB`` (largest over the runs, ``wait4``; the command is forked from a small
-launcher, ``common.run_measured``), ``shell s`` (the metadata shell's median wall on the same log),
+the runs), ``min–max s`` (wall), ``CPU s`` (median user + system seconds of the process and all its
+descendants), ``peak RSS MB`` (largest over the runs; the command is forked from a small launcher,
+``common.run_measured``), ``shell s`` (the metadata shell's median wall on the same log),
 ``÷ shell`` (wall s / shell s; below 1 = faster than the shell), ``load`` (1-minute load average after
 the row), ``error``. The logs table gives per log the records, segments, snapshots,
 lake ingest seconds, the offsets used, the shell's median / min–max wall, CPU and peak RSS, and the
