@@ -114,7 +114,7 @@ def _shell_once(
     import tempfile
 
     from tests.harness.cluster import java_command, write_log_configs
-    from tests.harness.kafka_dist import ensure_kafka
+    from tests.harness.kafka_dist import ensure_kafka, shell_class_path
     from tests.harness.tools import SHELL_CLASS
 
     dist = ensure_kafka(version)
@@ -125,6 +125,7 @@ def _shell_once(
             ["--snapshot", file, *command],
             write_log_configs(Path(tmp), log_file=None, level="WARN"),
             heap=heap,
+            extra_cp=shell_class_path(dist),
         )
         return common.run_measured(cmd, cwd=ROOT, timeout=timeout)
 

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -126,12 +126,12 @@ def java_command(
     log_options: list[str],
     *,
     heap: str = "256m",
-    extra_cp: list[str] | None = None,
+    extra_cp: Sequence[str | Path] = (),
     extra_jvm: list[str] | None = None,
 ) -> list[str]:
     """The command line running one of Kafka's main classes from the cached jars (``log_options`` from
-    :func:`write_log_configs`)."""
-    cp = os.pathsep.join([*(extra_cp or []), dist.classpath])
+    :func:`write_log_configs`; ``extra_cp`` before them)."""
+    cp = os.pathsep.join([*map(str, extra_cp), dist.classpath])
     return [java_bin(), f"-Xmx{heap}", *JVM_OPTS, *log_options, *(extra_jvm or []), "-cp", cp, main_class, *args]
 
 
@@ -142,7 +142,7 @@ def run_java(
     *,
     timeout: float = 120,
     heap: str = "256m",
-    extra_cp: list[str] | None = None,
+    extra_cp: Sequence[str | Path] = (),
     log_level: str = "WARN",
     check: bool = True,
     input_text: str | None = None,

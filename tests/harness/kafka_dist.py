@@ -306,6 +306,13 @@ def shell_classes(dist: KafkaDist) -> Path | None:
     return compile_java(dist, "shell", texts)
 
 
+def shell_class_path(dist: KafkaDist) -> list[Path]:
+    """What the metadata shell of ``dist`` needs on the class path before its jars: the shell compiled for it
+    (:func:`shell_classes`), or nothing."""
+    compiled = shell_classes(dist)
+    return [compiled] if compiled is not None else []
+
+
 def java_bin(name: str = "java") -> str:
     jh = os.environ.get("JAVA_HOME")
     if jh and (Path(jh) / "bin" / name).exists():

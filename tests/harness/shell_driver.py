@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kafka_dist import FetchError, KafkaDist, compile_java, shell_classes
+from .kafka_dist import FetchError, KafkaDist, compile_java, shell_class_path
 from .oracle import OracleError, run_compiled
 
 SOURCE = Path(__file__).parent / "java" / "ShellDriver.java"
@@ -71,8 +71,8 @@ def run_shell(
 
 def _driver(dist: KafkaDist, requests: str, timeout: float) -> bytes:
     """ShellDriver's output for ``requests`` (compiled against ``dist`` once; with the shell compiled for a
-    version Maven Central has none of, ``kafka_dist.shell_classes``)."""
-    shell = [path] if (path := shell_classes(dist)) is not None else []
+    version Maven Central has none of, ``kafka_dist.shell_class_path``)."""
+    shell = shell_class_path(dist)
     try:
         classes = compile_java(dist, "shell-driver", {SOURCE.name: SOURCE.read_text(encoding="utf-8")}, shell)
     except FetchError as e:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from .cluster import run_java
-from .kafka_dist import KafkaDist, shell_classes
+from .kafka_dist import KafkaDist, shell_class_path
 
 DUMP_LOG_CLASSES = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")  # Java from 4.3
 SHELL_CLASS = "org.apache.kafka.shell.MetadataShell"
@@ -50,8 +50,7 @@ def metadata_shell(
     can run the command before its loader has published the image (observed with 4.1.1: empty output), or
     never finish (observed with 3.9.1: ``waitUntilCaughtUp`` sleeping forever, once in a default run), so an
     empty answer is retried, and so is a run killed after ``timeout`` seconds (the fixtures load in one or two)."""
-    compiled = shell_classes(dist)
-    extra_cp = [str(compiled)] if compiled else None
+    extra_cp = shell_class_path(dist)
     out = ""
     for attempt in range(attempts):
         try:
