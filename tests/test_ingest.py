@@ -543,3 +543,37 @@ def test_a_build_keeps_its_open_versions_apart_and_the_next_ingest_rewrites_only
     before = {name: table(location, name).num_rows for name in grown}
     Lake(location).optimize(list(grown), compactors=COMPACTORS)
     assert apart(files()) and {name: table(location, name).num_rows for name in grown} == before
+
+
+def test_parquet_row_groups_written_in_process_hold_about_a_mebibyte(tmp_path):
+    """delta-rs closes a row group at 2^20 rows; the lake's writes in process close one at about 1 MiB of Arrow data,
+    as Spark's sessions do (``parquet.block.size``), so that a point read decodes the groups around its offset:
+    an ingest's writes, and ``optimize``'s rewrite of the files incremental ingests left."""
+    import pyarrow.parquet as pq
+
+    from image.temporal.ingest import ingest as ingest_with_versions
+    from metadata.lake.local_store import ROW_GROUP_BYTES, local_path
+
+    def groups(location: str, name: str) -> list[pa.Table]:
+        out = []
+        for file in LakeFiles(location).files(name):
+            parquet = pq.ParquetFile(local_path(file.uri))
+            out += [parquet.read_row_group(i) for i in range(parquet.num_row_groups)]
+        assert sum(g.num_rows for g in out) == table(location, name).num_rows
+        assert all(g.nbytes <= 1.25 * ROW_GROUP_BYTES for g in out)
+        return out
+
+    whole = str(tmp_path / "whole")
+    ingest_with_versions([str(SAMPLE)], whole, progress=False)
+    assert len(LakeFiles(whole).files("records")) == 1 and len(groups(whole, "records")) >= 2
+
+    grown = str(tmp_path / "grown")
+    segments = sorted((SAMPLE / "__cluster_metadata-0").glob("*.log"))
+    for n in range(1, len(segments) + 1):
+        ingest_with_versions([str(s) for s in segments[:n]], grown, progress=False)
+    assert len(LakeFiles(grown).files("records")) == len(segments)
+    groups(grown, "records")
+    before = table(grown, "records").sort_by("offset")
+    Lake(grown).optimize(["records"])
+    assert len(LakeFiles(grown).files("records")) == 1 and len(groups(grown, "records")) >= 2
+    assert table(grown, "records").sort_by("offset").equals(before)

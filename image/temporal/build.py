@@ -379,7 +379,7 @@ def compact_versions(txn: LakeTransaction, table: str) -> None:
         return
     from deltalake import write_deltalake
 
-    from metadata.lake.local_store import conforming, open_table, table_schema
+    from metadata.lake.local_store import conforming, open_table, table_schema, writer_properties
 
     files = txn.lake.files(txn.state())
     assert files is not None
@@ -394,6 +394,7 @@ def compact_versions(txn: LakeTransaction, table: str) -> None:
                 conforming(part, schema),
                 mode="append" if n else "overwrite",
                 commit_properties=txn.commit_properties,
+                writer_properties=writer_properties(part),
             )
             delta.update_incremental()
 

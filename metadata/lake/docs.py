@@ -81,9 +81,10 @@ def render() -> str:
         "",
         "Every table is a standard Delta table under `<lake>/<name>`. Readers read each table at the Delta "
         "version named by the newest row of `_ingests` (see README, *Atomic, idempotent ingest*). "
-        "kraft-replay's sessions write Parquet row groups of about 1 MiB (`parquet.block.size`): a reader "
-        "that filters on a statistics column (a window of offsets, the versions at one offset) decodes "
-        "only the row groups that can hold it, not a whole file.",
+        "Both engines write Parquet row groups of about 1 MiB (Spark's sessions by `parquet.block.size`, "
+        "the writes in process by rows per group sized from the Arrow data): a reader that filters on a "
+        "statistics column (a window of offsets, the versions at one offset) decodes only the row groups that "
+        "can hold it, not a whole file.",
         "",
         "## records",
         "",

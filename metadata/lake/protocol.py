@@ -501,9 +501,15 @@ def optimize_table(txn: LakeTransaction, name: str) -> None:
 
         txn.apply(name, lambda path: txn.lake.spark.sql(f"OPTIMIZE {sql_table(path)}").collect())
     else:
-        from metadata.lake.local_store import open_table
+        from metadata.lake.local_store import open_table, table_writer_properties
 
-        txn.apply(name, lambda path: open_table(path).optimize.compact(commit_properties=txn.commit_properties))
+        def compact(path: str) -> None:
+            table = open_table(path)
+            table.optimize.compact(
+                writer_properties=table_writer_properties(table), commit_properties=txn.commit_properties
+            )
+
+        txn.apply(name, compact)
 
 
 def _now() -> dt.datetime:
