@@ -552,7 +552,8 @@ def test_parquet_row_groups_written_in_process_hold_about_a_mebibyte(tmp_path):
     import pyarrow.parquet as pq
 
     from image.temporal.ingest import ingest as ingest_with_versions
-    from metadata.lake.local_store import ROW_GROUP_BYTES, local_path
+    from metadata.lake.local_store import local_path
+    from metadata.lake.tables import ROW_GROUP_BYTES
 
     def groups(location: str, name: str) -> list[pa.Table]:
         out = []

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from metadata.lake.state import LakeState
-from metadata.lake.tables import table_schemas
+from metadata.lake.tables import ROW_GROUP_BYTES, table_schemas
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable, WriterProperties
@@ -72,15 +72,9 @@ def tagged(tag: str | None) -> CommitProperties | None:
     return None if tag is None else CommitProperties(custom_metadata={"userMetadata": tag})
 
 
-ROW_GROUP_BYTES = 1 << 20
-"""The Parquet row groups written in process hold about this many bytes of Arrow data: rows per group as Spark's
-sessions write them (``parquet.block.size`` of 1 MiB: 4,331 rows a group of ``records`` of gen-1e6 there,
-4,169 here)."""
-
-
 def writer_properties(rows: pa.Table) -> WriterProperties:
     """Parquet writer properties for writing ``rows`` (or rows like them) in row groups of about
-    :data:`ROW_GROUP_BYTES`."""
+    :data:`~metadata.lake.tables.ROW_GROUP_BYTES`."""
     from deltalake import WriterProperties
 
     per_row = rows.nbytes / rows.num_rows if rows.num_rows else 1.0

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from metadata.lake.tables import ROW_GROUP_BYTES
 from metadata.log.cache import cache_root, exclusive
 from metadata.log.errors import KraftReplayError
 
@@ -47,7 +48,7 @@ DEFAULT_CONF = {
     # Parquet row groups of ~1 MiB (parquet-mr's default is 128 MiB: a 10^6-record file is one row group) so
     # that a point read (pyarrow with a filter on offsets) decodes a few row groups, not the file: on gen-1e6,
     # `changes` at the middle peaked at 351 MB instead of 718 MB (BENCHMARKS.md).
-    "spark.hadoop.parquet.block.size": str(1 << 20),
+    "spark.hadoop.parquet.block.size": str(ROW_GROUP_BYTES),
     # PySpark records each Column call's Python call site for error messages: ~6 extra JVM round trips
     # per call, which more than doubled the driver's py4j traffic when building a replay plan.
     "spark.python.sql.dataFrameDebugging.enabled": "false",

@@ -25,6 +25,12 @@ from metadata.log.columns import DECODED_SCHEMA, numpy_array
 from metadata.log.records import snapshot_kind
 from metadata.log.schema import FieldSpec, MessageSpec, spec_by_type_name
 
+ROW_GROUP_BYTES = 1 << 20
+"""Both engines write Parquet row groups of about this size, so that a point read decodes the row groups around
+its offset, not a file: Spark's sessions by ``parquet.block.size`` (``metadata.lake.spark.DEFAULT_CONF``), the
+writes in process by rows per group sized from the Arrow data (``metadata.lake.local_store.writer_properties``).
+On gen-1e6's ``records``: 4,331 rows a group on Spark, 4,186 in process."""
+
 _PRIMITIVE: dict[str, pa.DataType] = {
     "bool": pa.bool_(),
     "int8": pa.int32(),
